@@ -1,0 +1,117 @@
+"""Argument checks shared by every public function.
+
+Each check raises ``TypeError`` for a wrong type and ``ValueError`` for a value out of range, naming
+the parameter, the accepted range and the value received. Checks run once, in Python, before any
+kernel is called; kernels never validate.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+__all__ = [
+    "real",
+    "positive",
+    "nonnegative",
+    "probability",
+    "integer",
+    "finite_array",
+    "bounds_pair",
+    "size_shape",
+]
+
+
+def real(value, name):
+    """Return ``value`` as a finite Python float; reject bools, non-numbers, NaN and infinities."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def positive(value, name):
+    """A finite real number > 0."""
+    value = real(value, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
+def nonnegative(value, name):
+    """A finite real number >= 0."""
+    value = real(value, name)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return value
+
+
+def probability(value, name, *, open_low=True, open_high=True):
+    """A real number in the unit interval (open or closed ends as requested)."""
+    value = real(value, name)
+    low_ok = value > 0 if open_low else value >= 0
+    high_ok = value < 1 if open_high else value <= 1
+    if not (low_ok and high_ok):
+        interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def integer(value, name, *, minimum=None):
+    """A Python int (numpy integers accepted, bools and floats rejected), optionally >= minimum."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got bool {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def finite_array(value, name, *, dtype=np.float64):
+    """Convert to a float64 ndarray (any shape) and reject non-numeric, NaN and infinite entries."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be a number or an array of numbers: {exc}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must contain real numbers, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must contain real numbers, got complex values")
+    arr = arr.astype(dtype, copy=False)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must not contain NaN or infinite values")
+    return arr
+
+
+def bounds_pair(value, name):
+    """A pair (lower, upper) of finite reals with lower < upper."""
+    if value is None:
+        raise ValueError(
+            f"{name} is required: give public bounds (lower, upper); they are never inferred from the data"
+        )
+    try:
+        lower, upper = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (lower, upper), got {value!r}") from None
+    lower = real(lower, f"{name}[0]")
+    upper = real(upper, f"{name}[1]")
+    if not lower < upper:
+        raise ValueError(f"{name} must satisfy lower < upper, got ({lower!r}, {upper!r})")
+    return lower, upper
+
+
+def size_shape(size, name="size"):
+    """Normalise a numpy-style ``size`` (None, int or tuple of ints) to a shape tuple or None."""
+    if size is None:
+        return None
+    if isinstance(size, (tuple, list)):
+        return tuple(integer(s, name, minimum=0) for s in size)
+    return (integer(size, name, minimum=0),)

@@ -1,0 +1,38 @@
+"""Build the Cython kernels in dpcore/ into the package dpcore (Python sources in python/dpcore/)."""
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+KERNELS = ["_random", "_crlog", "_noise"]
+
+# IEEE semantics the privacy proofs rely on: no FMA contraction, no reassociation.
+FP_FLAGS = [] if os.name == "nt" else ["-O3", "-fno-fast-math", "-ffp-contract=off"]
+DEBUG = os.environ.get("DPCORE_DEBUG") == "1"
+
+extensions = [
+    Extension(
+        f"dpcore.{name}",
+        [f"dpcore/{name}.pyx"],
+        include_dirs=[numpy.get_include(), "dpcore"],
+        extra_compile_args=FP_FLAGS,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+    )
+    for name in KERNELS
+    if name in os.environ.get("DPCORE_KERNELS", name).split(",")  # dev: build a subset
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        include_path=["."],
+        language_level=3,
+        compiler_directives={
+            "boundscheck": DEBUG,
+            "wraparound": DEBUG,
+            "cdivision": True,
+            "initializedcheck": DEBUG,
+        },
+    ),
+)
