@@ -1,4 +1,21 @@
-"""dpcore: differential privacy with exact, floating-point-safe samplers in Cython kernels."""
-from dpcore._version import __version__
+"""dpcore: differential privacy with exact, floating-point-safe samplers in Cython kernels.
 
-__all__ = ["__version__"]
+The public thin API; see the README for a tour. ``random_state=None`` everywhere means dpcore's
+cryptographically secure ChaCha20 generator.
+"""
+from dpcore._version import __version__
+from dpcore.accounting import Accountant, BudgetExceeded
+from dpcore.mechanisms import discrete_gaussian, discrete_laplace, gaussian, laplace
+from dpcore.random import ChaCha20, default_rng
+
+__all__ = [
+    "__version__",
+    "Accountant",
+    "BudgetExceeded",
+    "ChaCha20",
+    "default_rng",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "gaussian",
+    "laplace",
+]

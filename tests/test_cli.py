@@ -1,0 +1,58 @@
+"""The dpcore command line."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import dpcore
+from dpcore.cli import main, run_demo
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "dpcore", *args], capture_output=True, text=True)
+
+
+def test_demo_json_spends_within_budget():
+    proc = run("demo", "--json", "--seed", "1", "--epsilon", "2.0")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    spent, budget = result["privacy"]["spent"], result["privacy"]["budget"]
+    assert 0 < spent["epsilon"] <= budget["epsilon"] == 2.0
+    assert spent["delta"] <= budget["delta"]
+    rel = result["releases"]
+    assert set(rel) == {"count", "sector_counts", "mean_age", "mean_hours_per_week", "mean_income"}
+    assert "seed" in proc.stderr  # the warning about seeds
+
+
+def test_demo_text_output():
+    proc = run("demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "privacy spent: epsilon" in proc.stdout
+    assert "mean income" in proc.stdout
+
+
+def test_demo_is_noisy_but_sensible():
+    """At a large epsilon the releases are close to the truth; at seed changes they differ."""
+    a = run_demo(epsilon=200.0, random_state=1)["releases"]
+    b = run_demo(epsilon=200.0, random_state=2)["releases"]
+    assert a["count"] != b["count"]
+    assert abs(a["count"] - 2000) < 50
+    assert 25 < a["mean_age"] < 60
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert dpcore.__version__ in capsys.readouterr().out
+    for args in (["--help"], ["demo", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            main(args)
+        assert exc.value.code == 0
+
+
+def test_bad_epsilon_is_a_clear_error():
+    proc = run("demo", "--epsilon", "-1")
+    assert proc.returncode != 0
+    assert "epsilon" in proc.stderr
