@@ -56,3 +56,31 @@ def test_bad_epsilon_is_a_clear_error():
     proc = run("demo", "--epsilon", "-1")
     assert proc.returncode != 0
     assert "epsilon" in proc.stderr
+
+
+def test_demo_categories_are_public(tmp_path):
+    """A sector that occurs in the data but not in the public list is never named in the output."""
+    path = tmp_path / "data.csv"
+    rows = ["age,hours_per_week,income,sector"] + ["40,40,50000,private"] * 50 + ["40,40,50000,astronaut"]
+    path.write_text("\n".join(rows) + "\n")
+    from dpcore.cli import DEMO_SECTORS
+
+    result = run_demo(epsilon=1.0, data=str(path), random_state=3)
+    assert tuple(result["releases"]["sector_counts"]) == DEMO_SECTORS
+    assert "astronaut" not in json.dumps(result)
+
+
+def test_demo_reads_parquet_or_says_what_is_missing(tmp_path):
+    path = tmp_path / "data.parquet"
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        proc = run("demo", "--data", str(path))
+        assert proc.returncode != 0 and "pyarrow" in proc.stderr
+        return
+    table = pa.table({"age": [30.0] * 20, "hours_per_week": [40.0] * 20, "income": [1e4] * 20,
+                      "sector": ["public"] * 20})
+    pq.write_table(table, path)
+    result = run_demo(epsilon=100.0, data=str(path), random_state=4)
+    assert abs(result["releases"]["count"] - 20) < 5

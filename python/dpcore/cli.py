@@ -18,20 +18,35 @@ import dpcore
 from dpcore.accounting import Accountant
 
 DEMO_BOUNDS = {"age": (18.0, 100.0), "hours_per_week": (0.0, 100.0), "income": (0.0, 250000.0)}
+# The categories are public, fixed before seeing the data: taking them from the data would
+# reveal that a rare category occurs (a record's presence). Anything else counts as "other".
+DEMO_SECTORS = ("private", "public", "non-profit", "self-employed", "other")
+
+
+def _read_rows(path):
+    """Rows of a CSV file, or of a Parquet file when pyarrow is installed, as dicts."""
+    if str(path).endswith((".parquet", ".pq")):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise SystemExit("dpcore: reading Parquet needs pyarrow (pip install pyarrow)") from None
+        return pq.read_table(path).to_pylist()
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def _load_demo(path=None):
     if path is None:
-        handle = resources.files("dpcore").joinpath("data/demo.csv").open("r", newline="")
+        with resources.files("dpcore").joinpath("data/demo.csv").open("r", newline="") as handle:
+            rows = list(csv.DictReader(handle))
     else:
-        handle = open(path, newline="")
-    with handle:
-        rows = list(csv.DictReader(handle))
+        rows = _read_rows(path)
     missing = {"age", "hours_per_week", "income", "sector"} - set(rows[0] if rows else {})
     if missing:
         raise SystemExit(f"dpcore demo: data file lacks columns {sorted(missing)}")
     columns = {name: np.array([float(r[name]) for r in rows]) for name in DEMO_BOUNDS}
-    columns["sector"] = np.array([r["sector"] for r in rows])
+    sectors = [str(r["sector"]) for r in rows]
+    columns["sector"] = np.array([x if x in DEMO_SECTORS else "other" for x in sectors])
     return columns
 
 
@@ -39,16 +54,17 @@ def run_demo(epsilon=1.0, delta=1e-6, data=None, random_state=None):
     """Release the demo statistics; returns a dict of releases and the privacy spent.
 
     Budget split (add/remove neighbours, one record per person): 20% for the record count,
-    30% for the per-sector counts (disjoint bins: parallel composition, L1 sensitivity 1), 50% for
-    clipped sums of age and hours (discrete Laplace, 15% each), 15% and half of delta for a
-    discrete Gaussian income sum; 5% is left unspent as headroom.
+    30% for the counts per sector (a public list of sectors; the bins are disjoint, so the vector
+    of counts has L1 sensitivity 1), 15% each for the clipped sums of age and hours (discrete
+    Laplace), 15% and half of delta for the clipped income sum (discrete Gaussian); 5% is left
+    unspent as headroom. Means are post-processing of a sum and the noisy count.
     """
     cols = _load_demo(data)
     acc = Accountant(epsilon, delta)
     releases = {}
     kw = {"random_state": random_state, "accountant": acc}
     releases["count"] = float(dpcore.laplace(len(cols["age"]), sensitivity=1.0, epsilon=0.2 * epsilon, **kw))
-    sectors = sorted(set(cols["sector"]))
+    sectors = DEMO_SECTORS
     counts = np.array([np.sum(cols["sector"] == s) for s in sectors], dtype=float)
     noisy_counts = dpcore.laplace(counts, sensitivity=1.0, epsilon=0.3 * epsilon, **kw)
     releases["sector_counts"] = dict(zip(sectors, map(float, noisy_counts)))
@@ -99,7 +115,8 @@ def build_parser():
                           description=run_demo.__doc__.splitlines()[0])
     demo.add_argument("--epsilon", type=float, default=1.0, help="total epsilon budget (default 1)")
     demo.add_argument("--delta", type=float, default=1e-6, help="total delta budget (default 1e-6)")
-    demo.add_argument("--data", help="CSV with columns age, hours_per_week, income, sector")
+    demo.add_argument("--data", help="CSV (or Parquet, with pyarrow) with columns age, "
+                      "hours_per_week, income, sector")
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     return parser
