@@ -5,7 +5,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = ["_random", "_crlog", "_noise"]
+KERNELS = ["_random", "_crlog", "_noise", "_select"]
 
 # IEEE semantics the privacy proofs rely on: no FMA contraction, no reassociation.
 FP_FLAGS = [] if os.name == "nt" else ["-O3", "-fno-fast-math", "-ffp-contract=off"]

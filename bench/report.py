@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 
 ROLE_ORDER = {"baseline": 0, "naive": 1, "dpcore": 2, "peer": 3}
-GROUP_ORDER = ["raw-bits", "laplace", "gaussian"]  # then any other group, alphabetically
+GROUP_ORDER = ["raw-bits", "laplace", "gaussian", "select"]  # then any other group, alphabetically
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Result:
 #   kind "slowdown": numerator time / denominator time per sample must be <= limit.
 #   kind "speedup":  denominator time / numerator time (peer / dpcore) must be >= limit.
 #   kind "throughput": denominator time / numerator time (throughput fraction) must be >= limit.
+#   kind "ns": the numerator's time per sample at its largest size must be <= limit nanoseconds
+#   (denominator None).
 TARGETS = [
     ("snapping Laplace <= 2x numpy laplace", "laplace",
      ["dpcore-snapping"], "numpy-laplace", "slowdown", 2.0),
@@ -60,6 +62,10 @@ TARGETS = [
       "dpcore-discrete_gaussian(sigma=100)"], "opendp-gaussian", "speedup", 100.0),
     ("ChaCha20 raw >= 40% of PCG64 raw throughput", "raw-bits",
      ["dpcore-chacha20"], "numpy-pcg64", "throughput", 0.40),
+    ("fast selection <= 15 ns per candidate (10^7 in memory)", "select",
+     ["dpcore-gumbel", "dpcore-permute-and-flip", "dpcore-inverse-cdf"], None, "ns", 15.0),
+    ("exact selection <= 4x the fast method", "select",
+     ["dpcore-exact"], "dpcore-gumbel", "slowdown", 4.0),
 ]
 
 
@@ -183,6 +189,17 @@ def evaluate_targets(results):
     """Rows (target, contender, measured, limit, verdict) and whether any measured one failed."""
     rows, failed = [], False
     for title, group, numerators, denominator, kind, limit in TARGETS:
+        if kind == "ns":
+            for num in numerators:
+                r = headline(results, group, num)
+                if r is None:
+                    rows.append([title, f"`{num}`", "-", "-", "not measured (no result)"])
+                    continue
+                ok = r.ns <= limit
+                failed |= not ok
+                rows.append([title, f"`{num}`", f"{fmt_ns(r.ns)} per sample (n={fmt_n(r.n)})",
+                             f"<= {limit:g} ns", "met" if ok else "MISSED"])
+            continue
         if not by_contender(results, group, denominator):
             rows.append([title, "-", "-", "-", f"not measured (no `{denominator}` result)"])
             continue

@@ -9,9 +9,14 @@ import pytest
 
 import dpcore
 
-PUBLIC_MODULES = ["dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration"]
+PUBLIC_MODULES = [
+    "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
+    "dpcore.selection",
+]
 # Functions that draw noise or release data must carry a Privacy section.
-RELEASE_FUNCTIONS = ["laplace", "gaussian", "discrete_laplace", "discrete_gaussian"]
+RELEASE_FUNCTIONS = [
+    "laplace", "gaussian", "discrete_laplace", "discrete_gaussian", "exponential", "top_k",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
@@ -45,7 +50,7 @@ def test_privacy_check_can_fail():
 
 
 @pytest.mark.parametrize("module_name", ["dpcore.mechanisms", "dpcore.random", "dpcore.accounting",
-                                         "dpcore.calibration"])
+                                         "dpcore.calibration", "dpcore.selection"])
 def test_docstring_examples(module_name):
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -7,6 +7,7 @@ from dpcore._version import __version__
 from dpcore.accounting import Accountant, BudgetExceeded
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace, gaussian, laplace
 from dpcore.random import ChaCha20, default_rng
+from dpcore.selection import exponential, top_k
 
 __all__ = [
     "__version__",
@@ -16,6 +17,8 @@ __all__ = [
     "default_rng",
     "discrete_gaussian",
     "discrete_laplace",
+    "exponential",
     "gaussian",
     "laplace",
+    "top_k",
 ]

@@ -1,0 +1,1098 @@
+# cython: language_level=3
+"""Selection kernel: the exponential mechanism and permute-and-flip over arrays and chunk streams.
+
+Every sampler makes one pass over the utilities, keeps O(1) state (O(k) for top-k) and can be fed
+chunk by chunk, so candidate sets that do not fit in memory are handled as streams. Scores are
+``c * (u - ref)`` with ``c`` the calibrated scale (epsilon / (2 sensitivity), or epsilon /
+sensitivity for monotone utilities) and ``ref`` the largest utility seen so far, so huge utilities
+never overflow and the candidates that matter are never absorbed by rounding.
+
+* `ArgmaxState`, noise "gumbel": report-noisy-max with Gumbel noise (the exponential mechanism);
+  noise "exponential": report-noisy-max with exponential noise (= permute-and-flip). Fixed work per
+  candidate: one 64-bit word, a noise value from a vectorised logarithm, one comparison. Floating
+  point: the law is the mechanism's up to rounding (ALGORITHMS 2.2).
+* `TopKState`: one-shot Gumbel top-k (Durfee-Rogers), a size-k heap.
+* `InverseCDFState`: inverse-CDF sampling; pass 1 a streaming log-sum-exp, pass 2 the search.
+* `ExactState`: the exponential mechanism with exactly its law. The Gumbel-max race is decided
+  exactly for real-valued uniforms: each comparison is first tried on a coarse bound (the
+  position of the leading 1 bit of the candidate's word), then on an enclosure computed with the
+  proven double-double logarithm of crlog.h, and the rare comparisons neither decides go to exact
+  rational arithmetic with the GIL (the uniforms refined with fresh bits, nothing redrawn). Not
+  constant-time.
+
+Draws happen under the generator's lock; a seed reproduces the output.
+"""
+from fractions import Fraction
+import math
+
+import numpy as np
+
+from libc.math cimport fabs, INFINITY, exp
+from libc.stdint cimport uint64_t, UINT64_MAX
+
+from dpcore._random cimport BitgenHandle, bitgen_handle, bitgen_t, random_u64, random_ustar
+from dpcore._crlog cimport dp_log_dd
+
+from dpcore import _exact
+
+
+cdef extern from * nogil:
+    """
+    /* ---- vectorisable elementary functions and block transforms (dpcore _select) ----------
+     * Plain IEEE double operations only (no FMA: built with -ffp-contract=off), so the scalar,
+     * SSE2 and AVX2 versions of every block function return bit-identical results.
+     */
+    #include <stdint.h>
+    #include <string.h>
+    #include <float.h>
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    #endif
+
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SEL_INLINE static inline __attribute__((always_inline))
+    #else
+    #define SEL_INLINE static __inline
+    #endif
+
+    SEL_INLINE uint64_t sel_asu64(double x) { uint64_t u; memcpy(&u, &x, sizeof u); return u; }
+    SEL_INLINE double sel_asdbl(uint64_t u) { double x; memcpy(&x, &u, sizeof x); return x; }
+
+    /* Leading zeros of a nonzero word. */
+    SEL_INLINE int sel_clz64(uint64_t w)
+    {
+    #if defined(__GNUC__) || defined(__clang__)
+        return __builtin_clzll(w);
+    #elif defined(_MSC_VER) && defined(_M_X64)
+        unsigned long i;
+        _BitScanReverse64(&i, w);
+        return 63 - (int)i;
+    #else
+        int n = 0;
+        while (!(w >> 63)) { w <<= 1; n++; }
+        return n;
+    #endif
+    }
+
+    /* ln 2 = LN2_HI + LN2_LO; LN2_HI is a multiple of 2^-42, so k * LN2_HI is exact for
+       |k| < 2^11. */
+    #define SEL_LN2_HI 0x1.62e42fefa3800p-1
+    #define SEL_LN2_LO 0x1.ef35793c76730p-45
+    #define SEL_INV_LN2 0x1.71547652b82fep+0
+    #define SEL_SQRT_HALF_BITS 0x3fe6a09e667f3bcdULL
+    #define SEL_ONE_BELOW 0x1.fffffffffffffp-1
+    #define SEL_TWO52_BITS 0x4330000000000000ULL
+
+    /* ln(x) for a positive normal double. x = 2^k m with m in [sqrt(1/2), sqrt(2)) (integer
+       operations on the bits; no signed shifts, so it vectorises with SSE2/AVX2), f = m - 1
+       (exact), s = f / (2 + f), ln(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(s^2)) with
+       R(z) = sum_k 2 z^k / (2k + 1) ~ z P(z); P is a degree-7 Chebyshev fit on
+       [0, (3 - 2 sqrt 2)^2] (relative effect on ln(m) below 2^-60). Error about one ulp. */
+    SEL_INLINE double sel_log(double x)
+    {
+        const uint64_t ix = sel_asu64(x);
+        const uint64_t t = ix + ((uint64_t)1024 << 52) - SEL_SQRT_HALF_BITS;
+        const uint64_t e = t >> 52;                                     /* k + 1024 */
+        const double m = sel_asdbl(ix - (t & 0xfff0000000000000ULL) + ((uint64_t)1024 << 52));
+        const double kd = sel_asdbl(SEL_TWO52_BITS | e) - 4503599627371520.0;  /* 2^52 + 1024 */
+        const double f = m - 1.0;
+        const double s = f / (2.0 + f);
+        const double z = s * s;
+        const double p = 0x1.5555555555555p-1 + z * (0x1.9999999999a38p-2 + z * (
+                         0x1.2492492476cccp-2 + z * (0x1.c71c720159177p-3 + z * (
+                         0x1.745cf9048dd95p-3 + z * (0x1.3b1c355a8f7a2p-3 + z * (
+                         0x1.0fbe95d716020p-3 + z * 0x1.0c039c49989c6p-3))))));
+        const double hfsq = 0.5 * f * f;
+        const double r = f - (hfsq - (s * (hfsq + z * p) + kd * SEL_LN2_LO));
+        return kd * SEL_LN2_HI + r;
+    }
+
+    /* exp(x) for x <= 0; 0 below -708 (and for -inf). x = k ln 2 + r, |r| <= ln(2)/2,
+       exp(r) = 1 + r + r^2 P(r), P a degree-10 Chebyshev fit (relative error below 2^-61).
+       exp(0) == 1 exactly. */
+    SEL_INLINE double sel_exp(double x)
+    {
+        const double t = x * SEL_INV_LN2 + 0x1.8p52;
+        const double kd = t - 0x1.8p52;
+        const double r = (x - kd * SEL_LN2_HI) - kd * SEL_LN2_LO;
+        const double p = 0x1.0000000000000p-1 + r * (0x1.5555555555557p-3 + r * (
+                         0x1.5555555555556p-5 + r * (0x1.11111111100dfp-7 + r * (
+                         0x1.6c16c16c162d6p-10 + r * (0x1.a01a01abe62ddp-13 + r * (
+                         0x1.a01a01a6d7808p-16 + r * (0x1.71de02375656cp-19 + r * (
+                         0x1.27e4db67b4303p-22 + r * (0x1.af4ddd84882fep-26 + r *
+                         0x1.1f72fc730b4ffp-29)))))))));
+        const double y = 1.0 + (r + (r * r) * p);
+        const double scale = sel_asdbl((sel_asu64(t) + 1023) << 52);   /* 2^k */
+        const double out = y * scale;
+        /* 0 below -708 (also for -inf and the NaN that -inf gives above), as a bit mask: a
+           branch-free select the compiler vectorises without -fno-trapping-math. */
+        const uint64_t keep = (uint64_t)0 - (uint64_t)(x >= -708.0);
+        return sel_asdbl(sel_asu64(out) & keep);
+    }
+
+    /* The uniform of a 64-bit word: RN((w + 1/2) 2^-64), at most 1 - 2^-53. Relative precision
+       2^-53 when w >= 2^52; smaller words are finished by sel_fixup (more random bits). */
+    SEL_INLINE double sel_word_uniform(uint64_t w)
+    {
+        const double hi = sel_asdbl(SEL_TWO52_BITS | (w >> 12)) - 0x1p52;
+        const double lo = sel_asdbl(SEL_TWO52_BITS | (w & 0xfff)) - 0x1p52;
+        const double v = hi * 0x1p-52 + (lo + 0.5) * 0x1p-64;
+        return v < SEL_ONE_BELOW ? v : SEL_ONE_BELOW;
+    }
+
+    /* Gumbel(0, 1) from a uniform v in [DBL_MIN, 1 - 2^-53]: -ln(E), E = -ln(1 - v) an Exp(1)
+       draw accurate for small E (the winners): 1 - v = a + b exactly (b = 0 when v >= 1/2,
+       |b| <= 2^-54 otherwise) and ln(a + b) = ln(a) + b/a up to (b/a)^2 < 2^-106. b/a is taken
+       as b (1 + v + v^2) (no division): for v < 1/2 the difference is below
+       |b| (2 v^3 + 2^-51), at most 2^-53 E relative to E >= v. */
+    SEL_INLINE double sel_gumbel(double v)
+    {
+        const double a = 1.0 - v;
+        const double b = (1.0 - a) - v;
+        const double e = -(sel_log(a) + b * (1.0 + v * (1.0 + v)));
+        return -sel_log(e);
+    }
+
+    #define SEL_DEFINE_BLOCKS(SUFFIX, ATTR)                                                   \
+    ATTR static void sel_uniform_block_##SUFFIX(const uint64_t *w, double *v, int n)          \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) v[i] = sel_word_uniform(w[i]);                                \
+    }                                                                                         \
+    ATTR static void sel_gumbel_block_##SUFFIX(const double *u, const double *v, double c,    \
+                                               double ref, double *g, double *key, int n)     \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) {                                                             \
+            const double gi = sel_gumbel(v[i]);                                               \
+            g[i] = gi;                                                                        \
+            key[i] = c * (u[i] - ref) + gi;                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    ATTR static void sel_expo_block_##SUFFIX(const double *u, const double *v, double c,      \
+                                             double ref, double *g, double *key, int n)       \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) {                                                             \
+            const double ei = -sel_log(v[i]);                                                 \
+            g[i] = ei;                                                                        \
+            key[i] = c * (u[i] - ref) + ei;                                                   \
+        }                                                                                     \
+    }                                                                                         \
+    ATTR static void sel_weight_block_##SUFFIX(const double *u, double c, double ref,         \
+                                               double *wt, int n)                             \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) wt[i] = sel_exp(c * (u[i] - ref));                            \
+    }                                                                                         \
+    ATTR static void sel_log_block_##SUFFIX(const double *x, double *y, int n)                \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) y[i] = sel_log(x[i]);                                         \
+    }                                                                                         \
+    ATTR static void sel_exp_block_##SUFFIX(const double *x, double *y, int n)                \
+    {                                                                                         \
+        int i;                                                                                \
+        for (i = 0; i < n; i++) y[i] = sel_exp(x[i]);                                         \
+    }
+
+    SEL_DEFINE_BLOCKS(base, )
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    #define SEL_HAVE_AVX2 1
+    SEL_DEFINE_BLOCKS(avx2, __attribute__((target("avx2"))))
+    #else
+    #define SEL_HAVE_AVX2 0
+    #endif
+
+    typedef void (*sel_uniform_fn)(const uint64_t *, double *, int);
+    typedef void (*sel_noise_fn)(const double *, const double *, double, double, double *,
+                                 double *, int);
+    typedef void (*sel_weight_fn)(const double *, double, double, double *, int);
+    typedef void (*sel_map_fn)(const double *, double *, int);
+
+    static sel_uniform_fn sel_uniform_block = sel_uniform_block_base;
+    static sel_noise_fn sel_gumbel_block = sel_gumbel_block_base;
+    static sel_noise_fn sel_expo_block = sel_expo_block_base;
+    static sel_weight_fn sel_weight_block = sel_weight_block_base;
+    static sel_map_fn sel_log_block = sel_log_block_base;
+    static sel_map_fn sel_exp_block = sel_exp_block_base;
+    static int sel_level = 0;
+
+    /* 0: portable (SSE2 on x86-64), 1: AVX2 when the CPU has it. Returns the level in force. */
+    static int sel_set_level(int level)
+    {
+        sel_uniform_block = sel_uniform_block_base;
+        sel_gumbel_block = sel_gumbel_block_base;
+        sel_expo_block = sel_expo_block_base;
+        sel_weight_block = sel_weight_block_base;
+        sel_log_block = sel_log_block_base;
+        sel_exp_block = sel_exp_block_base;
+        sel_level = 0;
+    #if SEL_HAVE_AVX2
+        __builtin_cpu_init();
+        if (level >= 1 && __builtin_cpu_supports("avx2")) {
+            sel_uniform_block = sel_uniform_block_avx2;
+            sel_gumbel_block = sel_gumbel_block_avx2;
+            sel_expo_block = sel_expo_block_avx2;
+            sel_weight_block = sel_weight_block_avx2;
+            sel_log_block = sel_log_block_avx2;
+            sel_exp_block = sel_exp_block_avx2;
+            sel_level = 1;
+        }
+    #endif
+        return sel_level;
+    }
+
+    static int sel_get_level(void) { return sel_level; }
+    """
+    int sel_clz64(uint64_t w)
+    double sel_log(double x)
+    double sel_exp(double x)
+    double sel_word_uniform(uint64_t w)
+    double sel_gumbel(double v)
+    void sel_uniform_block(const uint64_t *w, double *v, int n)
+    void sel_gumbel_block(const double *u, const double *v, double c, double ref, double *g,
+                          double *key, int n)
+    void sel_expo_block(const double *u, const double *v, double c, double ref, double *g,
+                        double *key, int n)
+    void sel_weight_block(const double *u, double c, double ref, double *wt, int n)
+    void sel_log_block(const double *x, double *y, int n)
+    void sel_exp_block(const double *x, double *y, int n)
+    int sel_set_level(int level)
+    int sel_get_level()
+
+
+sel_set_level(1)
+
+cdef enum:
+    BLOCK = 256
+
+cdef enum Noise:
+    NOISE_GUMBEL = 0
+    NOISE_EXPONENTIAL = 1
+
+cdef uint64_t TWO52 = <uint64_t>1 << 52
+cdef double TWO_M64 = 5.421010862427522e-20    # 2**-64
+cdef double TWO_M53 = 1.1102230246251565e-16   # 2**-53
+cdef double TWO_M52 = 2.220446049250313e-16    # 2**-52
+cdef double TWO_M48 = 3.552713678800501e-15    # 2**-48
+cdef double TINY = 1e-300
+cdef double DBL_MIN_ = 2.2250738585072014e-308
+# Above ln 2 by 9e-16, so that RN(k LN2_UP) >= k ln 2 for every k <= 65: the coarse bound
+# -ln(x) <= (leading zeros + 1) ln 2 uses it.
+cdef double LN2_UP = 0.6931471805599462
+cdef double TWO_M1070 = 2.0**-1070
+
+# Test hook: send every comparison the exact kernel does not reject outright to the exact path.
+cdef bint force_exact = False
+
+
+# ------------------------------------------------------------------------------------------------
+# Report-noisy-max (Gumbel: exponential mechanism; exponential noise: permute-and-flip)
+
+cdef inline double uniform_fixup(bitgen_t *bg, uint64_t w) noexcept nogil:
+    """The uniform (w + U') 2^-64 for a word w < 2^52, U' a fresh full-precision uniform
+    (Mironov's U*): the relative precision of the small uniforms the winners have."""
+    cdef double v = (<double>w + random_ustar(bg)) * TWO_M64
+    return v if v >= DBL_MIN_ else DBL_MIN_
+
+
+cdef struct Best:
+    Py_ssize_t index     # -1: none yet
+    double key           # c (u - ref) + noise, for the current ref
+    double u
+    double noise
+
+
+cdef inline void draw_block(bitgen_t *bg, int m, uint64_t *w, double *v) noexcept nogil:
+    cdef int i
+    for i in range(m):
+        w[i] = bg.next_uint64(bg.state)
+    sel_uniform_block(w, v, m)
+    for i in range(m):
+        if w[i] < TWO52:
+            v[i] = uniform_fixup(bg, w[i])
+
+
+cdef void argmax_run(bitgen_t *bg, const double *u, Py_ssize_t n, double c, double ref, int noise,
+                     Py_ssize_t offset, Best *best) noexcept nogil:
+    """Feed n candidates (IN u) to the running maximum (IN/OUT best)."""
+    cdef uint64_t w[BLOCK]
+    cdef double v[BLOCK]
+    cdef double g[BLOCK]
+    cdef double key[BLOCK]
+    cdef Py_ssize_t start = 0
+    cdef int m, i, bi
+    cdef double bk, ki
+    cdef bint better
+    while start < n:
+        m = BLOCK if n - start > BLOCK else <int>(n - start)
+        draw_block(bg, m, w, v)
+        if noise == NOISE_GUMBEL:
+            sel_gumbel_block(u + start, v, c, ref, g, key, m)
+        else:
+            sel_expo_block(u + start, v, c, ref, g, key, m)
+        # Branch-free running maximum (selects, not jumps), so the time does not depend on how
+        # often the maximum changes; the first of equal keys is kept.
+        bk = best.key
+        bi = -1
+        for i in range(m):
+            ki = key[i]
+            better = ki > bk
+            bk = ki if better else bk
+            bi = i if better else bi
+        if bi >= 0:
+            best.key = bk
+            best.index = offset + start + bi
+            best.u = u[start + bi]
+            best.noise = g[bi]
+        start += m
+
+
+cdef class ArgmaxState:
+    """Running report-noisy-max over chunks: ``feed`` each chunk with its maximum, then read
+    ``index`` (-1 while every candidate so far is excluded)."""
+    cdef double c
+    cdef double ref
+    cdef int noise
+    cdef Py_ssize_t offset
+    cdef Best best
+
+    def __init__(self, double c, noise):
+        if noise == "gumbel":
+            self.noise = NOISE_GUMBEL
+        elif noise == "exponential":
+            self.noise = NOISE_EXPONENTIAL
+        else:
+            raise ValueError(f"noise must be 'gumbel' or 'exponential', got {noise!r}")
+        self.c = c
+        self.ref = -INFINITY
+        self.offset = 0
+        self.best.index = -1
+        self.best.key = -INFINITY
+        self.best.u = -INFINITY
+        self.best.noise = 0.0
+
+    def feed(self, const double[::1] u, double umax, BitgenHandle h):
+        """Process one chunk (IN u, its maximum umax; no NaN or +inf) drawing from h."""
+        cdef Py_ssize_t n = u.shape[0]
+        if n == 0:
+            return
+        if umax == -INFINITY:
+            self.offset += n
+            return
+        if umax > self.ref:
+            self.ref = umax
+            if self.best.index >= 0:
+                self.best.key = self.c * (self.best.u - self.ref) + self.best.noise
+        with h.lock, nogil:
+            argmax_run(h.bitgen, &u[0], n, self.c, self.ref, self.noise, self.offset, &self.best)
+        self.offset += n
+
+    @property
+    def index(self):
+        return self.best.index
+
+    @property
+    def count(self):
+        """Candidates fed so far."""
+        return self.offset
+
+
+# ------------------------------------------------------------------------------------------------
+# One-shot top-k with Gumbel noise: a min-heap of the k largest keys
+
+
+cdef inline void heap_swap(double *key, double *hu, double *hg, Py_ssize_t *idx, Py_ssize_t a,
+                           Py_ssize_t b) noexcept nogil:
+    cdef double t = key[a]
+    key[a] = key[b]; key[b] = t
+    t = hu[a]; hu[a] = hu[b]; hu[b] = t
+    t = hg[a]; hg[a] = hg[b]; hg[b] = t
+    cdef Py_ssize_t ti = idx[a]
+    idx[a] = idx[b]; idx[b] = ti
+
+
+cdef inline void heap_down(double *key, double *hu, double *hg, Py_ssize_t *idx, Py_ssize_t size,
+                           Py_ssize_t pos) noexcept nogil:
+    cdef Py_ssize_t child
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and key[child + 1] < key[child]:
+            child += 1
+        if not key[child] < key[pos]:
+            return
+        heap_swap(key, hu, hg, idx, pos, child)
+        pos = child
+
+
+cdef inline void heap_up(double *key, double *hu, double *hg, Py_ssize_t *idx,
+                         Py_ssize_t pos) noexcept nogil:
+    cdef Py_ssize_t parent
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if not key[pos] < key[parent]:
+            return
+        heap_swap(key, hu, hg, idx, pos, parent)
+        pos = parent
+
+
+cdef void topk_run(bitgen_t *bg, const double *u, Py_ssize_t n, double c, double ref,
+                   Py_ssize_t offset, Py_ssize_t k, Py_ssize_t *size, double *hkey, double *hu,
+                   double *hg, Py_ssize_t *hidx) noexcept nogil:
+    cdef uint64_t w[BLOCK]
+    cdef double v[BLOCK]
+    cdef double g[BLOCK]
+    cdef double key[BLOCK]
+    cdef Py_ssize_t start = 0, s
+    cdef int m, i
+    while start < n:
+        m = BLOCK if n - start > BLOCK else <int>(n - start)
+        draw_block(bg, m, w, v)
+        sel_gumbel_block(u + start, v, c, ref, g, key, m)
+        for i in range(m):
+            if not key[i] > -INFINITY:  # excluded candidate
+                continue
+            s = size[0]
+            if s < k:
+                hkey[s] = key[i]; hu[s] = u[start + i]; hg[s] = g[i]; hidx[s] = offset + start + i
+                size[0] = s + 1
+                heap_up(hkey, hu, hg, hidx, s)
+            elif key[i] > hkey[0]:
+                hkey[0] = key[i]; hu[0] = u[start + i]; hg[0] = g[i]; hidx[0] = offset + start + i
+                heap_down(hkey, hu, hg, hidx, k, 0)
+        start += m
+
+
+cdef class TopKState:
+    """Running one-shot Gumbel top-k over chunks; ``indices()`` gives the k best, best first."""
+    cdef double c
+    cdef double ref
+    cdef Py_ssize_t k
+    cdef Py_ssize_t size
+    cdef Py_ssize_t offset
+    cdef double[::1] hkey
+    cdef double[::1] hu
+    cdef double[::1] hg
+    cdef Py_ssize_t[::1] hidx
+
+    def __init__(self, double c, Py_ssize_t k):
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        self.c = c
+        self.k = k
+        self.ref = -INFINITY
+        self.size = 0
+        self.offset = 0
+        self.hkey = np.empty(k, dtype=np.float64)
+        self.hu = np.empty(k, dtype=np.float64)
+        self.hg = np.empty(k, dtype=np.float64)
+        self.hidx = np.empty(k, dtype=np.intp)
+
+    def feed(self, const double[::1] u, double umax, BitgenHandle h):
+        cdef Py_ssize_t n = u.shape[0], i
+        if n == 0:
+            return
+        if umax == -INFINITY:
+            self.offset += n
+            return
+        if umax > self.ref:
+            self.ref = umax
+            for i in range(self.size):  # re-key for the new reference, then restore the heap
+                self.hkey[i] = self.c * (self.hu[i] - self.ref) + self.hg[i]
+            for i in range(self.size // 2 - 1, -1, -1):
+                heap_down(&self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0], self.size, i)
+        with h.lock, nogil:
+            topk_run(h.bitgen, &u[0], n, self.c, self.ref, self.offset, self.k, &self.size,
+                     &self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0])
+        self.offset += n
+
+    @property
+    def size(self):
+        """Non-excluded candidates held (at most k)."""
+        return self.size
+
+    @property
+    def count(self):
+        return self.offset
+
+    def indices(self):
+        """The held candidates by decreasing key (ties: smaller index first)."""
+        keys = np.asarray(self.hkey[:self.size])
+        idx = np.asarray(self.hidx[:self.size])
+        order = np.lexsort((idx, -keys))
+        return idx[order].astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# Inverse CDF: pass 1 a streaming log-sum-exp, pass 2 the same sums up to the crossing
+
+
+cdef double weight_run(const double *u, Py_ssize_t n, double c, double ref, double total,
+                       double target, Py_ssize_t *hit, Py_ssize_t *last_positive) noexcept nogil:
+    """total + sum of exp(c (u_i - ref)) in order; with target >= 0, stop at the first i whose
+    running total exceeds target (hit = i). last_positive: the last i with a positive weight."""
+    cdef double wt[BLOCK]
+    cdef Py_ssize_t start = 0
+    cdef int m, i
+    hit[0] = -1
+    while start < n:
+        m = BLOCK if n - start > BLOCK else <int>(n - start)
+        sel_weight_block(u + start, c, ref, wt, m)
+        for i in range(m):
+            if wt[i] > 0.0:
+                last_positive[0] = start + i
+                total = total + wt[i]
+                if target >= 0.0 and total > target:
+                    hit[0] = start + i
+                    return total
+        start += m
+    return total
+
+
+cdef class InverseCDFState:
+    """Inverse-CDF sampling in two passes over the same chunks.
+
+    Pass 1 (``feed``): the running total of exp(c (u - ref)), ref the running maximum (the
+    total is rescaled when it grows). ``start_search(h)`` draws the uniform T in [0, total).
+    Pass 2 (``feed`` again, same chunks in the same order): the identical sums, stopping at the
+    first candidate whose running total exceeds T (rescaled to the same units).
+    """
+    cdef double c
+    cdef double ref
+    cdef double total
+    cdef double final_ref
+    cdef double target
+    cdef bint searching
+    cdef Py_ssize_t offset
+    cdef Py_ssize_t hit
+    cdef Py_ssize_t last_positive
+    cdef Py_ssize_t seen
+    cdef list chunks
+
+    def __init__(self, double c):
+        self.c = c
+        self.chunks = []
+        self._restart()
+        self.searching = False
+
+    cdef _restart(self):
+        self.ref = -INFINITY
+        self.total = 0.0
+        self.offset = 0
+        self.hit = -1
+        self.last_positive = -1
+
+    def feed(self, const double[::1] u, double umax):
+        """Process one chunk; returns True once the search has found its candidate."""
+        cdef Py_ssize_t n = u.shape[0], hit = -1, last = -1
+        cdef double target = -1.0
+        if not self.searching:
+            self.chunks.append((n, umax))
+        else:
+            if self.hit >= 0:
+                return True
+            j = self.seen
+            if j >= len(self.chunks) or self.chunks[j] != (n, umax):
+                raise ValueError(
+                    "utility: the stream gave different chunks on the second pass; the callable "
+                    "must produce the same utilities every time it is called"
+                )
+            self.seen = j + 1
+        if n == 0 or umax == -INFINITY:
+            self.offset += n
+            return False
+        if umax > self.ref:
+            if self.total > 0.0:
+                self.total = self.total * sel_exp(self.c * (self.ref - umax))
+            self.ref = umax
+        if self.searching:
+            # T is in units of exp(c final_ref); the running total is in units of exp(c ref).
+            target = self.target * exp(self.c * (self.final_ref - self.ref))
+        with nogil:
+            self.total = weight_run(&u[0], n, self.c, self.ref, self.total, target, &hit, &last)
+        if last >= 0:
+            self.last_positive = self.offset + last
+        if self.searching and hit >= 0:
+            self.hit = self.offset + hit
+            self.offset += n
+            return True
+        self.offset += n
+        return False
+
+    def start_search(self, BitgenHandle h):
+        """End pass 1: draw T = U * total (U uniform on [0, 1), 53 bits) and reset for pass 2."""
+        cdef uint64_t word
+        if self.searching:
+            raise RuntimeError("start_search called twice")
+        if not self.total > 0.0:
+            return False
+        with h.lock:
+            word = random_u64(h.bitgen)
+        self.target = self.total * (<double>(word >> 11) * TWO_M53)
+        self.final_ref = self.ref
+        self.searching = True
+        self.seen = 0
+        self._restart()
+        return True
+
+    @property
+    def index(self):
+        """The selected candidate after pass 2 (the last positive weight if rounding left T at
+        or above the recomputed total)."""
+        if not self.searching:
+            return -1
+        return self.hit if self.hit >= 0 else self.last_positive
+
+    @property
+    def total(self):
+        return self.total
+
+    @property
+    def count(self):
+        return self.offset
+
+
+def _weights(const double[::1] u, double c, double ref):
+    """exp(c (u - ref)) elementwise, as the inverse-CDF sampler computes it (tests)."""
+    out = np.empty(u.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t start = 0, n = u.shape[0]
+    cdef int m
+    while start < n:
+        m = BLOCK if n - start > BLOCK else <int>(n - start)
+        sel_weight_block(&u[start], c, ref, &o[start], m)
+        start += m
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Exact exponential mechanism: the Gumbel race decided exactly
+#
+# Candidate r has the real uniform R_r in the cell [w 2^-64, (w + 1) 2^-64) of its 64-bit word w
+# (refined with more random bits only when needed) and the key c u_r + G(R_r), with
+# G(x) = -ln(-ln(1 - x)) (decreasing; a Gumbel(0, 1) variable for a uniform x). The candidate with
+# the largest key is returned, so P(r) = exp(c u_r) / sum exp(c u) exactly. Candidate r replaces
+# the best b iff D + G(R_r) > G(R_b), D = c (u_r - u_b); that is decided on enclosures, never on
+# rounded values.
+
+cdef struct ExactBest:
+    Py_ssize_t index     # -1: none yet
+    double u
+    uint64_t w
+    double glo           # G(R_b) lies in [glo, ghi] (outward bounds, possibly infinite)
+    double ghi
+    bint refined         # the Python side holds a refined cell for this best
+
+
+cdef struct ExactCounts:
+    Py_ssize_t coarse    # rejected by the leading-zeros bound
+    Py_ssize_t fine      # decided by the double-double enclosure
+    Py_ssize_t exact     # decided by exact arithmetic (the fallback)
+
+
+cdef inline double up_sum(double a, double b) noexcept nogil:
+    """An upper bound of a + b (one rounding covered with room to spare). Infinite sums are
+    returned as they are (an infinite operand stands for a value beyond the double range whose
+    sign alone decides against finite bounds); NaN stays NaN and decides nothing."""
+    cdef double s = a + b
+    if not fabs(s) < INFINITY:
+        return s
+    return s + (fabs(a) + fabs(b)) * TWO_M52
+
+
+cdef inline double down_sum(double a, double b) noexcept nogil:
+    """A lower bound of a + b (see up_sum)."""
+    cdef double s = a + b
+    if not fabs(s) < INFINITY:
+        return s
+    return s - (fabs(a) + fabs(b)) * TWO_M52
+
+
+cdef inline void complement_dd(uint64_t m, double *a, double *b) noexcept nogil:
+    """m 2^-64 = a + b exactly with a = RN(m 2^-64), for 1 <= m < 2^64 (the complement 1 - x of
+    a cell end x = (2^64 - m) 2^-64)."""
+    cdef double mh = <double>(m & ~(<uint64_t>0x7ff))  # <= 53 significant bits: exact
+    cdef double ml = <double>(m & 0x7ff)
+    cdef double s = mh + ml
+    b[0] = ((mh - s) + ml) * TWO_M64  # Fast2Sum (|mh| >= |ml| or mh == 0): exact
+    a[0] = s * TWO_M64
+
+
+cdef inline void gumbel_enclosure(double a, double b, double *gm, double *gr) noexcept nogil:
+    """G(x) = -ln(-ln(1 - x)) lies in [gm - gr, gm + gr], where 1 - x = a + b exactly,
+    a = RN(a + b) > 0 and x > 0.
+
+    ln(a) from dp_log_dd with its proven bound; ln(a + b) = ln(a) + ln(1 + t), t = b/a,
+    |t| <= 2^-53, with |ln(1 + t) - t| <= t^2 and q = RN(b/a), |q - t| <= 2^-53 |q|. Then
+    E = -ln(1 - x) = em +- er, and |ln(E) - ln(em)| <= 2 er/em when er/em <= 1/2.
+    """
+    cdef double h, l, err, q, lq, lm, lr, em, rho, h2, l2, err2
+    dp_log_dd(a, &h, &l, &err)
+    q = b / a
+    lq = l + q
+    lm = h + lq
+    lr = (err + fabs(q) * TWO_M52 + 2.0 * q * q + fabs(lq) * TWO_M52 + fabs(lm) * TWO_M52
+          + TINY) * (1.0 + TWO_M48)
+    em = -lm
+    rho = (lr / em) * (1.0 + TWO_M48)
+    if not (em > 0.0 and rho <= 0.25):  # never for x > 0 (E >= 2^-64 there); kept as a guard
+        gm[0] = 0.0
+        gr[0] = INFINITY
+        return
+    dp_log_dd(em, &h2, &l2, &err2)
+    gm[0] = -h2
+    gr[0] = (fabs(l2) + err2 + 2.0 * rho + fabs(h2) * TWO_M52 + TINY) * (1.0 + TWO_M48)
+
+
+cdef inline void cell_bounds(uint64_t w, double *glo, double *ghi) noexcept nogil:
+    """Outward bounds of G over the cell [w 2^-64, (w + 1) 2^-64) (G is decreasing)."""
+    cdef double a, b, gm, gr
+    if w == 0:
+        ghi[0] = INFINITY
+    else:
+        complement_dd(0 - w, &a, &b)  # 1 - w 2^-64 = (2^64 - w) 2^-64
+        gumbel_enclosure(a, b, &gm, &gr)
+        ghi[0] = up_sum(gm, gr)
+    if w == UINT64_MAX:
+        glo[0] = -INFINITY
+    else:
+        complement_dd(UINT64_MAX - w, &a, &b)  # 1 - (w + 1) 2^-64
+        gumbel_enclosure(a, b, &gm, &gr)
+        glo[0] = down_sum(gm, -gr)
+
+
+cdef Py_ssize_t exact_run(bitgen_t *bg, const double *u, Py_ssize_t start, Py_ssize_t n, double c2,
+                          Py_ssize_t offset, ExactBest *best, ExactCounts *counts,
+                          uint64_t *pending_word) noexcept nogil:
+    """Feed candidates start..n-1; returns the first one whose comparison is undecided (its word
+    in pending_word), or n when the chunk is done."""
+    cdef Py_ssize_t i
+    cdef uint64_t w
+    cdef double ui, d, dr, dlo, dhi, coarse, glo, ghi
+    # absolute error of D from halving subnormal utilities (2 * 2^-1075 * c2) and from a
+    # subnormal product, with room to spare
+    cdef double d_abs = c2 * TWO_M1070 + TWO_M1070
+    for i in range(start, n):
+        w = bg.next_uint64(bg.state)
+        ui = u[i]
+        if ui == -INFINITY:
+            continue
+        if best.index < 0:
+            best.index = offset + i
+            best.u = ui
+            best.w = w
+            best.refined = False
+            cell_bounds(w, &best.glo, &best.ghi)
+            continue
+        # D = c (u_i - u_b) = 2c (u_i/2 - u_b/2): halving cannot overflow. Two relative roundings
+        # (<= 2^-52 |d| together) and the absolute d_abs are covered by dr.
+        d = c2 * (0.5 * ui - 0.5 * best.u)
+        if fabs(d) < INFINITY:
+            dr = fabs(d) * TWO_M48 + d_abs
+            dlo = d - dr
+            dhi = d + dr
+        else:  # |D| is beyond DBL_MAX: only the sign matters against finite bounds
+            dlo = d
+            dhi = d
+        if w != 0:
+            # G(R) <= -ln(w 2^-64) <= (leading zeros of w + 1) ln 2, as -ln(1 - x) >= x.
+            coarse = (sel_clz64(w) + 1) * LN2_UP
+            if up_sum(dhi, coarse) < best.glo:
+                counts.coarse += 1
+                continue
+        if force_exact or w == 0:
+            pending_word[0] = w
+            return i
+        cell_bounds(w, &glo, &ghi)
+        if down_sum(dlo, glo) > best.ghi:
+            best.index = offset + i
+            best.u = ui
+            best.w = w
+            best.refined = False
+            best.glo = glo
+            best.ghi = ghi
+            counts.fine += 1
+        elif up_sum(dhi, ghi) < best.glo:
+            counts.fine += 1
+        else:
+            pending_word[0] = w
+            return i
+    return n
+
+
+# -- exact fallback (GIL held, generator lock held) ------------------------------------------------
+
+cdef class _LockedBits:
+    """Callable drawing raw 64-bit words while the caller holds the generator's lock."""
+    cdef bitgen_t *bg
+
+    def __call__(self):
+        return random_u64(self.bg)
+
+
+cdef _LockedBits _locked_bits(BitgenHandle h):
+    cdef _LockedBits bits = _LockedBits.__new__(_LockedBits)
+    bits.bg = h.bitgen
+    return bits
+
+
+_TWO_64 = 2**64
+_START_DIGITS = 40
+
+
+def _ln_bounds(x, digits):
+    """(low, high) Fractions with low <= ln(x) <= high, x a positive rational."""
+    value, error = _exact._ln_enclosure(Fraction(x), digits)
+    return value - error, value + error
+
+
+def _g_point(x, digits):
+    """(low, high) with low <= G(x) <= high for a rational x in (0, 1), or None when the
+    precision does not separate E = -ln(1 - x) from 0."""
+    lo1, hi1 = _ln_bounds(1 - x, digits)
+    e_lo, e_hi = -hi1, -lo1  # E = -ln(1 - x) in [e_lo, e_hi]
+    if e_lo <= 0:
+        return None
+    lo_hi = _ln_bounds(e_hi, digits)[1]
+    lo_lo = _ln_bounds(e_lo, digits)[0]
+    return -lo_hi, -lo_lo
+
+
+def _gumbel_cell(cell, digits):
+    """(low, high) enclosure of G over the cell [lo, hi); None for an infinite end, or None
+    altogether when the precision is too low."""
+    lo, hi = cell
+    upper = None
+    lower = None
+    if lo > 0:
+        p = _g_point(lo, digits)
+        if p is None:
+            return None
+        upper = p[1]
+    if hi < 1:
+        p = _g_point(hi, digits)
+        if p is None:
+            return None
+        lower = p[0]
+    return lower, upper
+
+
+def _refine(cell, bits):
+    lo, hi = cell
+    width = (hi - lo) / _TWO_64
+    j = int(bits())
+    return lo + width * j, lo + width * (j + 1)
+
+
+def _word_cell(w):
+    return Fraction(int(w), _TWO_64), Fraction(int(w) + 1, _TWO_64)
+
+
+def _decide(d, cell_r, cell_b, bits, enc_b=None):
+    """Whether d + G(R_r) > G(R_b) for real uniforms R_r, R_b in the cells, exactly.
+
+    Returns (wins, cell_r, cell_b, enc_r, enc_b): the cells as refined (both refined together,
+    candidate first, 64 fresh bits each, whenever the enclosures overlap) and the enclosures of G
+    at the final precision. ``enc_b``, if given, is an enclosure of G over cell_b to use in the
+    first round. A tie has probability zero, so the loop ends with probability one.
+    """
+    digits = _START_DIGITS
+    while True:
+        enc_r = _gumbel_cell(cell_r, digits)
+        if enc_b is None:
+            enc_b = _gumbel_cell(cell_b, digits)
+        if enc_r is not None and enc_b is not None:
+            (lr, hr), (lb, hb) = enc_r, enc_b
+            if lr is not None and hb is not None and d + lr > hb:
+                return True, cell_r, cell_b, enc_r, enc_b
+            if hr is not None and lb is not None and d + hr < lb:
+                return False, cell_r, cell_b, enc_r, enc_b
+        cell_r = _refine(cell_r, bits)
+        cell_b = _refine(cell_b, bits)
+        enc_b = None
+        digits += 24  # each refinement narrows a cell by 2**-64 (19.3 digits)
+
+
+def _down(q):
+    """The largest double <= q (a Fraction), or -inf for None."""
+    if q is None:
+        return -math.inf
+    x = float(q)
+    if Fraction(x) > q:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def _up(q):
+    if q is None:
+        return math.inf
+    x = float(q)
+    if Fraction(x) < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+cdef class ExactState:
+    """The exact exponential mechanism, fed chunk by chunk (see the section comment above)."""
+    cdef double c
+    cdef double c2
+    cdef object c_exact
+    cdef Py_ssize_t offset
+    cdef ExactBest best
+    cdef ExactCounts counts
+    cdef object best_cell  # refined cell of the best (Fractions) when best.refined
+    cdef object best_enc   # an exact enclosure of G over best_cell (when best.refined)
+
+    def __init__(self, double c):
+        self.c = c
+        self.c2 = 2.0 * c
+        self.c_exact = Fraction(c)
+        self.offset = 0
+        self.best.index = -1
+        self.best.refined = False
+        self.counts.coarse = 0
+        self.counts.fine = 0
+        self.counts.exact = 0
+        self.best_cell = None
+        self.best_enc = None
+
+    def feed(self, const double[::1] u, double umax, BitgenHandle h):
+        """Process one chunk (no NaN or +inf) drawing from h."""
+        cdef Py_ssize_t n = u.shape[0], pos = 0, r
+        cdef uint64_t word = 0
+        cdef _LockedBits bits
+        if n == 0:
+            return
+        bits = _locked_bits(h)
+        with h.lock:
+            while pos < n:
+                with nogil:
+                    r = exact_run(h.bitgen, &u[0], pos, n, self.c2, self.offset, &self.best,
+                                  &self.counts, &word)
+                if r >= n:
+                    break
+                self._resolve(u[r], word, self.offset + r, bits)
+                pos = r + 1
+        self.offset += n
+
+    cdef _resolve(self, double ur, uint64_t w, Py_ssize_t index, _LockedBits bits):
+        """Decide exactly whether candidate `index` beats the best; update the best."""
+        self.counts.exact += 1
+        d = self.c_exact * (Fraction(ur) - Fraction(self.best.u))
+        if self.best.refined:
+            cell_b, enc_b = self.best_cell, self.best_enc
+        else:
+            cell_b, enc_b = _word_cell(self.best.w), None
+        wins, cell_r, cell_b, enc_r, enc_b = _decide(d, _word_cell(w), cell_b, bits, enc_b)
+        if wins:
+            self.best.index = index
+            self.best.u = ur
+            self.best.w = w
+            cell_b, enc_b = cell_r, enc_r
+        self.best_cell, self.best_enc = cell_b, enc_b
+        self.best.glo = _down(enc_b[0])
+        self.best.ghi = _up(enc_b[1])
+        self.best.refined = True
+
+    @property
+    def index(self):
+        return self.best.index
+
+    @property
+    def count(self):
+        return self.offset
+
+    @property
+    def stats(self):
+        """How comparisons were decided: {"coarse", "fine", "exact"} counts."""
+        return {"coarse": self.counts.coarse, "fine": self.counts.fine, "exact": self.counts.exact}
+
+
+# ------------------------------------------------------------------------------------------------
+# Test hooks
+
+
+def _force_exact_path(bint on):
+    """Test hook: when on, the exact sampler sends every comparison its coarse bound does not
+    reject to the exact fallback."""
+    global force_exact
+    force_exact = on
+
+
+def _simd_level(level=None):
+    """Test hook: the block functions in use (0 portable, 1 AVX2); set with ``level``. Returns
+    the level in force (AVX2 only when the CPU has it)."""
+    if level is None:
+        return sel_get_level()
+    return sel_set_level(int(level))
+
+
+def _log(const double[::1] x):
+    """The kernel's vectorised ln for positive normal doubles."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    if x.shape[0]:
+        sel_log_block(&x[0], &o[0], <int>x.shape[0])
+    return out
+
+
+def _exp(const double[::1] x):
+    """The kernel's vectorised exp for x <= 0 (0 below -708)."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    if x.shape[0]:
+        sel_exp_block(&x[0], &o[0], <int>x.shape[0])
+    return out
+
+
+def _word_uniform(words):
+    """The uniform the fast samplers derive from each 64-bit word (before the small-word fix)."""
+    cdef const uint64_t[::1] w = np.ascontiguousarray(words, dtype=np.uint64)
+    out = np.empty(w.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    if w.shape[0]:
+        sel_uniform_block(&w[0], &o[0], <int>w.shape[0])
+    return out
+
+
+def _gumbel_of_uniform(const double[::1] v):
+    """-ln(-ln(1 - v)) as the fast sampler computes it."""
+    out = np.empty(v.shape[0], dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(v.shape[0]):
+        o[i] = sel_gumbel(v[i])
+    return out
+
+
+def _noise_keys(const double[::1] u, const double[::1] v, double c, double ref, noise):
+    """(noise, key) arrays of the block functions for given uniforms (tests of both SIMD paths)."""
+    cdef Py_ssize_t n = u.shape[0]
+    g = np.empty(n, dtype=np.float64)
+    key = np.empty(n, dtype=np.float64)
+    cdef double[::1] go = g
+    cdef double[::1] ko = key
+    if v.shape[0] != n:
+        raise ValueError("u and v must have the same length")
+    if n:
+        if noise == "gumbel":
+            sel_gumbel_block(&u[0], &v[0], c, ref, &go[0], &ko[0], <int>n)
+        else:
+            sel_expo_block(&u[0], &v[0], c, ref, &go[0], &ko[0], <int>n)
+    return g, key
+
+
+def _cell_bounds(uint64_t w):
+    """(low, high): the exact sampler's outward bounds of G over the cell of word w."""
+    cdef double glo, ghi
+    cell_bounds(w, &glo, &ghi)
+    return glo, ghi
+
+
+def _gumbel_cell_exact(uint64_t w, digits=60):
+    """Exact rational enclosure of G over the cell of word w (None = infinite end)."""
+    return _gumbel_cell(_word_cell(w), digits)
+
