@@ -8,6 +8,8 @@ from dpcore.accounting import Accountant, BudgetExceeded
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace, gaussian, laplace
 from dpcore.random import ChaCha20, default_rng
 from dpcore.selection import exponential, top_k
+from dpcore.tuning import select_candidate
+from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median, ...)
 
 __all__ = [
     "__version__",
@@ -20,5 +22,7 @@ __all__ = [
     "exponential",
     "gaussian",
     "laplace",
+    "select_candidate",
+    "stats",
     "top_k",
 ]

@@ -1,0 +1,1100 @@
+"""Differentially private statistics: counts, sums, means, variances, quantiles and histograms.
+
+Every function here takes the data ``x`` (any shape; **each element is one record**), the
+public bounds that determine the sensitivity, the privacy parameters, ``random_state`` and
+``accountant``, and returns a numpy-like result.
+
+Conventions shared by all of them (see each function's Privacy section):
+
+* **Neighbouring relation: add/remove one record.** The number of records n is private; mean,
+  variance and standard deviation estimate it with a noisy count (the budget is split between
+  the noisy count and the noisy sums). Under replace-one neighbours the guarantees hold with
+  (at most) twice the epsilon (a replacement is a removal plus an addition).
+* **Bounds are public and required.** Records are clipped to ``bounds`` before anything is
+  computed (histograms: records outside ``range`` are not counted, as in numpy); bounds are
+  never inferred from the data.
+* **Sums are exact.** Each clipped record is rounded to a power-of-two grid (about 2**-36 of the
+  noise scale) and the integers are added exactly, so the sensitivity in grid units is exactly
+  the rounded bound and cannot be underestimated through floating-point rounding of a long sum
+  (Casacuberta et al. 2022). Exact discrete Laplace or discrete Gaussian noise is added to the
+  integers; the released floats are post-processing.
+* **Accounting.** The accountant is charged the requested ``epsilon`` (and ``delta``) once,
+  before anything is drawn; if the budget would be overspent it raises ``BudgetExceeded`` and
+  nothing is released. The guarantee actually given is at most what is charged.
+* ``random_state=None`` is dpcore's cryptographically secure generator; seeds are for tests.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from dpcore import _validation as check
+from dpcore import calibration
+from dpcore.mechanisms import (
+    MAX_DISCRETE_GAUSSIAN_SIGMA,
+    MAX_DISCRETE_LAPLACE_SCALE,
+    discrete_gaussian,
+    discrete_laplace,
+)
+from dpcore.random import check_random_state
+from dpcore.selection import ExponentialMechanism
+
+__all__ = ["count", "sum", "mean", "var", "std", "quantile", "median", "histogram"]
+
+#: Sums are taken on a grid that puts the noise scale at about 2**GRID_BITS grid units: each
+#: record is rounded by at most 2**-(GRID_BITS + 1) noise scales, so even 10**9 records move the
+#: sum by less than 1% of a noise scale, and the scales stay below the samplers' limits (2**40).
+GRID_BITS = 36
+#: Quantile levels are used as the nearest multiple of 2**-QUANTILE_BITS, so utilities are exact.
+QUANTILE_BITS = 20
+#: Largest number of records the quantile utilities are exact for (2**20 * n < 2**53).
+MAX_QUANTILE_RECORDS = 2**33
+#: Integer grids with more points than this are streamed to the selection in chunks.
+_GRID_CHUNK = 2**18
+_MECHANISMS = ("laplace", "gaussian")
+_INTERVAL_METHODS = ("gumbel",)
+_GRID_METHODS = ("exact", "gumbel", "inverse-cdf")
+_builtin_sum = sum
+
+
+# ------------------------------------------------------------------------------------------------
+# small exact helpers
+
+
+def _round_up(q: Fraction) -> float:
+    """The smallest double >= the rational q."""
+    x = float(q)
+    if Fraction(x) < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _round_down(q: Fraction) -> float:
+    """The largest double <= the rational q (q >= 0)."""
+    x = float(q)
+    if Fraction(x) > q:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def _split(value: float, k: int) -> float:
+    """The largest double e with k * e <= value (exactly): an equal share of a budget."""
+    return _round_down(Fraction(value) / k)
+
+
+def _pow2_floor(x: float) -> float:
+    """The largest power of two <= x (x > 0 and finite)."""
+    mantissa, exponent = math.frexp(x)
+    return math.ldexp(1.0, exponent - 1)
+
+
+def _records(x):
+    """The data as a flat float64 array of records; NaN and infinities rejected (naming x)."""
+    return check.finite_array(x, "x").reshape(-1)
+
+
+def _privacy(mechanism, epsilon, delta):
+    """Validate (mechanism, epsilon, delta); returns (mechanism, epsilon, delta)."""
+    if mechanism not in _MECHANISMS:
+        raise ValueError(f"mechanism must be 'laplace' or 'gaussian', got {mechanism!r}")
+    epsilon = check.positive(epsilon, "epsilon")
+    if mechanism == "laplace":
+        delta = 0.0 if delta is None else check.real(delta, "delta")
+        if delta != 0.0:
+            raise ValueError(
+                f"delta must be 0 for mechanism='laplace' (pure epsilon-DP), got {delta!r}; "
+                "use mechanism='gaussian' for (epsilon, delta)-DP"
+            )
+    else:
+        if delta is None:
+            raise ValueError("delta is required for mechanism='gaussian': give 0 < delta < 1")
+        delta = check.probability(delta, "delta")
+    return mechanism, epsilon, delta
+
+
+def _charge(accountant, epsilon, delta, label):
+    if accountant is not None:
+        accountant.charge(epsilon=epsilon, delta=delta, label=label)
+
+
+# ------------------------------------------------------------------------------------------------
+# calibrated integer noise and exactly summed real-valued queries
+
+
+@dataclass(frozen=True)
+class _IntegerNoise:
+    """Exact integer noise for an integer query of integer sensitivity D (L1 = L2 = D: one
+    coordinate changes by at most D between neighbours).
+
+    ``"laplace"``: discrete Laplace with scale t = D / epsilon rounded up (pure, epsilon_effective
+    = D / t <= epsilon). ``"gaussian"``: discrete Gaussian with the smallest sigma for which the
+    exact Canonne-Kamath-Steinke delta at (epsilon, D) is <= delta.
+    """
+
+    mechanism: str
+    sensitivity: int
+    epsilon: float
+    delta: float
+    scale: float  # discrete Laplace scale t, or discrete Gaussian sigma
+
+    @classmethod
+    def calibrate(cls, mechanism, sensitivity, epsilon, delta):
+        return _calibrated_noise(cls, mechanism, max(int(sensitivity), 1), epsilon, delta)
+
+    @classmethod
+    def _calibrate(cls, mechanism, sensitivity, epsilon, delta):
+        if mechanism == "laplace":
+            exact = Fraction(sensitivity) / Fraction(epsilon)
+            if exact > MAX_DISCRETE_LAPLACE_SCALE:
+                raise ValueError(
+                    f"epsilon={epsilon!r} is too small for the exact discrete Laplace sampler "
+                    f"(scale {float(exact):.3g} grid units > {MAX_DISCRETE_LAPLACE_SCALE:.3g})"
+                )
+            scale = _round_up(exact)
+        else:
+            scale = calibration.discrete_gaussian_sigma(epsilon, delta, sensitivity)
+            if scale > MAX_DISCRETE_GAUSSIAN_SIGMA:
+                raise ValueError(
+                    f"epsilon={epsilon!r}, delta={delta!r} are too small for the exact discrete "
+                    f"Gaussian sampler (sigma {scale:.3g} grid units)"
+                )
+        return cls(mechanism, sensitivity, epsilon, delta, scale)
+
+    @property
+    def epsilon_effective(self):
+        """Laplace: D / t rounded up (<= epsilon). Gaussian: epsilon (at the calibrated delta)."""
+        if self.mechanism == "laplace":
+            return _round_up(Fraction(self.sensitivity) / Fraction(self.scale))
+        return self.epsilon
+
+    @property
+    def variance(self):
+        """Variance of one noise draw, in grid units squared."""
+        if self.mechanism == "laplace":
+            q = math.exp(-1.0 / self.scale)
+            return 2.0 * q / (1.0 - q) ** 2
+        # the discrete Gaussian's variance is below sigma**2 (CKS); summed for small sigma
+        sigma = self.scale
+        if sigma > 50:
+            return sigma * sigma
+        k = np.arange(-int(40 * sigma) - 10, int(40 * sigma) + 11, dtype=float)
+        w = np.exp(-(k * k) / (2 * sigma * sigma))
+        return float(np.sum(k * k * w) / np.sum(w))
+
+    def draw(self, size, rng):
+        if self.mechanism == "laplace":
+            return discrete_laplace(self.scale, size, random_state=rng)
+        return discrete_gaussian(self.scale, size, random_state=rng)
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrated_noise(cls, mechanism, sensitivity, epsilon, delta):
+    # Pure functions of public parameters (the Gaussian ones take milliseconds): cached.
+    return cls._calibrate(mechanism, sensitivity, epsilon, delta)
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_spread(epsilon, delta, reach):
+    return calibration.analytic_gaussian_sigma(epsilon, delta, reach)
+
+
+@dataclass(frozen=True)
+class _SumQuery:
+    """A sum over records of a per-record map, released on a power-of-two grid.
+
+    Each record x is clipped to [lower, upper], shifted by ``center``, raised to ``power`` (1 or
+    2), divided by ``grid`` and rounded to an integer (half to even); the integers are summed
+    exactly. Every step is monotone in the clipped record (in |x - center| for power 2), so the
+    largest |integer| any one record can contribute is attained at a bound: that is the
+    sensitivity in grid units under add/remove, exactly.
+    """
+
+    lower: float
+    upper: float
+    center: float
+    power: int
+    grid: float
+    noise: _IntegerNoise
+
+    @classmethod
+    def calibrate(cls, lower, upper, center, power, mechanism, epsilon, delta):
+        ends = np.array([lower, upper])
+        reach = float(np.max(np.abs(cls._mapped(ends, lower, upper, center, power))))
+        if reach == 0.0:  # unreachable with lower < upper; keeps the grid well defined
+            reach = 1.0
+        if mechanism == "laplace":
+            spread = reach / epsilon
+        else:
+            spread = _gaussian_spread(epsilon, delta, reach)
+        if not math.isfinite(spread * 2.0**-GRID_BITS):
+            raise ValueError(
+                f"bounds ({lower!r}, {upper!r}) are too wide for epsilon={epsilon!r}: the noise "
+                "scale overflows; rescale the data"
+            )
+        # about 2**-GRID_BITS of the noise scale, but never so fine that one record spans more
+        # than 2**60 units (huge epsilon)
+        grid = max(_pow2_floor(spread * 2.0**-GRID_BITS), 2.0 * _pow2_floor(reach * 2.0**-61))
+        if not 0.0 < grid < math.inf or not math.isfinite(reach / grid):
+            raise ValueError(
+                f"bounds ({lower!r}, {upper!r}) with epsilon={epsilon!r} give no usable grid; "
+                "rescale the data"
+            )
+        units = cls._units_of(ends, lower, upper, center, power, grid)
+        sensitivity = int(np.max(np.abs(units)))
+        noise = _IntegerNoise.calibrate(mechanism, sensitivity, epsilon, delta)
+        return cls(lower, upper, center, power, grid, noise)
+
+    @staticmethod
+    def _mapped(values, lower, upper, center, power):
+        y = np.clip(values, lower, upper) - center
+        return y * y if power == 2 else y
+
+    @classmethod
+    def _units_of(cls, values, lower, upper, center, power, grid):
+        scaled = cls._mapped(values, lower, upper, center, power) / grid
+        with np.errstate(over="raise", invalid="raise"):
+            units = np.rint(scaled)
+        if units.size and float(np.max(np.abs(units))) >= 2.0**62:
+            raise ValueError(
+                "epsilon is too large for these bounds: one record would span more than 2**62 "
+                "grid units"
+            )
+        return units.astype(np.int64)
+
+    def units(self, records):
+        """The per-record integers (grid units)."""
+        return self._units_of(records, self.lower, self.upper, self.center, self.power, self.grid)
+
+    def exact_total(self, records) -> int:
+        """The exact sum of the per-record integers (Python int; int64 partial sums that
+        provably cannot overflow)."""
+        units = self.units(records)
+        step = max(1, (2**62) // max(self.noise.sensitivity, 1))
+        return _builtin_sum(int(np.sum(units[i:i + step], dtype=np.int64))
+                            for i in np.arange(0, units.size, step))
+
+    def to_real(self, total: int) -> float:
+        """Grid units back to a double (one correctly rounded conversion; post-processing)."""
+        try:
+            return float(Fraction(total) * Fraction(self.grid))
+        except OverflowError:  # beyond the double range
+            return math.copysign(math.inf, total)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The noisy count and noisy sums a statistic releases, with the budget split equally."""
+
+    count: _IntegerNoise
+    sums: tuple
+
+    @classmethod
+    def calibrate(cls, lower, upper, center, powers, mechanism, epsilon, delta, with_count=True):
+        parts = len(powers) + (1 if with_count else 0)
+        eps_part = _split(epsilon, parts)
+        delta_part = _split(delta, parts) if delta else 0.0
+        count = _IntegerNoise.calibrate(mechanism, 1, eps_part, delta_part) if with_count else None
+        sums = tuple(
+            _SumQuery.calibrate(lower, upper, center, p, mechanism, eps_part, delta_part)
+            for p in powers
+        )
+        return cls(count, sums)
+
+    def exact(self, records):
+        """The exact (unreleased) answers: (number of records, [sums in grid units])."""
+        return int(records.size), [s.exact_total(records) for s in self.sums]
+
+    def release(self, exact, rng):
+        """Noise the exact answers: (noisy count or None, [noisy sums as floats]), drawn in
+        that order."""
+        n, totals = exact
+        noisy_count = None
+        if self.count is not None:
+            noisy_count = n + int(self.count.draw(None, rng))
+        noisy_sums = [s.to_real(t + int(s.noise.draw(None, rng))) for s, t in zip(self.sums, totals)]
+        return noisy_count, noisy_sums
+
+
+def _moment_plan(lower, upper, powers, mechanism, epsilon, delta):
+    """Plan for mean/var: noisy count plus noisy sums of (x - c)**p, c the middle of the bounds."""
+    center = lower / 2 + upper / 2  # no overflow; any public center is valid
+    return center, _Plan.calibrate(lower, upper, center, powers, mechanism, epsilon, delta)
+
+
+# ------------------------------------------------------------------------------------------------
+# count, sum, mean, var, std
+
+
+def count(x, *, epsilon, delta=0.0, mechanism="laplace", random_state=None, accountant=None):
+    """Differentially private number of records.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    epsilon : float
+        Privacy parameter, > 0.
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace (scale 1/epsilon) or exact discrete Gaussian noise.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    int
+        n + Z with Z exact integer noise; can be negative (clip it yourself if needed: that is
+        post-processing).
+
+    Raises
+    ------
+    ValueError
+        NaN or infinite records (naming ``x``), epsilon <= 0, delta out of range for the
+        mechanism, an unknown mechanism.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one record (the count then has sensitivity 1; it also has
+    sensitivity 0 under replace-one). ``"laplace"``: pure epsilon-DP with discrete Laplace noise
+    of scale t = 1/epsilon rounded up to a double, so the loss is 1/t <= epsilon, exactly.
+    ``"gaussian"``: (epsilon, delta)-DP with the smallest discrete Gaussian sigma whose exact
+    delta at sensitivity 1 is <= delta. No bounds are needed. Charged: ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> from dpcore import stats
+    >>> n = stats.count([3.0, 1.0, 4.0, 1.0, 5.0], epsilon=1.0, random_state=0)
+    >>> isinstance(n, int)
+    True
+    """
+    records = _records(x)
+    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    noise = _IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, delta, "stats.count")
+    return int(records.size) + int(noise.draw(None, rng))
+
+
+def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
+        accountant=None):
+    """Differentially private sum of records clipped to ``bounds``.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required (None raises a ValueError naming
+        ``bounds``), never inferred from the data. Records
+        are clipped to it.
+    epsilon : float
+        Privacy parameter, > 0.
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace or exact discrete Gaussian noise (see Privacy).
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    float
+        gamma * (sum_i round(clip(x_i) / gamma) + Z): a multiple of the grid gamma (a power of
+        two about 2**-36 of the noise scale), Z exact integer noise. Unbiased for
+        the sum of the clipped records rounded to the grid (each record moves by <= gamma/2).
+
+    Raises
+    ------
+    ValueError
+        Missing or invalid ``bounds``, NaN or infinite records (naming ``x``), epsilon <= 0,
+        delta out of range for the mechanism.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one record. Records are clipped to ``bounds``; one record
+    then changes the sum by at most M = max(|lower|, |upper|). The sum is computed exactly: each
+    clipped record is rounded to the grid gamma (a power of two, so the division is exact) and
+    the integers are added without rounding, so in grid units the sensitivity is exactly
+    D = max(|round(lower/gamma)|, |round(upper/gamma)|) <= M/gamma + 1/2, whatever the number of
+    records (floating-point sums can exceed their nominal sensitivity; Casacuberta et al. 2022).
+    ``"laplace"``: discrete Laplace noise with scale D/epsilon rounded up: pure epsilon-DP,
+    exactly. ``"gaussian"``: discrete Gaussian with the exact CKS delta at (epsilon, D) <= delta:
+    (epsilon, delta)-DP. The float output is post-processing of an integer. Under replace-one
+    neighbours the sensitivity is upper - lower instead; this function is then 2 epsilon-DP.
+    Charged: ``(epsilon, delta)``.
+
+    References
+    ----------
+    .. [CSVW22] C. Casacuberta, M. Shoemate, S. Vadhan, C. Wagaman, "Widespread underestimation
+       of sensitivity in differentially private libraries and how to fix it", CCS 2022.
+
+    Examples
+    --------
+    >>> from dpcore import stats
+    >>> s = stats.sum([0.5, 2.0, 7.5, 100.0], bounds=(0.0, 10.0), epsilon=1.0, random_state=0)
+    >>> abs(s - 20.0) < 100        # 100.0 is clipped to 10.0; noise scale 10
+    True
+    """
+    records = _records(x)
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    plan = _Plan.calibrate(lower, upper, 0.0, (1,), mechanism, epsilon, delta, with_count=False)
+    exact = plan.exact(records)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, delta, "stats.sum")
+    return plan.release(exact, rng)[1][0]
+
+
+def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
+         accountant=None):
+    """Differentially private mean of records clipped to ``bounds``.
+
+    A noisy sum of the centred records divided by a noisy count (n is private), each released
+    with half of the budget.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required (None raises a ValueError naming
+        ``bounds``), never inferred from the data. Records
+        are clipped to it.
+    epsilon : float
+        Privacy parameter, > 0 (total; half for the count, half for the sum).
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"`` (split in
+        halves too).
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace or exact discrete Gaussian noise.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    float
+        clip(c + S / max(N, 1), lower, upper), where c = (lower + upper) / 2, S the noisy sum of
+        (clip(x_i) - c) and N the noisy count. In [lower, upper]. For large n its bias is
+        O(1/n**2) relative (from dividing by a noisy count).
+
+    Raises
+    ------
+    ValueError
+        Missing or invalid ``bounds``, NaN or infinite records (naming ``x``), epsilon <= 0,
+        delta out of range for the mechanism.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one record; the number of records is private. Records are
+    clipped to ``bounds`` and centred at c = (lower + upper)/2, so one record changes the centred
+    sum by at most (upper - lower)/2 and the count by 1. Two releases, each with epsilon/2 (and
+    delta/2; shares rounded down so they add up to at most the total): the count as in
+    :func:`count` and the centred sum as in :func:`sum` (exact integer accumulation on a
+    power-of-two grid, sensitivity charged in grid units, exact discrete noise). By basic
+    composition the pair, and the mean computed from it (post-processing, including the clamps),
+    is epsilon-DP (``"laplace"``) or (epsilon, delta)-DP (``"gaussian"``). Under replace-one
+    neighbours it is 2 epsilon-DP. Charged: ``(epsilon, delta)``, once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import stats
+    >>> x = np.linspace(0.0, 10.0, 1001)
+    >>> m = stats.mean(x, bounds=(0.0, 10.0), epsilon=1.0, random_state=0)
+    >>> abs(m - 5.0) < 0.5
+    True
+    """
+    records = _records(x)
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    center, plan = _moment_plan(lower, upper, (1,), mechanism, epsilon, delta)
+    exact = plan.exact(records)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, delta, "stats.mean")
+    n, (s1,) = plan.release(exact, rng)
+    return float(np.clip(center + s1 / max(n, 1), lower, upper))
+
+
+def _variance(x, bounds, epsilon, delta, mechanism, ddof, random_state, accountant, label):
+    records = _records(x)
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    ddof = check.integer(ddof, "ddof", minimum=0)
+    center, plan = _moment_plan(lower, upper, (1, 2), mechanism, epsilon, delta)
+    exact = plan.exact(records)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, delta, label)
+    n, (s1, s2) = plan.release(exact, rng)
+    n = max(n, 1)
+    m1 = s1 / n
+    denominator = max(n - ddof, 1)
+    v = (s2 / n - m1 * m1) * (n / denominator)
+    half_width = upper / 2 - lower / 2
+    return float(np.clip(v, 0.0, half_width * half_width * (n / denominator)))
+
+
+def var(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", random_state=None,
+        accountant=None):
+    """Differentially private variance of records clipped to ``bounds``.
+
+    Noisy count, noisy sum and noisy sum of squares of the centred records, each with a third
+    of the budget.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required (None raises a ValueError naming
+        ``bounds``), never inferred from the data. Records
+        are clipped to it.
+    epsilon : float
+        Privacy parameter, > 0 (total; a third for each of the three releases).
+    ddof : int, default=0
+        As in numpy: the divisor is N - ddof (N the noisy count), at least 1.
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"`` (split in
+        thirds too).
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace or exact discrete Gaussian noise.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    float
+        With N = max(noisy count, 1), S1 and S2 the noisy sums of y_i = clip(x_i) - c and
+        y_i**2 (c the middle of the bounds): (S2/N - (S1/N)**2) * N / max(N - ddof, 1),
+        clipped to [0, ((upper - lower)/2)**2 * N / max(N - ddof, 1)].
+
+    Raises
+    ------
+    ValueError
+        Missing or invalid ``bounds``, NaN or infinite records (naming ``x``), epsilon <= 0,
+        delta out of range, ddof < 0.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one record; the number of records is private. Records are
+    clipped to ``bounds`` and centred at c = (lower + upper)/2, so one record changes the count
+    by 1, the centred sum by at most h = (upper - lower)/2 and the sum of squares by at most
+    h**2. Three releases with epsilon/3 (and delta/3) each (shares rounded down), each summed
+    exactly on its own power-of-two grid with the sensitivity charged in grid units (see
+    :func:`sum`) and exact discrete Laplace or Gaussian noise. By basic composition the result
+    (post-processing of the three) is epsilon-DP (``"laplace"``) or (epsilon, delta)-DP
+    (``"gaussian"``). Under replace-one neighbours it is 2 epsilon-DP. Charged:
+    ``(epsilon, delta)``, once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import stats
+    >>> x = np.tile([0.0, 10.0], 500)                 # variance 25
+    >>> v = stats.var(x, bounds=(0.0, 10.0), epsilon=1.0, random_state=0)
+    >>> abs(v - 25.0) < 2.0
+    True
+    """
+    return _variance(x, bounds, epsilon, delta, mechanism, ddof, random_state, accountant,
+                     "stats.var")
+
+
+def std(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", random_state=None,
+        accountant=None):
+    """Differentially private standard deviation: the square root of :func:`var`.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required; records are clipped to it.
+    epsilon : float
+        Privacy parameter, > 0 (split in thirds as in :func:`var`).
+    ddof : int, default=0
+        As in numpy.
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace or exact discrete Gaussian noise.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    float
+        sqrt of the private variance, in [0, (upper - lower)/2] for ddof=0.
+
+    Raises
+    ------
+    ValueError
+        As :func:`var`.
+
+    Privacy
+    -------
+    Exactly that of :func:`var` (the square root is post-processing): add/remove neighbours,
+    records clipped to ``bounds``, epsilon-DP (``"laplace"``) or (epsilon, delta)-DP
+    (``"gaussian"``) by basic composition of a noisy count, sum and sum of squares with a third
+    of the budget each. Charged: ``(epsilon, delta)``, once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import stats
+    >>> s = stats.std(np.tile([0.0, 10.0], 500), bounds=(0.0, 10.0), epsilon=1.0, random_state=0)
+    >>> abs(s - 5.0) < 0.5
+    True
+    """
+    return math.sqrt(_variance(x, bounds, epsilon, delta, mechanism, ddof, random_state,
+                               accountant, "stats.std"))
+
+
+# ------------------------------------------------------------------------------------------------
+# quantiles
+
+
+def _quantile_levels(q):
+    """q as an array of exact multiples of 2**-QUANTILE_BITS, plus their integer numerators."""
+    if isinstance(q, (str, bytes)):
+        raise TypeError(f"q must be a number or an array of numbers in [0, 1], got {type(q).__name__}")
+    try:
+        levels = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"q must be a number or an array of numbers in [0, 1], got {q!r}") from None
+    if levels.size == 0:
+        raise ValueError("q must contain at least one quantile level")
+    if not np.all((levels >= 0.0) & (levels <= 1.0)):  # also rejects NaN
+        raise ValueError(f"q must be in [0, 1], got {q!r}")
+    numerators = np.rint(levels * 2.0**QUANTILE_BITS).astype(np.int64)
+    return levels.shape, numerators.reshape(-1)
+
+
+def _rank_utility(ranks, numerator, n):
+    """-|r - q n| for integer ranks r, q = numerator / 2**QUANTILE_BITS, exactly (n < 2**33)."""
+    scaled = (np.asarray(ranks, dtype=np.int64) << QUANTILE_BITS) - numerator * n
+    return -np.abs(scaled).astype(np.float64) / 2.0**QUANTILE_BITS
+
+
+def _int_grid_points(lower, upper, size, start, stop):
+    """Points start..stop-1 of the public grid of ``size`` points from lower to upper."""
+    step = (upper - lower) / (size - 1)
+    points = lower + np.arange(start, stop, dtype=np.float64) * step
+    if stop == size:
+        points[-1] = upper
+    return points
+
+
+class _Grid:
+    """The public candidate points: an explicit array, or ``size`` evenly spaced points."""
+
+    def __init__(self, grid, lower, upper):
+        self.lower, self.upper = lower, upper
+        if isinstance(grid, (int, np.integer)) and not isinstance(grid, (bool, np.bool_)):
+            self.size = check.integer(grid, "grid", minimum=2)
+            self.points = None
+        else:
+            points = check.finite_array(grid, "grid")
+            if points.ndim != 1 or points.size == 0:
+                raise ValueError(
+                    f"grid must be an int >= 2 or a non-empty 1-d array, got shape {points.shape}"
+                )
+            if points.size > 1 and not np.all(np.diff(points) > 0):
+                raise ValueError("grid must be strictly increasing")
+            if points[0] < lower or points[-1] > upper:
+                raise ValueError(
+                    f"grid points must lie within bounds ({lower!r}, {upper!r}), got "
+                    f"[{points[0]!r}, {points[-1]!r}]"
+                )
+            self.size = points.size
+            self.points = np.ascontiguousarray(points)
+
+    def point(self, index):
+        if self.points is not None:
+            return float(self.points[index])
+        return float(_int_grid_points(self.lower, self.upper, self.size, index, index + 1)[0])
+
+    def utilities(self, sorted_records, numerator):
+        """The utility of every grid point (an array, or a callable streaming chunks)."""
+        n = sorted_records.size
+
+        def of(points):
+            return _rank_utility(np.searchsorted(sorted_records, points, side="left"), numerator, n)
+
+        if self.points is not None:
+            return of(self.points)
+        if self.size <= _GRID_CHUNK:
+            return of(_int_grid_points(self.lower, self.upper, self.size, 0, self.size))
+
+        def chunks():
+            for start in range(0, self.size, _GRID_CHUNK):
+                stop = min(start + _GRID_CHUNK, self.size)
+                yield of(_int_grid_points(self.lower, self.upper, self.size, start, stop))
+
+        return chunks
+
+
+def quantile(x, q, *, epsilon, bounds=None, grid=None, method=None, random_state=None, accountant=None):
+    """Differentially private quantile(s) with the exponential mechanism.
+
+    Two candidate sets, chosen with ``grid``:
+
+    * ``grid=None`` (default): Smith's mechanism over the continuum [lower, upper]. The sorted
+      clipped records cut it into n + 1 intervals; interval i (i records to its left) is chosen
+      with probability proportional to length_i * exp(epsilon u_i / (2 Delta_q)),
+      u_i = -|i - q n|, Delta_q = max(q, 1 - q), and the output is a uniform point inside it.
+      Floating point (see Privacy).
+    * ``grid=`` an int G >= 2 (G evenly spaced points from lower to upper, both included) or an
+      increasing array of points within the bounds: the exponential mechanism over these public
+      points, u(g) = -|#{x_i < g} - q n|. With ``method="exact"`` the output law is exactly the
+      mechanism's, in floating point too.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    q : float or array_like of float
+        Quantile level(s) in [0, 1]; each is used as the nearest multiple of 2**-20 (so the
+        utilities are exact; a change below 5e-7 in the level).
+    epsilon : float
+        Total privacy parameter, > 0, split equally over the levels in ``q``.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required (None raises a ValueError naming
+        ``bounds``), never inferred from the data. Records
+        are clipped to it; outputs lie in it.
+    grid : None, int or array_like of float, default=None
+        None: intervals between the sorted records. An int G >= 2 or an array: a public grid
+        (large integer grids are streamed in chunks, never materialised).
+    method : str, optional
+        Sampler of the selection (see :func:`dpcore.selection.exponential`). Intervals:
+        ``"gumbel"`` only (the default). Grid: ``"exact"`` (default), ``"gumbel"`` or
+        ``"inverse-cdf"``.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator; it also draws
+        the uniform point inside the chosen interval. Seeds are for tests only.
+    accountant : dpcore.Accountant, optional
+        Charged ``epsilon`` (pure) before anything is drawn; if the budget would be overspent it
+        raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    float or ndarray
+        Same shape as ``q``.
+
+    Raises
+    ------
+    ValueError
+        Missing or invalid ``bounds``, NaN or infinite records (naming ``x``), q outside [0, 1],
+        epsilon <= 0, an invalid grid or method, more than 2**33 records.
+
+    Privacy
+    -------
+    Guarantee: pure epsilon-DP in total; each of the m levels is an (epsilon/m)-DP exponential
+    mechanism (share rounded down), composed sequentially. Neighbouring relation: add/remove
+    one record (n is private).
+
+    Sensitivity: records are clipped to ``bounds``. For every candidate y, adding a record moves
+    #{x_i < y} - q n by 1 - q (record below y) or by -q (record at or above y), and removing one
+    by the opposite, so u(y) = -|#{x_i < y} - q n| moves by at most Delta_q = max(q, 1 - q) <= 1.
+    The exponential mechanism with weights exp(epsilon u / (2 Delta_q)) is then epsilon-DP
+    (McSherry-Talwar); for the median that is exp(epsilon u). (Smith's and diffprivlib's
+    Delta = 1 is valid too, with up to twice the noise.) Under replace-one neighbours n is fixed
+    and u moves by at most 1, so the same release is epsilon / max(q, 1 - q) <= 2 epsilon-DP. The
+    utilities are exact: the level is a multiple of 2**-20, so 2**20 (r - q n) is an integer
+    below 2**53.
+
+    ``grid=None`` (Smith 2011): the mechanism is the exponential mechanism over [lower, upper]
+    with Lebesgue base measure; the output density is proportional to exp(c u(y)),
+    c = epsilon / (2 Delta_q), constant between consecutive records, so choosing an interval
+    with weight length * exp(c u) and then a uniform point in it has exactly that density. It
+    is implemented with the ``"gumbel"`` exponential mechanism on u_i + log(length_i) / c (so
+    the score is c u_i + log(length_i)); empty intervals (ties, clipped records at the bounds)
+    get -inf. The uniform point is drawn from ``random_state`` (the secure generator by
+    default). **This path relies on floating point**: the lengths, their logarithms and the
+    Gumbel noise are rounded, and the output is a uniform double whose low-order bits depend on
+    the interval's endpoints (data points), a Mironov-type channel not covered by the proof.
+    Use a grid when that matters.
+
+    ``grid`` given: the candidates are public points fixed before seeing the data, so the output
+    reveals nothing through its representation; with ``method="exact"`` the law is exactly
+    P(g) proportional to exp(c u(g)) for the exact utilities (c <= epsilon / (2 m Delta_q),
+    rounded down), so the guarantee holds in floating point. ``"gumbel"`` and ``"inverse-cdf"``
+    match that law up to rounding.
+
+    Charged: ``epsilon``, once.
+
+    References
+    ----------
+    .. [Smi11] A. Smith, "Privacy-preserving statistical estimation with optimal convergence
+       rates", STOC 2011.
+    .. [MT07] F. McSherry, K. Talwar, "Mechanism design via differential privacy", FOCS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import stats
+    >>> x = np.arange(1000.0)
+    >>> m = stats.quantile(x, 0.5, epsilon=1.0, bounds=(0.0, 1000.0), random_state=0)
+    >>> abs(m - 500.0) < 50
+    True
+    >>> qs = stats.quantile(x, [0.25, 0.75], epsilon=1.0, bounds=(0.0, 1000.0), grid=1001,
+    ...                     random_state=0)
+    >>> qs.shape, bool(abs(qs[0] - 250.0) < 50)
+    ((2,), True)
+    """
+    return _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant,
+                     "stats.quantile")
+
+
+def _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant, label):
+    records = _records(x)
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    epsilon = check.positive(epsilon, "epsilon")
+    shape, numerators = _quantile_levels(q)
+    if records.size >= MAX_QUANTILE_RECORDS:
+        raise ValueError(f"x must have fewer than 2**33 records for quantile, got {records.size}")
+    if grid is None:
+        method = "gumbel" if method is None else method
+        if method not in _INTERVAL_METHODS:
+            raise ValueError(
+                f"method must be 'gumbel' for the interval mechanism (grid=None), got {method!r}; "
+                "pass a grid for 'exact'"
+            )
+        candidates = None
+    else:
+        method = "exact" if method is None else method
+        if method not in _GRID_METHODS:
+            raise ValueError(
+                f"method must be one of {', '.join(map(repr, _GRID_METHODS))} with a grid, "
+                f"got {method!r}"
+            )
+        candidates = _Grid(grid, lower, upper)
+    eps_each = _split(epsilon, numerators.size)
+    # one mechanism per distinct level: sensitivity max(q, 1 - q), exact (q = k / 2**20)
+    mechs = {
+        int(k): ExponentialMechanism.calibrate(
+            sensitivity=max(int(k), 2**QUANTILE_BITS - int(k)) / 2.0**QUANTILE_BITS,
+            epsilon=eps_each, method=method,
+        )
+        for k in np.unique(numerators)
+    }
+    if candidates is None:
+        # every length is <= upper - lower, so this public check keeps every score finite
+        width = upper - lower
+        smallest = min(m.scale for m in mechs.values())
+        if not math.isfinite(width) or not math.isfinite(math.log(width) / smallest):
+            raise ValueError(
+                f"bounds ({lower!r}, {upper!r}) with epsilon={epsilon!r} overflow the interval "
+                "mechanism's scores; pass a grid"
+            )
+    z = np.sort(np.clip(records, lower, upper))
+    n = z.size
+    if candidates is None:
+        edges = np.concatenate([[lower], z, [upper]])
+        lengths = np.diff(edges)
+        with np.errstate(divide="ignore"):
+            log_lengths = np.log(lengths)  # -inf for empty intervals
+        ranks = np.arange(n + 1, dtype=np.int64)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, 0.0, label)
+    out = np.empty(numerators.size)
+    for j, k in enumerate(numerators):
+        mech = mechs[int(k)]
+        if candidates is None:
+            u = _rank_utility(ranks, int(k), n) + log_lengths / mech.scale
+        else:
+            u = candidates.utilities(z, int(k))
+        index = mech.select(u, random_state=rng)
+        if candidates is None:
+            out[j] = rng.uniform(edges[index], edges[index + 1])
+        else:
+            out[j] = candidates.point(index)
+    out = out.reshape(shape)
+    return float(out[()]) if out.ndim == 0 else out
+
+
+def median(x, *, epsilon, bounds=None, grid=None, method=None, random_state=None, accountant=None):
+    """Differentially private median: :func:`quantile` at q = 0.5.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    epsilon : float
+        Privacy parameter, > 0.
+    bounds : (float, float)
+        Public (lower, upper), lower < upper. Required; records are clipped to it.
+    grid : None, int or array_like of float, default=None
+        None: Smith's interval mechanism (floating point); an int or an array: a public grid
+        (exact with ``method="exact"``). See :func:`quantile`.
+    method : str, optional
+        As in :func:`quantile`.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests only.
+    accountant : dpcore.Accountant, optional
+        Charged ``epsilon`` before anything is drawn; refusal releases nothing.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        As :func:`quantile`.
+
+    Privacy
+    -------
+    As :func:`quantile` with one level: pure epsilon-DP under add/remove neighbours (2 epsilon
+    under replace-one), records clipped to ``bounds``. The utility -|#{x_i < y} - n/2| moves by
+    at most 1/2 when a record is added or removed, so the weights are exp(epsilon u). The
+    interval mechanism (``grid=None``) relies on floating point; the grid mechanism with
+    ``method="exact"`` has exactly the mechanism's law. Charged: ``epsilon``.
+
+    Examples
+    --------
+    >>> from dpcore import stats
+    >>> m = stats.median([1.0, 2.0, 3.0, 4.0, 100.0] * 200, epsilon=1.0, bounds=(0.0, 10.0),
+    ...                  grid=101, random_state=0)
+    >>> 2.0 <= m <= 4.0
+    True
+    """
+    return _quantile(x, 0.5, epsilon, bounds, grid, method, random_state, accountant,
+                     "stats.median")
+
+
+# ------------------------------------------------------------------------------------------------
+# histogram
+
+
+def _bin_edges(bins, value_range):
+    """Validate public bins: an int with a required range, or an explicit edge array.
+    Returns (bins, range) in the form numpy.histogram gets them."""
+    if isinstance(bins, (str, bytes)):
+        raise ValueError(
+            f"bins must be an int or an array of edges, got {bins!r}: rules such as 'auto' look "
+            "at the data"
+        )
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
+        bins = check.integer(bins, "bins", minimum=1)
+        lower, upper = check.bounds_pair(value_range, "range")
+        return bins, (lower, upper)
+    edges = check.finite_array(bins, "bins")
+    if edges.ndim != 1 or edges.size < 2:
+        raise ValueError(
+            f"bins must be an int >= 1 or a 1-d array of at least 2 edges, got shape {edges.shape}"
+        )
+    if not np.all(np.diff(edges) > 0):
+        raise ValueError("bins must be strictly increasing when given as edges")
+    if value_range is not None:
+        lower, upper = check.bounds_pair(value_range, "range")
+        if lower != edges[0] or upper != edges[-1]:
+            raise ValueError(
+                f"range ({lower!r}, {upper!r}) disagrees with the edges given in bins "
+                f"({edges[0]!r}, {edges[-1]!r}); give one or make them agree"
+            )
+    return edges, None
+
+
+def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", nonnegative=False,
+              random_state=None, accountant=None):
+    """Differentially private histogram: exact integer noise on every bin, empty bins included.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The records (any shape; each element is one record). NaN and infinities are rejected.
+    bins : int or array_like of float
+        Public: the number of equal-width bins over ``range``, or the increasing bin edges.
+        Rules that look at the data (``"auto"`` and the like) are refused.
+    range : (float, float) or None
+        Public (lower, upper) of the bins. Required when ``bins`` is an int (never inferred from
+        the data); with explicit edges it may be None or must equal (edges[0], edges[-1]).
+    epsilon : float
+        Privacy parameter, > 0.
+    delta : float, default=0.0
+        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+        Exact discrete Laplace (scale 1/epsilon) or exact discrete Gaussian noise per bin.
+    nonnegative : bool, default=False
+        Replace negative noisy counts by 0 (post-processing; biases small counts upwards).
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` before anything is drawn; if the budget would be overspent
+        it raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    counts : ndarray of int64
+        Noisy counts, one per bin (as ``numpy.histogram``'s first output).
+    edges : ndarray of float64
+        The bin edges, equal to ``numpy.histogram(x, bins=bins, range=range)[1]``.
+
+    Raises
+    ------
+    ValueError
+        Missing ``range`` with an int ``bins`` (naming ``range``), data-dependent or invalid
+        bins, NaN or infinite records (naming ``x``), epsilon <= 0, delta out of range.
+
+    Privacy
+    -------
+    Neighbouring relation: add/remove one record. Bins are numpy's (half-open, the last one
+    closed); records outside the range are not counted (as in numpy; nothing is clipped into
+    the edge bins). One record is in at most one bin, so the vector of counts has L1 and L2
+    sensitivity 1. Every bin, empty or not, gets independent exact integer noise, so the set of
+    bins with nonzero output reveals nothing. ``"laplace"``: discrete Laplace with scale
+    1/epsilon rounded up: pure epsilon-DP exactly. ``"gaussian"``: only one coordinate moves,
+    by 1, so the exact scalar CKS delta applies: (epsilon, delta)-DP. ``nonnegative`` is
+    post-processing. Under replace-one neighbours the sensitivity is 2: 2 epsilon-DP. Charged:
+    ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import stats
+    >>> x = np.concatenate([np.full(500, 0.5), np.full(300, 2.5)])
+    >>> counts, edges = stats.histogram(x, bins=4, range=(0.0, 4.0), epsilon=1.0, random_state=0)
+    >>> edges
+    array([0., 1., 2., 3., 4.])
+    >>> bool(abs(counts[0] - 500) < 30 and abs(counts[1]) < 30)
+    True
+    """
+    records = _records(x)
+    bins, value_range = _bin_edges(bins, range)
+    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    if not isinstance(nonnegative, (bool, np.bool_)):
+        raise TypeError(f"nonnegative must be True or False, got {type(nonnegative).__name__}")
+    noise = _IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
+    exact, edges = np.histogram(records, bins=bins, range=value_range)
+    rng = check_random_state(random_state)
+    _charge(accountant, epsilon, delta, "stats.histogram")
+    counts = exact.astype(np.int64) + noise.draw(exact.size, rng)
+    if nonnegative:
+        np.maximum(counts, 0, out=counts)
+    return counts, edges

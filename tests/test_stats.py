@@ -1,0 +1,613 @@
+"""dpcore.stats: exact laws of the quantile mechanisms (intervals and grids), the noise of counts,
+sums, means, variances and histograms against the stated calibration, clipping, exact summation,
+errors naming the parameter, and the accountant (charged as documented; a refusal draws nothing)."""
+import doctest
+import inspect
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
+
+import dpcore
+from dpcore import calibration, stats
+
+N = 40_000  # draws per law test
+QSCALE = 2.0**20
+
+
+def rng(seed):
+    return np.random.Generator(dpcore.ChaCha20(seed))
+
+
+def power(p_true, p_null, n_draws, df=None):
+    """Chance that a chi-square test at ALPHA rejects p_null when p_true is the law."""
+    p_true, p_null = np.asarray(p_true), np.asarray(p_null)
+    keep = p_null > 0
+    lam = n_draws * np.sum((p_true[keep] - p_null[keep]) ** 2 / p_null[keep])
+    df = keep.sum() - 1 if df is None else df
+    return sps.ncx2.sf(sps.chi2.isf(ALPHA, df), df, lam)
+
+
+def dlap_pmf(t):
+    p = math.exp(-1.0 / t)
+    return lambda k: (1 - p) / (1 + p) * p ** abs(k)
+
+
+def dgauss_pmf(sigma):
+    ks = np.arange(-int(60 * sigma) - 5, int(60 * sigma) + 6)
+    norm = np.sum(np.exp(-ks.astype(float) ** 2 / (2 * sigma**2)))
+    return lambda k: math.exp(-k * k / (2 * sigma**2)) / norm
+
+
+# ------------------------------------------------------------------------------------------------
+# quantiles: exact laws (computed here independently of the implementation)
+
+# 8 records, two outside the bounds (clipped to them: empty end intervals) and a tie.
+X_Q = np.array([12.0, 2.5, -3.0, 7.0, 1.0, 2.5, 8.5, 4.0])
+BOUNDS_Q = (0.0, 10.0)
+
+
+def rounded_level(q):
+    return round(q * QSCALE) / QSCALE
+
+
+def em_scale(q, epsilon, sensitivity=None):
+    """The documented score scale epsilon / (2 Delta_q), Delta_q = max(q, 1 - q)."""
+    ql = rounded_level(q)
+    return epsilon / (2 * (max(ql, 1 - ql) if sensitivity is None else sensitivity))
+
+
+def interval_law(x, q, scale, bounds):
+    """Smith's law: P(interval i) proportional to length_i * exp(scale * -|i - q n|)."""
+    lo, hi = bounds
+    z = np.sort(np.clip(x, lo, hi))
+    n = len(z)
+    edges = np.concatenate([[lo], z, [hi]])
+    u = -np.abs(np.arange(n + 1) - rounded_level(q) * n)
+    w = np.diff(edges) * np.exp(scale * (u - u.max()))
+    return w / w.sum(), edges
+
+
+def grid_law(x, q, scale, bounds, points):
+    lo, hi = bounds
+    z = np.clip(x, lo, hi)
+    n = len(z)
+    ranks = np.array([np.sum(z < g) for g in points])
+    u = -np.abs(ranks - rounded_level(q) * n)
+    w = np.exp(scale * (u - u.max()))
+    return w / w.sum()
+
+
+def interval_counts(out, edges):
+    idx = np.clip(np.searchsorted(edges, out, side="right") - 1, 0, len(edges) - 2)
+    return np.bincount(idx, minlength=len(edges) - 1)
+
+
+def draw_quantiles(q, n_draws, seed, epsilon=1.0, **kwargs):
+    """n_draws independent draws at level q and epsilon each: one call with n_draws levels and
+    n_draws * epsilon in total (which also checks the equal split of the budget)."""
+    out = stats.quantile(X_Q, np.full(n_draws, q), epsilon=n_draws * epsilon, bounds=BOUNDS_Q,
+                         random_state=rng(seed), **kwargs)
+    assert out.shape == (n_draws,)
+    return out
+
+
+def test_quantile_sensitivity_is_max_q_one_minus_q():
+    """Adding a record moves the utility -|r - q n| of every candidate by at most max(q, 1 - q),
+    and that bound is reached: brute force over small data sets (ties and clipping included)."""
+    g = rng(8)
+    ys = np.linspace(0, 10, 41)
+
+    def utility(z, ql):
+        ranks = [np.sum(z < y) for y in ys]
+        u = stats._rank_utility(ranks, round(ql * QSCALE), len(z))
+        assert np.array_equal(u, -np.abs(np.array(ranks) - ql * len(z)))  # exact
+        return u
+
+    for q in (0.5, 0.3, 0.1, 0.97, 0.0, 1.0):
+        ql = rounded_level(q)
+        worst = 0.0
+        for _ in range(200):
+            x = np.round(g.uniform(-1, 11, g.integers(0, 8)))
+            extra = np.round(g.uniform(-1, 11))
+            u0 = utility(np.clip(x, 0, 10), ql)
+            u1 = utility(np.clip(np.append(x, extra), 0, 10), ql)
+            worst = max(worst, float(np.max(np.abs(u1 - u0))))
+        assert worst == max(ql, 1 - ql)
+
+
+@pytest.fixture(scope="module")
+def interval_samples():
+    return {q: draw_quantiles(q, N, seed) for q, seed in ((0.5, 1), (0.3, 2))}
+
+
+@pytest.mark.parametrize("q", [0.5, 0.3])
+def test_quantile_interval_law(interval_samples, q):
+    out = interval_samples[q]
+    law, edges = interval_law(X_Q, q, em_scale(q, 1.0), BOUNDS_Q)
+    counts = interval_counts(out, edges)
+    assert np.all(counts[law == 0] == 0)  # empty intervals (ties, clipped ends) never chosen
+    assert np.all((out >= 0.0) & (out <= 10.0))
+    assert chisquare_pvalue(counts, law) > ALPHA
+
+
+@pytest.mark.parametrize("q", [0.5, 0.3])
+def test_quantile_interval_cdf(interval_samples, q):
+    """KS against the exact piecewise-linear CDF (uniform inside the chosen interval)."""
+    law, edges = interval_law(X_Q, q, em_scale(q, 1.0), BOUNDS_Q)
+    cum = np.concatenate([[0.0], np.cumsum(law)])
+
+    def cdf(y):
+        y = np.asarray(y, dtype=float)
+        i = np.clip(np.searchsorted(edges, y, side="right") - 1, 0, len(law) - 1)
+        width = np.diff(edges)[i]
+        frac = np.where(width > 0, (y - edges[i]) / np.where(width > 0, width, 1.0), 1.0)
+        return cum[i] + law[i] * np.clip(frac, 0.0, 1.0)
+
+    assert sps.kstest(interval_samples[q], cdf).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("q", [0.5, 0.3])
+def test_quantile_interval_power(interval_samples, q):
+    """The same test rejects a wrong epsilon: Delta = 1 (Smith's scale epsilon/2), Delta = 1/2
+    for every level (too little noise for q != 1/2), a 25% larger epsilon; and (median) a law
+    that ignores the interval lengths. Its power is computed, not assumed."""
+    out = interval_samples[q]
+    law, edges = interval_law(X_Q, q, em_scale(q, 1.0), BOUNDS_Q)
+    counts = interval_counts(out, edges)
+    wrongs = [em_scale(q, 1.0, 1.0), em_scale(q, 1.25)] + ([em_scale(q, 1.0, 0.5)] if q != 0.5 else [])
+    for wrong_scale in wrongs:
+        wrong, _ = interval_law(X_Q, q, wrong_scale, BOUNDS_Q)
+        assert power(law, wrong, N) > 1 - 1e-6
+        assert chisquare_pvalue(counts, wrong) < ALPHA
+    if q != 0.5:
+        return
+    u = -np.abs(np.arange(len(law)) - 4.0)
+    no_length = np.where(law > 0, np.exp(u), 0.0)
+    no_length /= no_length.sum()
+    assert chisquare_pvalue(counts, no_length) < ALPHA
+
+
+GRID_ARRAY = np.array([0.0, 0.7, 1.0, 2.0, 2.5, 3.9, 4.0, 5.5, 7.25, 8.5, 9.0, 10.0])
+
+
+@pytest.mark.parametrize("method", ["exact", "gumbel", "inverse-cdf"])
+@pytest.mark.parametrize("grid", [11, "array"])
+def test_quantile_grid_law(method, grid):
+    points = GRID_ARRAY if grid == "array" else np.linspace(0.0, 10.0, grid)
+    grid_arg = GRID_ARRAY if grid == "array" else grid
+    n_draws = N // 2
+    out = draw_quantiles(0.3, n_draws, 10, grid=grid_arg, method=method, epsilon=0.5)
+    idx = np.searchsorted(points, out)
+    assert np.all(points[idx] == out)  # outputs are grid points, exactly
+    counts = np.bincount(idx, minlength=len(points))
+    law = grid_law(X_Q, 0.3, em_scale(0.3, 0.5), BOUNDS_Q, points)
+    assert chisquare_pvalue(counts, law) > ALPHA
+    for wrong_scale in (em_scale(0.3, 0.6), em_scale(0.3, 0.5, 0.5)):
+        wrong = grid_law(X_Q, 0.3, wrong_scale, BOUNDS_Q, points)
+        assert power(law, wrong, n_draws) > 1 - 1e-4
+        assert chisquare_pvalue(counts, wrong) < ALPHA
+
+
+def test_quantile_streamed_grid_law(monkeypatch):
+    """Integer grids above the chunk size are streamed to the selection: same law."""
+    monkeypatch.setattr(stats, "_GRID_CHUNK", 4)
+    points = np.linspace(0.0, 10.0, 11)
+    out = draw_quantiles(0.5, N // 4, 12, grid=11, epsilon=0.5)
+    counts = np.bincount(np.searchsorted(points, out), minlength=11)
+    assert chisquare_pvalue(counts, grid_law(X_Q, 0.5, em_scale(0.5, 0.5), BOUNDS_Q, points)) > ALPHA
+
+
+def test_quantile_large_epsilon_finds_the_empirical_quantile():
+    x = rng(3).uniform(0, 100, 501)
+    for q in (0.1, 0.5, 0.9):
+        exact = np.quantile(x, q)
+        got = stats.quantile(x, q, epsilon=200.0, bounds=(0.0, 100.0), random_state=4)
+        assert abs(got - exact) < 2.0
+        got = stats.quantile(x, q, epsilon=200.0, bounds=(0.0, 100.0), grid=100_001,
+                             random_state=4)
+        assert abs(got - exact) < 2.0
+    assert stats.median(x, epsilon=200.0, bounds=(0.0, 100.0), random_state=5) == pytest.approx(
+        np.median(x), abs=2.0)
+
+
+def test_quantile_shapes_and_large_streamed_grid():
+    x = rng(6).normal(50, 10, 300)
+    assert isinstance(stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 100), random_state=0), float)
+    out = stats.quantile(x, [[0.25], [0.75]], epsilon=2.0, bounds=(0, 100), grid=10**6 + 1,
+                         random_state=0)
+    assert out.shape == (2, 1)
+    assert np.all(np.isin(out, np.linspace(0, 100, 10**6 + 1)))
+    assert out[0, 0] < out[1, 0]
+
+
+def test_quantile_empty_data_is_uniform():
+    out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0),
+                         random_state=rng(7))
+    assert sps.kstest(out, "uniform").pvalue > ALPHA
+
+
+# ------------------------------------------------------------------------------------------------
+# count, sum, mean, var, std
+
+
+def test_count_noise_law_and_power():
+    x = np.zeros(17)
+    g = rng(20)
+    noise = np.array([stats.count(x, epsilon=0.5, random_state=g) - 17 for _ in range(N // 2)])
+    support = np.arange(-25, 26)
+    assert integer_pvalue(noise, dlap_pmf(2.0), support) > ALPHA  # scale 1 / epsilon
+    assert integer_pvalue(noise, dlap_pmf(2.3), support) < ALPHA
+
+
+def test_count_gaussian_noise_law():
+    sigma = calibration.discrete_gaussian_sigma(1.0, 1e-5, 1)
+    g = rng(21)
+    noise = np.array([stats.count([1.0, 2.0], epsilon=1.0, delta=1e-5, mechanism="gaussian",
+                                  random_state=g) - 2 for _ in range(N // 4)])
+    support = np.arange(-20, 21)
+    assert integer_pvalue(noise, dgauss_pmf(sigma), support) > ALPHA
+    assert integer_pvalue(noise, dgauss_pmf(sigma * 1.1), support) < ALPHA
+
+
+def grid_of(bound, epsilon):
+    """The documented grid: the largest power of two <= bound / epsilon * 2**-36."""
+    return 2.0 ** math.floor(math.log2(bound / epsilon * 2.0**-36))
+
+
+def test_sum_calibration_is_exact():
+    plan = stats._Plan.calibrate(-1.0, 3.0, 0.0, (1,), "laplace", 0.7, 0.0, with_count=False)
+    s = plan.sums[0]
+    assert s.grid == grid_of(3.0, 0.7)
+    assert s.noise.sensitivity == round(3.0 / s.grid)  # the larger |bound| in grid units
+    assert Fraction(s.noise.sensitivity) / Fraction(s.noise.scale) <= Fraction(0.7)
+    assert s.noise.epsilon_effective <= 0.7
+
+
+def test_sum_noise_unbiased_with_stated_scale():
+    """Records on the grid: output - sum = grid * DLap(D / epsilon), D = 3 / grid. z-tests of
+    mean and variance (Bonferroni over two) and a KS test against Laplace(3 / epsilon)."""
+    x = np.array([0.25, -1.0, 2.75, 3.0, 1.5] * 20)
+    n_draws = 5000
+    g = rng(22)
+    noise = np.array([stats.sum(x, bounds=(-1.0, 3.0), epsilon=1.0, random_state=g)
+                      for _ in range(n_draws)]) - x.sum()
+    grid = grid_of(3.0, 1.0)
+    assert np.all(noise / grid == np.rint(noise / grid))  # multiples of the grid
+    t = 3.0 / grid
+    q = math.exp(-1.0 / t)
+    var_exact = grid**2 * 2 * q / (1 - q) ** 2
+    z = z_critical(ALPHA, 2)
+    assert abs(noise.mean()) <= z * math.sqrt(var_exact / n_draws)
+    m4 = 24 * (grid * t) ** 4  # Laplace fourth moment (the grid is 2**-36 of the scale)
+    assert abs(noise.var() - var_exact) <= z * math.sqrt((m4 - var_exact**2) / n_draws)
+    assert sps.kstest(noise, sps.laplace(scale=3.0).cdf).pvalue > ALPHA
+    assert sps.kstest(noise, sps.laplace(scale=3.6).cdf).pvalue < ALPHA
+
+
+def test_sum_gaussian_variance():
+    x = np.full(50, 0.5)
+    n_draws = 4000
+    g = rng(23)
+    noise = np.array([stats.sum(x, bounds=(0.0, 1.0), epsilon=1.0, delta=1e-5, mechanism="gaussian",
+                                random_state=g) for _ in range(n_draws)]) - 25.0
+    sigma = calibration.analytic_gaussian_sigma(1.0, 1e-5, 1.0)  # about 3.73
+    z = z_critical(ALPHA, 2)
+    assert abs(noise.mean()) <= z * sigma / math.sqrt(n_draws)
+    assert abs(noise.var() / sigma**2 - 1) <= z * math.sqrt(2 / n_draws) + 1e-4
+    assert sps.kstest(noise, sps.norm(scale=sigma).cdf).pvalue > ALPHA
+
+
+def test_exact_summation_is_order_free_and_matches_rationals():
+    """The unit sum equals the exact rational reference in any order, also when it needs several
+    int64 partial sums (epsilon large: D ~ 2**50 units per record)."""
+    g = rng(24)
+    x = np.concatenate([g.uniform(-1e6, 1e6, 5000), g.uniform(-1e-9, 1e-9, 5000), [1e300, -1e300]])
+    for eps in (1.0, 1e6):
+        plan = stats._Plan.calibrate(-1e6, 1e6, 0.0, (1,), "laplace", eps, 0.0, with_count=False)
+        s = plan.sums[0]
+        ref = 0
+        for v in np.clip(x, -1e6, 1e6):
+            ref += round(Fraction(float(v)) / Fraction(s.grid))  # half to even, like rint
+        assert s.exact_total(x) == ref
+        assert s.exact_total(g.permutation(x)) == ref
+        units = s.units(x)
+        assert np.max(np.abs(units)) <= s.noise.sensitivity  # no record exceeds the sensitivity
+        # a naive float sum of the clipped values depends on the order; ours does not
+        assert s.exact_total(x[::-1]) == ref
+
+
+def test_sensitivity_of_squares_covers_every_record():
+    center, plan = stats._moment_plan(-3.0, 5.0, (1, 2), "laplace", 1.0, 0.0)
+    assert center == 1.0
+    probe = np.linspace(-10, 10, 100_001)
+    for s in plan.sums:
+        assert np.max(np.abs(s.units(probe))) == s.noise.sensitivity
+    s1, s2 = plan.sums
+    assert s1.noise.sensitivity == round(4.0 / s1.grid) and s2.noise.sensitivity == round(16.0 / s2.grid)
+    third = plan.count.epsilon
+    assert Fraction(third) * 3 <= 1 and third == pytest.approx(1 / 3, rel=1e-15)
+    assert s1.noise.epsilon == s2.noise.epsilon == third
+    assert plan.count.scale >= 3.0 and plan.count.scale == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("stat", ["mean", "var", "std"])
+def test_mean_var_are_the_documented_post_processing(stat):
+    """Replaying the documented draws (count noise, then each sum's noise) from an identically
+    seeded generator reproduces the output exactly: budget split and formula as stated."""
+    x = rng(25).uniform(-5, 15, 300)
+    lo, hi = 0.0, 10.0
+    out = getattr(stats, stat)(x, bounds=(lo, hi), epsilon=0.9, random_state=rng(26))
+    powers = (1,) if stat == "mean" else (1, 2)
+    center, plan = stats._moment_plan(lo, hi, powers, "laplace", 0.9, 0.0)
+    parts = len(powers) + 1
+    assert plan.count.epsilon * parts <= 0.9 and plan.count.epsilon == pytest.approx(0.9 / parts)
+    assert all(s.noise.epsilon == plan.count.epsilon for s in plan.sums)
+    g = rng(26)
+    n = len(x) + int(plan.count.draw(None, g))
+    sums = [s.to_real(s.exact_total(x) + int(s.noise.draw(None, g))) for s in plan.sums]
+    n = max(n, 1)
+    if stat == "mean":
+        expected = min(max(center + sums[0] / n, lo), hi)
+    else:
+        v = sums[1] / n - (sums[0] / n) ** 2
+        expected = min(max(v, 0.0), 25.0)
+        expected = math.sqrt(expected) if stat == "std" else expected
+    assert out == expected
+
+
+def test_mean_unbiased_to_second_order():
+    """E[mean] and Var[mean] computed exactly from the independent noises: sum S ~ Y + grid L1,
+    count n + L2 (no clamp reached at n = 2000): E = c + Y E[1/(n+L2)]; z-tests, Bonferroni 2."""
+    x = np.tile(np.arange(0, 41) / 4.0, 50)[:2000]  # grid values in [0, 10]
+    n = len(x)
+    eps = 1.0
+    center, plan = stats._moment_plan(0.0, 10.0, (1,), "laplace", eps, 0.0)
+    s = plan.sums[0]
+    y_units = s.exact_total(x)
+    y = y_units * s.grid
+    ks = np.arange(-400, 401)
+    pk = np.array([dlap_pmf(plan.count.scale)(k) for k in ks])
+    inv1 = np.sum(pk / (n + ks))
+    inv2 = np.sum(pk / (n + ks) ** 2)
+    var_s = s.grid**2 * s.noise.variance
+    e_mean = center + y * inv1
+    v_mean = (y * y + var_s) * inv2 - (y * inv1) ** 2
+    n_draws = 20_000
+    g = rng(27)
+    out = np.array([stats.mean(x, bounds=(0.0, 10.0), epsilon=eps, random_state=g)
+                    for _ in range(n_draws)])
+    z = z_critical(ALPHA, 2)
+    assert abs(out.mean() - e_mean) <= z * math.sqrt(v_mean / n_draws)
+    c = out - out.mean()
+    m4 = np.mean(c**4)
+    assert abs(out.var() - v_mean) <= z * math.sqrt((m4 - v_mean**2) / n_draws)
+    assert abs(e_mean - x.mean()) < 1e-5  # the bias is O(1/n**2)
+
+
+def test_var_and_std_are_accurate_at_large_epsilon():
+    x = rng(28).uniform(0, 10, 5000)
+    v = stats.var(x, bounds=(0.0, 10.0), epsilon=50.0, random_state=1)
+    assert v == pytest.approx(x.var(), rel=1e-2)
+    v1 = stats.var(x, bounds=(0.0, 10.0), epsilon=50.0, ddof=1, random_state=1)
+    assert v1 == pytest.approx(v * 5000 / 4999, rel=1e-3)
+    assert stats.std(x, bounds=(0.0, 10.0), epsilon=50.0, random_state=1) == pytest.approx(
+        math.sqrt(v))
+    # post-processing clamps: never negative, never above ((upper - lower)/2)**2
+    for seed in range(30):
+        v = stats.var([5.0, 5.0], bounds=(0.0, 10.0), epsilon=0.1, random_state=seed)
+        assert 0.0 <= v <= 25.0
+
+
+CLIP_X = np.array([-50.0, 1.0, 2.0, 3.5, 9.0, 11.0, 1e9, -0.5])
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, s: stats.sum(x, bounds=(0.0, 10.0), epsilon=1.0, random_state=s),
+    lambda x, s: stats.mean(x, bounds=(0.0, 10.0), epsilon=1.0, random_state=s),
+    lambda x, s: stats.var(x, bounds=(0.0, 10.0), epsilon=1.0, random_state=s),
+    lambda x, s: stats.std(x, bounds=(0.0, 10.0), epsilon=1.0, mechanism="gaussian", delta=1e-6,
+                           random_state=s),
+    lambda x, s: stats.quantile(x, [0.2, 0.7], epsilon=1.0, bounds=(0.0, 10.0), random_state=s),
+    lambda x, s: stats.median(x, epsilon=1.0, bounds=(0.0, 10.0), grid=101, random_state=s),
+], ids=["sum", "mean", "var", "std", "quantile", "median-grid"])
+def test_records_outside_bounds_are_clipped(call):
+    """Same seed: the data with outliers gives exactly what the clipped data gives."""
+    a = call(CLIP_X, 31)
+    b = call(np.clip(CLIP_X, 0.0, 10.0), 31)
+    assert np.array_equal(a, b)
+
+
+# ------------------------------------------------------------------------------------------------
+# histogram
+
+
+def test_histogram_edges_and_shapes_match_numpy():
+    x = np.array([-1.0, 0.0, 0.3, 1.0, 2.0, 2.0, 3.999, 4.0, 7.0])
+    for bins, rng_ in [(4, (0.0, 4.0)), (7, (-2.0, 5.0)), ([0.0, 0.5, 2.0, 4.0], None),
+                       (np.array([0.0, 0.5, 2.0, 4.0]), (0.0, 4.0))]:
+        counts, edges = stats.histogram(x, bins=bins, range=rng_, epsilon=1e4, random_state=0)
+        exact, np_edges = np.histogram(x, bins=bins, range=rng_)
+        assert np.array_equal(edges, np_edges)
+        assert counts.shape == exact.shape and counts.dtype == np.int64
+        assert np.array_equal(counts, exact)  # epsilon 1e4: the noise is 0 with prob ~1
+
+
+def test_histogram_every_bin_is_noised_with_dlap():
+    """2000 bins, records in 3 of them: the noise of every bin (the empty ones included)
+    follows DLap(1 / epsilon); the bins are i.i.d. draws."""
+    x = np.repeat([0.5, 10.5, 1999.5], [40, 7, 1])
+    counts, edges = stats.histogram(x, bins=2000, range=(0.0, 2000.0), epsilon=0.7,
+                                    random_state=rng(40))
+    exact, _ = np.histogram(x, bins=2000, range=(0.0, 2000.0))
+    noise = counts - exact
+    empty = exact == 0
+    assert empty.sum() == 1997
+    t = float(Fraction(1) / Fraction(0.7))
+    t = t if Fraction(t) >= Fraction(1) / Fraction(0.7) else math.nextafter(t, math.inf)
+    support = np.arange(-12, 13)
+    assert integer_pvalue(noise[empty], dlap_pmf(t), support) > ALPHA
+    assert integer_pvalue(noise[empty], dlap_pmf(t * 1.4), support) < ALPHA
+    assert np.count_nonzero(noise[empty]) > 1000  # empty bins do get nonzero outputs
+    # more bins for a sharper check of the whole vector
+    counts, _ = stats.histogram(x, bins=20_000, range=(0.0, 2000.0), epsilon=0.7,
+                                random_state=rng(41))
+    exact, _ = np.histogram(x, bins=20_000, range=(0.0, 2000.0))
+    assert integer_pvalue(counts - exact, dlap_pmf(t), support) > ALPHA
+    assert integer_pvalue(counts - exact, dlap_pmf(t * 1.1), support) < ALPHA
+
+
+def test_histogram_gaussian_and_nonnegative():
+    x = np.repeat([0.5, 2.5], [30, 3])
+    sigma = calibration.discrete_gaussian_sigma(1.0, 1e-5, 1)
+    counts, _ = stats.histogram(x, bins=10_000, range=(0.0, 10.0), epsilon=1.0, delta=1e-5,
+                                mechanism="gaussian", random_state=rng(42))
+    exact, _ = np.histogram(x, bins=10_000, range=(0.0, 10.0))
+    assert integer_pvalue(counts - exact, dgauss_pmf(sigma), np.arange(-18, 19)) > ALPHA
+    raw, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, random_state=43)
+    clipped, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, nonnegative=True,
+                                 random_state=43)
+    assert np.array_equal(clipped, np.maximum(raw, 0)) and np.any(raw < 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# errors
+
+CALLS = {
+    "count": lambda **k: stats.count([1.0, 2.0], **{"epsilon": 1.0, **k}),
+    "sum": lambda **k: stats.sum([1.0, 2.0], **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "mean": lambda **k: stats.mean([1.0, 2.0], **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "var": lambda **k: stats.var([1.0, 2.0], **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "std": lambda **k: stats.std([1.0, 2.0], **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "quantile": lambda **k: stats.quantile([1.0, 2.0], 0.5, **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "median": lambda **k: stats.median([1.0, 2.0], **{"bounds": (0, 1), "epsilon": 1.0, **k}),
+    "histogram": lambda **k: stats.histogram([1.0, 2.0],
+                                             **{"bins": 3, "range": (0, 3), "epsilon": 1.0, **k}),
+}
+BOUNDED = ["sum", "mean", "var", "std", "quantile", "median"]
+
+
+@pytest.mark.parametrize("name", BOUNDED)
+def test_missing_bounds_names_bounds(name):
+    with pytest.raises(ValueError, match="bounds is required"):
+        CALLS[name](bounds=None)
+    with pytest.raises(ValueError, match="bounds"):
+        CALLS[name](bounds=(1.0, 1.0))
+    with pytest.raises(TypeError, match="bounds"):
+        CALLS[name](bounds=3.0)
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_errors_name_the_parameter(name):
+    call = CALLS[name]
+    assert call(random_state=0) is not None
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        call(epsilon=0.0)
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        call(epsilon=-1.0)
+    fn = getattr(stats, name)
+    kwargs = {"epsilon": 1.0}
+    if name in BOUNDED:
+        kwargs["bounds"] = (0, 1)
+    if name == "histogram":
+        kwargs.update(bins=3, range=(0, 3))
+    args = ([1.0, np.nan],) + ((0.5,) if name == "quantile" else ())
+    with pytest.raises(ValueError, match="^x must not contain NaN"):
+        fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["count", "sum", "mean", "var", "std", "histogram"])
+def test_mechanism_errors(name):
+    with pytest.raises(ValueError, match="delta must be 0 for mechanism='laplace'"):
+        CALLS[name](delta=1e-6)
+    with pytest.raises(ValueError, match="delta is required"):
+        CALLS[name](mechanism="gaussian", delta=None)
+    with pytest.raises(ValueError, match="delta must be in"):
+        CALLS[name](mechanism="gaussian", delta=0.0)
+    with pytest.raises(ValueError, match="mechanism must be"):
+        CALLS[name](mechanism="snapping")
+
+
+def test_quantile_and_histogram_errors():
+    x = [1.0, 2.0]
+    with pytest.raises(ValueError, match="q must be in"):
+        stats.quantile(x, 1.5, epsilon=1.0, bounds=(0, 1))
+    with pytest.raises(ValueError, match="q must be in"):
+        stats.quantile(x, [0.5, np.nan], epsilon=1.0, bounds=(0, 1))
+    with pytest.raises(ValueError, match="at least one"):
+        stats.quantile(x, [], epsilon=1.0, bounds=(0, 1))
+    with pytest.raises(ValueError, match="method must be 'gumbel'"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), method="exact")
+    with pytest.raises(ValueError, match="method must be one of"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=5, method="permute-and-flip")
+    with pytest.raises(ValueError, match="grid must be >= 2"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=1)
+    with pytest.raises(ValueError, match="grid must be strictly increasing"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=[0.5, 0.2])
+    with pytest.raises(ValueError, match="grid points must lie within bounds"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=[0.5, 2.0])
+    with pytest.raises(ValueError, match="range is required"):
+        stats.histogram(x, bins=3, epsilon=1.0)
+    with pytest.raises(ValueError, match="bins must be an int or an array of edges"):
+        stats.histogram(x, bins="auto", range=(0, 3), epsilon=1.0)
+    with pytest.raises(ValueError, match="bins must be >= 1"):
+        stats.histogram(x, bins=0, range=(0, 3), epsilon=1.0)
+    with pytest.raises(ValueError, match="bins must be strictly increasing"):
+        stats.histogram(x, bins=[0.0, 2.0, 1.0], epsilon=1.0)
+    with pytest.raises(ValueError, match="range .* disagrees"):
+        stats.histogram(x, bins=[0.0, 1.0, 2.0], range=(0.0, 3.0), epsilon=1.0)
+    with pytest.raises(TypeError, match="nonnegative"):
+        stats.histogram(x, bins=3, range=(0, 3), epsilon=1.0, nonnegative=1)
+    with pytest.raises(ValueError, match="ddof must be >= 0"):
+        stats.var(x, bounds=(0, 1), epsilon=1.0, ddof=-1)
+
+
+# ------------------------------------------------------------------------------------------------
+# accountant
+
+
+@pytest.mark.parametrize("name, delta", [(n, 0.0) for n in CALLS] +
+                         [(n, 1e-6) for n in ["count", "sum", "mean", "var", "std", "histogram"]])
+def test_accountant_charged_and_refusal_releases_nothing(name, delta):
+    extra = {} if delta == 0.0 else {"mechanism": "gaussian", "delta": delta}
+    acc = dpcore.Accountant(1.0, 1e-5)
+    CALLS[name](epsilon=0.4, accountant=acc, random_state=0, **extra)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta, entry.label) == (0.4, delta, f"stats.{name}")
+    acc2 = dpcore.Accountant(0.3, 1e-5)
+    g = rng(50)
+    before = g.bit_generator.state
+    with pytest.raises(dpcore.BudgetExceeded):
+        CALLS[name](epsilon=0.4, accountant=acc2, random_state=g, **extra)
+    assert g.bit_generator.state == before  # nothing drawn
+    assert acc2.history == []
+
+
+def test_invalid_input_charges_nothing():
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError):
+        stats.mean([1.0, np.nan], bounds=(0, 1), epsilon=0.5, accountant=acc)
+    with pytest.raises(ValueError):
+        stats.quantile([1.0], 0.5, epsilon=0.5, bounds=(0, 1), grid=[3.0], accountant=acc)
+    assert acc.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# documentation
+
+
+@pytest.mark.parametrize("name", stats.__all__)
+def test_release_functions_have_privacy_section(name):
+    doc = inspect.getdoc(getattr(stats, name)) or ""
+    assert re.search(r"^Privacy\n-------\n", doc, flags=re.MULTILINE)
+    assert "add/remove" in doc
+
+
+def test_docstring_examples():
+    result = doctest.testmod(stats, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 10
