@@ -1,11 +1,13 @@
 """Build the Cython kernels in dpcore/ into the package dpcore (Python sources in python/dpcore/)."""
 import os
+import pathlib
 
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = ["_random", "_crlog", "_noise", "_select"]
+# Every dpcore/_<name>.pyx is a kernel, built as dpcore._<name>.
+KERNELS = sorted(path.stem for path in pathlib.Path(__file__).parent.joinpath("dpcore").glob("_*.pyx"))
 
 # IEEE semantics the privacy proofs rely on: no FMA contraction, no reassociation.
 FP_FLAGS = [] if os.name == "nt" else ["-O3", "-fno-fast-math", "-ffp-contract=off"]
