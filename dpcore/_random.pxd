@@ -1,7 +1,43 @@
 # Declarations of the secure-randomness kernel, cimported by every other kernel.
 # All samplers take a numpy bitgen_t* and must be called with the generator's lock held.
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
+
+
+# Inline word reading and bit-built U* for hot loops (chacha20.h). Build the reader with
+# `random_words` (under the generator's lock); it reads a dpcore ChaCha20's buffer directly and
+# any other bitgen_t through its callback, giving the same words in the same order as
+# next_uint64.
+cdef extern from "chacha20.h" nogil:
+    ctypedef struct dpc_chacha20_state:
+        uint32_t input[16]
+        int pos
+        int has_uint32
+        uint32_t uinteger
+
+    ctypedef struct dpc_words:
+        dpc_chacha20_state *chacha
+        void (*refill)(dpc_chacha20_state *) noexcept nogil
+        uint64_t (*next_uint64)(void *) noexcept nogil
+        void *state
+
+    uint64_t dpc_words_next(dpc_words *src)
+    # U* (same value and words as random_ustar); *extra gets the *nextra (0-12) unused random
+    # bits of the last word read, which refine the draw's cell (see chacha20.h).
+    double dpc_ustar(dpc_words *src, uint64_t *extra, int *nextra)
+    # The same, with the first 64 bits of the expansion already read (w).
+    double dpc_ustar_from(dpc_words *src, uint64_t w, uint64_t *extra, int *nextra)
+    # nextafter(x, inf) - x for a positive finite double, exactly (bit arithmetic).
+    double dpc_ulp(double x)
+    # floor(x) for |x| < 2**62, exactly, without libm (as a double, or as an int64).
+    double dpc_floor(double x)
+    int64_t dpc_floor_i64(double x)
+    # numpy.rint (nearest, ties to even), exactly, without libm.
+    double dpc_rint(double x)
+    # x, opaque to the optimiser (keeps a data-dependent outcome as data, not a branch).
+    int dpc_opaque(int x)
+    uint64_t dpc_double_as_u64(double x)
+    double dpc_u64_as_double(uint64_t bits)
 
 
 cdef class BitgenHandle:
@@ -13,6 +49,8 @@ cdef class BitgenHandle:
 
 cpdef BitgenHandle bitgen_handle(object random_state)
 
+# Point `src` at bg's words (call with the lock held; valid while the generator lives).
+cdef void random_words(dpc_words *src, bitgen_t *bg) noexcept nogil
 cdef uint64_t random_u64(bitgen_t *bg) noexcept nogil
 # Uniform integer in {0, ..., n - 1} by rejection; n >= 1.
 cdef uint64_t random_bounded(bitgen_t *bg, uint64_t n) noexcept nogil

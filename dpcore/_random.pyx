@@ -19,19 +19,13 @@ from numpy.random import Generator, RandomState, SeedSequence
 from numpy.random.bit_generator import ISeedSequence, SeedlessSeedSequence
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
-from libc.math cimport ldexp
+from libc.math cimport fabs
 from libc.stdint cimport uint32_t, uint64_t, UINT64_MAX
 from numpy.random.bit_generator cimport BitGenerator
 
 
 cdef extern from "chacha20.h" nogil:
     int DPC_CHACHA_BUF_WORDS
-
-    ctypedef struct dpc_chacha20_state:
-        uint32_t input[16]
-        int pos
-        int has_uint32
-        uint32_t uinteger
 
     const uint32_t *dpc_chacha_constants
     void dpc_chacha20_init_dispatch()
@@ -49,14 +43,10 @@ cdef extern from "chacha20.h" nogil:
     uint64_t dpc_mul64(uint64_t a, uint64_t b, uint64_t *lo)
     uint64_t dpc_div128_sat(uint64_t hi, uint64_t lo, uint64_t d)
     int dpc_clz64(uint64_t w)
+    void dpc_chacha20_refill_fn(dpc_chacha20_state *st)
 
 
 dpc_chacha20_init_dispatch()
-
-cdef uint64_t MANTISSA_MASK = (<uint64_t>1 << 52) - 1
-cdef uint64_t IMPLICIT_BIT = <uint64_t>1 << 52
-# A U* draw is below 2**-1022 (the subnormal range) iff its first 1 bit comes after >= 1022 zeros.
-cdef int SUBNORMAL_ZEROS = 1022
 
 
 # ------------------------------------------------------------------------------------------------
@@ -431,12 +421,18 @@ cdef uint64_t random_bounded(bitgen_t *bg, uint64_t n) noexcept nogil:
     return hi
 
 
-cdef double ustar_subnormal(bitgen_t *bg) noexcept nogil:
-    """U* conditioned on U* < 2**-1022: uniform on the subnormal grid k * 2**-1074, k >= 1."""
-    cdef uint64_t k = 0
-    while k == 0:
-        k = bg.next_uint64(bg.state) >> 12  # uniform on [0, 2**52); 0 rejected
-    return ldexp(<double>k, -1074)
+cdef void random_words(dpc_words *src, bitgen_t *bg) noexcept nogil:
+    # Only a dpcore ChaCha20 installs this module's dpc_chacha20_next_uint64 (each module that
+    # includes chacha20.h has its own copy of the static function, so the comparison is made here),
+    # and then bg.state is its dpc_chacha20_state.
+    src.state = bg.state
+    src.next_uint64 = bg.next_uint64
+    if bg.next_uint64 == &dpc_chacha20_next_uint64:
+        src.chacha = <dpc_chacha20_state *>bg.state
+        src.refill = &dpc_chacha20_refill_fn
+    else:
+        src.chacha = NULL
+        src.refill = NULL
 
 
 cdef double random_ustar(bitgen_t *bg) noexcept nogil:
@@ -444,27 +440,15 @@ cdef double random_ustar(bitgen_t *bg) noexcept nogil:
     # the real's binary expansion is read from whole 64-bit words (P(Z = z) = 2**-(z+1)); the
     # double is then (1 + m 2**-52) 2**-(Z+1) with 52 uniform mantissa bits m. Conditionally on
     # Z, the bits after the first 1 are uniform and independent, so when the first 1 leaves at
-    # least 52 bits in its word (at most 11 zeros before it), those bits are the mantissa.
-    cdef uint64_t w, m
-    cdef int zeros = 0, lz
-    while True:
-        w = bg.next_uint64(bg.state)
-        if w != 0:
-            break
-        zeros += 64
-        if zeros >= SUBNORMAL_ZEROS:
-            return ustar_subnormal(bg)
-    lz = dpc_clz64(w)
-    zeros += lz
-    if zeros >= SUBNORMAL_ZEROS:
-        return ustar_subnormal(bg)
-    if lz <= 11:
-        m = (w >> (11 - lz)) & MANTISSA_MASK
-    else:
-        m = bg.next_uint64(bg.state) >> 12
-    # (2**52 + m) * 2**-(53 + zeros): an integer below 2**53 times a power of two with a
-    # normal result (zeros <= 1021), so ldexp is exact.
-    return ldexp(<double>(IMPLICIT_BIT | m), -(53 + zeros))
+    # least 52 bits in its word (at most 11 zeros before it), those bits are the mantissa;
+    # otherwise they come from a fresh word. The double is assembled from its exponent and
+    # mantissa fields (dpc_ustar in chacha20.h): the same number ldexp(2**52 + m, -(53 + Z))
+    # would give, exactly, since Z <= 1021 keeps it normal.
+    cdef dpc_words src
+    cdef uint64_t extra
+    cdef int nextra
+    random_words(&src, bg)
+    return dpc_ustar(&src, &extra, &nextra)
 
 
 cdef bint random_bernoulli_ratio(bitgen_t *bg, uint64_t a, uint64_t b) noexcept nogil:
@@ -562,7 +546,7 @@ def _chacha20_block(bytes key, counter, bytes nonce):
 
 
 def _simd_lanes(lanes=None):
-    """Test hook: blocks computed per step (1 scalar, 4, 8); lowering it checks every path.
+    """Test hook: blocks computed per step (1 scalar, 4, 8, 16); lowering it checks every path.
     Returns the value in force (requests above what this CPU/build supports are capped)."""
     if lanes is None:
         return dpc_chacha20_get_lanes()
@@ -575,10 +559,45 @@ def _ustar(random_state, Py_ssize_t n):
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] o = out
     cdef Py_ssize_t i
+    cdef dpc_words src
+    cdef uint64_t extra
+    cdef int nextra
     with h.lock, nogil:
+        random_words(&src, h.bitgen)
         for i in range(n):
-            o[i] = random_ustar(h.bitgen)
+            o[i] = dpc_ustar(&src, &extra, &nextra)  # = random_ustar(h.bitgen), inlined
     return out
+
+
+def _words(random_state, Py_ssize_t n):
+    """n words read through the inline reader (dpc_words: a ChaCha20's buffer directly, other
+    generators through their callback); the same words as bit_generator.random_raw(n)."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef dpc_words src
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef Py_ssize_t i
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        for i in range(n):
+            o[i] = dpc_words_next(&src)
+    return out
+
+
+def _bit_helpers(x):
+    """(floor, rint, ulp) of a float64 array by the kernels' inline helpers (floor needs
+    |x| < 2**62, ulp a positive finite x; other entries give unspecified values)."""
+    cdef const double[::1] xv = np.ascontiguousarray(x, dtype=np.float64)
+    cdef Py_ssize_t i, n = xv.shape[0]
+    fl = np.empty(n)
+    ri = np.empty(n)
+    ul = np.empty(n)
+    cdef double[::1] f = fl, r = ri, u = ul
+    for i in range(n):
+        f[i] = dpc_floor(xv[i]) if fabs(xv[i]) < 4611686018427387904.0 else 0.0
+        r[i] = dpc_rint(xv[i])
+        u[i] = dpc_ulp(xv[i]) if 0.0 < xv[i] < 1.7976931348623157e308 else 0.0
+    return fl, ri, ul
 
 
 def _bounded(random_state, uint64_t m, Py_ssize_t n):
@@ -670,11 +689,15 @@ cdef double replay_next_double(void *st) noexcept nogil:
 
 def _replay(sampler, words, uint64_t a=0, uint64_t b=0):
     """Run one C sampler on the given 64-bit words instead of a generator: returns (value,
-    number of words used). sampler: "u64", "ustar", "bounded" (n=a), "bernoulli_ratio",
+    number of words used). sampler: "u64", "ustar", "ustar_extra" (value, spare bits, their
+    number), "bounded" (n=a), "bernoulli_ratio",
     "bernoulli_exp" (a, b) or "geometric_exp" (s=a, t=b). Raises if the words ran out."""
     cdef const uint64_t[::1] w = np.ascontiguousarray(words, dtype=np.uint64)
     cdef Replay r
     cdef bitgen_t bg
+    cdef dpc_words src
+    cdef uint64_t extra = 0
+    cdef int nextra = 0
     r.words = &w[0] if w.shape[0] > 0 else NULL
     r.n = w.shape[0]
     r.pos = 0
@@ -687,6 +710,10 @@ def _replay(sampler, words, uint64_t a=0, uint64_t b=0):
         value = random_u64(&bg)
     elif sampler == "ustar":
         value = random_ustar(&bg)
+    elif sampler == "ustar_extra":
+        random_words(&src, &bg)
+        value = dpc_ustar(&src, &extra, &nextra)
+        value = (value, int(extra), int(nextra))
     elif sampler == "bounded":
         value = random_bounded(&bg, a)
     elif sampler == "bernoulli_ratio":

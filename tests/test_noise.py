@@ -239,3 +239,257 @@ def test_shared_generator_across_threads_is_consistent():
     for i in range(4):
         for j in range(i + 1, 4):
             assert not windows[i] & windows[j], (i, j)
+
+
+# ------------------------------------------------------------------------------------------------
+# The fast decisions, one by one, against exact arithmetic (each is only allowed to answer when a
+# proven bound says the whole cell gives that answer)
+
+from decimal import Context, Decimal, ROUND_HALF_EVEN
+from fractions import Fraction
+
+from dpcore import _exact
+
+
+def _neglog(x, digits=60):
+    """-ln(x) for a positive Fraction x, within 1e-55 (Decimal.ln is correctly rounded)."""
+    ctx = Context(prec=digits, rounding=ROUND_HALF_EVEN)
+    return float(-(Decimal(x.numerator).ln(ctx) - Decimal(x.denominator).ln(ctx))), \
+        Fraction(-(Decimal(x.numerator).ln(ctx) - Decimal(x.denominator).ln(ctx)))
+
+
+def _bucket(u):
+    """The bracket bucket [2**-(Z+1) (1 + j/256), 2**-(Z+1) (1 + (j+1)/256)] holding u."""
+    m, e = math.frexp(u)  # u = m 2**e, m in [1/2, 1): 2**-(Z+1) = 2**(e-1)
+    j = int((2 * m - 1) * 256)
+    base = Fraction(2) ** (e - 1)
+    return base * (1 + Fraction(j, 256)), base * (1 + Fraction(j + 1, 256))
+
+
+def _no_bits():
+    raise AssertionError("the fast path decided a cell whose ends disagree")
+
+
+def _adversarial_uniforms(scale, rng, n_random=300):
+    """Doubles next to the thresholds exp(-k/scale) of floor(-ln(u) scale), plus random draws."""
+    us = list(dpcore.random.ChaCha20(int(scale * 7) % 2**32).random_raw(n_random) / 2.0**64)
+    ks = sorted(set(int(k) for k in np.unique(np.geomspace(1, 40 * scale, 30).astype(np.int64))))
+    for k in ks:
+        x = math.exp(-k / scale)
+        for d in (-3, -1, 0, 1, 3):
+            us.append(x + d * math.ulp(x))
+    return [u for u in us if 2.0**-1022 <= u < 1.0]
+
+
+def test_neglog_bracket_encloses_its_bucket():
+    rng = np.random.default_rng(31)
+    us = [math.ldexp(1 + j / 256 + f / 2**20, -z) for z in (1, 2, 5, 30, 700, 1022)
+          for j in range(256) for f in (0, 1)]
+    us += list(rng.random(2000)) + [2.0**-1022, 1 - 2.0**-53, 0.5, 0.75]
+    for u in us:
+        el, eu = _noise._neglog_bracket(u)
+        lo, hi = _bucket(u)
+        assert Fraction(el) <= _neglog(hi)[1] and _neglog(lo)[1] <= Fraction(eu), u
+        assert 0 <= el and eu - el < 2**-7.9
+
+
+def test_neglog_medium_bound():
+    rng = np.random.default_rng(32)
+    us = list(dpcore.random.ChaCha20(5).random_raw(3000) / 2.0**64)
+    us += [1 - k * 2.0**-53 for k in range(1, 40)] + [0.5, 0.7080078125, 0.70800781249999989,
+           2.0**-1022, 2.0**-600, 1e-300] + list(np.exp(-rng.uniform(0, 700, 500)))
+    for u in us:
+        E, err = _noise._neglog_medium(u)
+        assert abs(Fraction(E) - _neglog(Fraction(u))[1]) <= Fraction(err), u
+        assert err <= 2.0**-51 * (abs(E) + 1)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 2.5, 16.0, 32.0])
+def test_floor_bracket_decisions_are_exact(scale):
+    """Coarse uniforms (top 2**-32) and whole buckets: a decided value is the floor for every
+    u' in the bucket."""
+    rng = np.random.default_rng(33)
+    us = _adversarial_uniforms(scale, rng)
+    us += [t * 2.0**-32 for t in rng.integers(2**23, 2**32, 300)]
+    decided = 0
+    for u in us:
+        k = _noise._floor_bracket(u, scale)
+        if k is not None:
+            decided += 1
+            lo, hi = _bucket(u)
+            assert k == _exact.floor_neglog_scaled(lo, hi, Fraction(scale), _no_bits), (u, scale)
+    assert decided > 0.6 * len(us)
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0, 17.0, 1000.0, 2.0**20 + 0.375, 2.0**30 + 1e6, 2.0**44])
+def test_floor_cell_and_refined_decisions_are_exact(scale):
+    rng = np.random.default_rng(34)
+    us = _adversarial_uniforms(scale, rng)
+    n_cell = n_ref = 0
+    for u in us:
+        k = _noise._floor_cell(u, scale)
+        lo, hi = Fraction(u), Fraction(u) + Fraction(math.ulp(u))
+        if k is not None:
+            n_cell += 1
+            assert k == _exact.floor_neglog_scaled(lo, hi, Fraction(scale), _no_bits), (u, scale)
+        nextra = int(rng.integers(0, 13))
+        extra = int(rng.integers(0, 2**nextra))
+        v2 = int(rng.integers(0, 2**64, dtype=np.uint64))
+        k = _noise._floor_refined(u, extra, nextra, v2, scale)
+        if k is not None:
+            n_ref += 1
+            w = (hi - lo) / 2 ** (nextra + 64)
+            sub_lo = lo + w * ((extra << 64) | v2)
+            assert k == _exact.floor_neglog_scaled(sub_lo, sub_lo + w, Fraction(scale), _no_bits)
+    # (the adversarial uniforms sit within a few ulps of a threshold: those stay undecided)
+    assert n_ref > 0.9 * 300 and n_cell > (0.5 if scale > 2.0**40 else 0.9) * 300
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 7.3, 100.0, 1234567.25, 2.0**40])
+def test_dgauss_gamma_bound(sigma):
+    rng = np.random.default_rng(35)
+    ys = [0, 1, 2, int(sigma), int(sigma) + 1, int(40 * sigma) + 3] + \
+        [int(v) for v in rng.integers(0, int(10 * sigma) + 2, 50)]
+    for y in ys:
+        g, dg, t = _noise._dgauss_g(y, sigma)
+        assert t > 0
+        s2 = Fraction(sigma) ** 2
+        gamma = (y - s2 / Fraction(t)) ** 2 / (2 * s2)
+        assert abs(Fraction(g) - gamma) <= Fraction(dg), (sigma, y)
+        assert dg <= 2.0**-45 * (g + 1)
+
+
+def test_accept_decisions_are_exact():
+    """accept_coarse / accept_cell answer only when the whole cell is on one side of
+    exp(-gamma); gamma is placed right at cell ends to make that hard."""
+    rng = np.random.default_rng(36)
+    tops = [int(t) for t in rng.integers(2**23, 2**32, 400)]
+    n_coarse = n_cell = 0
+    for top in tops:
+        lo, hi = Fraction(top, 2**32), Fraction(top + 1, 2**32)
+        for gamma in (_neglog(lo)[1], _neglog(hi)[1], _neglog((lo + hi) / 2)[1],
+                      Fraction(float(rng.exponential()))):
+            gamma = Fraction(gamma)
+            g = float(gamma)
+            dg = 2.0**-52 * g + 5e-324  # |g - gamma| <= 2**-53 g: a valid bound
+            r = _noise._accept_coarse(top, g, dg)
+            if r >= 0:
+                n_coarse += 1
+                assert r == _exact.uniform_below_exp(lo, hi, gamma, _no_bits), (top, gamma)
+            u = float(lo) + float(rng.random()) * 2.0**-32
+            r = _noise._accept_cell(u, g, dg)
+            if r >= 0:
+                n_cell += 1
+                assert r == _exact.uniform_below_exp(
+                    Fraction(u), Fraction(u) + Fraction(math.ulp(u)), gamma, _no_bits)
+    assert n_coarse > 350 and n_cell > 1000  # gamma at a cell end: undecided by design
+
+
+# ------------------------------------------------------------------------------------------------
+# The fused release kernels and the release paths
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("n", [1, 600, 2 * 4096 + 17])  # the kernels work in blocks of 4096
+def test_grid_kernels_match_unfused_computation(n, exact):
+    """discrete_*_grid_into give exactly (rint(clip(x)/grid) + noise) * grid with the noise of
+    discrete_*_into for the same generator state, fast path and exact path alike."""
+    rng = np.random.default_rng(n)
+    x = rng.normal(scale=50.0, size=n)
+    x[: min(n, 5)] = [0.5, -0.5, 2.5, -2.5, 1e3][: min(n, 5)]  # ties to even, a clamped value
+    grid, bound = 2.0**-3, 200.0
+    cases = [
+        (lambda out, rs: _noise.discrete_laplace_grid_into(out, x, grid, bound, 3.7, rs),
+         lambda noise, rs: _noise.discrete_laplace_into(noise, 3.7, rs), bound),
+        (lambda out, rs: _noise.discrete_laplace_grid_into(out, x, grid, math.inf, 2.0**30, rs),
+         lambda noise, rs: _noise.discrete_laplace_into(noise, 2.0**30, rs), math.inf),
+        (lambda out, rs: _noise.discrete_gaussian_grid_into(out, x, grid, 2.3, rs),
+         lambda noise, rs: _noise.discrete_gaussian_into(noise, 2.3, rs), math.inf),
+        (lambda out, rs: _noise.discrete_gaussian_grid_into(out, x, grid, 1e6, rs),
+         lambda noise, rs: _noise.discrete_gaussian_into(noise, 1e6, rs), math.inf),
+    ]
+    if exact:  # the exact path is slow: two cases, small n (600 > 256: several pending batches)
+        if n > 600:
+            return
+        cases = cases[::3]
+    for fused, plain, b in cases:
+        out = np.empty(n)
+        noise = np.empty(n, dtype=np.int64)
+        gen_a, gen_b = dpcore.ChaCha20(9), dpcore.ChaCha20(9)
+        if exact:
+            with exact_path():
+                fused(out, gen_a)
+                plain(noise, gen_b)
+        else:
+            fused(out, gen_a)
+            plain(noise, gen_b)
+        units = np.rint(np.clip(x, -b, b) / grid).astype(np.int64)
+        np.testing.assert_array_equal(out, (units + noise).astype(np.float64) * grid)
+        assert gen_a.random_raw() == gen_b.random_raw()  # the same words were used
+
+
+def test_release_checks_grid_range_before_charging_or_drawing():
+    acc = dpcore.Accountant(10.0, 1e-3)
+    gen, twin = dpcore.ChaCha20(4), dpcore.ChaCha20(4)
+    big = np.array([1.0, 2.0**70, -3.0])
+    with pytest.raises(ValueError, match="too large for the chosen grid"):
+        dpcore.laplace(big, sensitivity=1.0, epsilon=1.0, accountant=acc, random_state=gen)
+    with pytest.raises(ValueError, match="too large for the chosen grid"):
+        dpcore.gaussian(-big, sensitivity=1.0, rho=0.5, accountant=acc, random_state=gen)
+    assert acc.spent[0] == 0 and not acc.history
+    assert gen.random_raw() == twin.random_raw()  # nothing was drawn
+    # the limit is on rint(clip(x) / grid): a clamp bound brings the value back in range
+    out = dpcore.laplace(big, sensitivity=1.0, epsilon=1.0, bound=10.0, random_state=gen)
+    assert np.all(np.abs(out) < 1e3)
+    # just below 2**62 grid units is fine, 2**62 is not (rint is half to even)
+    from dpcore.mechanisms import LaplaceMechanism
+
+    m = LaplaceMechanism.calibrate(sensitivity=2.0**20, epsilon=1.0, size=1, granularity=1.0)
+    m.release(2.0**62 - 512, random_state=gen)
+    with pytest.raises(ValueError, match="too large"):
+        m.release(2.0**62, random_state=gen)
+
+
+def test_discrete_gaussian_exact_path_large_sigma():
+    """Large sigma, every decision exact (non-integer t = sigma + 0.16): runs and stays near 0."""
+    with exact_path():
+        x = dpcore.discrete_gaussian(1234567.25, size=40, random_state=24)
+    assert np.all(np.abs(x) < 8 * 1234567.25) and len(set(x.tolist())) == 40
+
+
+@pytest.mark.parametrize("sensitivity", [1.0, 3.0, 0.3])
+def test_snapping_release_clamps_in_the_kernel(sensitivity):
+    """The snapping release no longer clips before dividing by the unit: the kernel's clamp of
+    x / unit to bound / unit gives the same values (unit is a power of two), overflow included."""
+    from dpcore.mechanisms import LaplaceMechanism
+
+    x = np.array([0.0, 5.0, -7.5, 1e4, -1e4, 1.7e308, -1.7e308, 99.99, -100.0, 100.0])
+    mech = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=0.5, size=x.size,
+                                      bound=100.0, method="snapping")
+    got = mech.release(x, random_state=dpcore.ChaCha20(12))
+    scaled = np.clip(x, -100.0, 100.0) / mech.unit
+    ref = np.empty_like(scaled)
+    _noise.snapping_into(ref, scaled, mech.scale, mech.grid / mech.unit, 100.0 / mech.unit,
+                         dpcore.ChaCha20(12))
+    np.testing.assert_array_equal(got, ref * mech.unit)
+
+
+def test_pending_cells_are_the_cells_the_fast_path_decides_on():
+    """A pending draw hands the exact path U*'s cell cut by its spare bits (and by the 64
+    refinement bits when refined): the sub-cell the fast decisions were taken on, so a draw
+    finished exactly gets the value the fast path would have given whenever it decides."""
+    rng = np.random.default_rng(37)
+    for u in list(rng.random(200)) + [2.0**-1022 * 3, 0.5, 1 - 2.0**-53]:
+        w = Fraction(math.ulp(u))
+        nv = int(rng.integers(0, 13))
+        v = int(rng.integers(0, 2**nv))
+        v2 = int(rng.integers(0, 2**64, dtype=np.uint64))
+        lo, hi = _noise._pending_cell(u, v, nv, v2, False)
+        assert (lo, hi) == (Fraction(u) + w * v / 2**nv, Fraction(u) + w * (v + 1) / 2**nv)
+        lo, hi = _noise._pending_cell(u, v, nv, v2, True)
+        step = w / 2 ** (nv + 64)
+        assert (lo, hi) == (Fraction(u) + step * ((v << 64) | v2), Fraction(u) + step * (((v << 64) | v2) + 1))
+        for scale in (3.5, 2.0**30 + 1e6):
+            k = _noise._floor_refined(u, v, nv, v2, scale)
+            if k is not None:
+                assert k == _exact.floor_neglog_scaled(lo, hi, Fraction(scale), _no_bits)

@@ -86,11 +86,12 @@ def restore_lanes():
     _random._simd_lanes(lanes)
 
 
-@pytest.mark.parametrize("lanes", [1, 4, 8])
+@pytest.mark.parametrize("lanes", [1, 4, 8, 16])
 def test_generator_words_are_the_rfc_keystream(lanes, restore_lanes):
-    """Every code path (scalar, 4 and 8 blocks per step, buffered and bulk draws) gives the
+    """Every code path (scalar, 4, 8 and 16 blocks per step, buffered and bulk draws) gives the
     keystream of the RFC block function, across the 2**32 boundary of the low counter word."""
-    _random._simd_lanes(lanes)
+    if _random._simd_lanes(lanes) != lanes:
+        pytest.skip(f"{lanes} blocks per step are not supported by this CPU or build")
     bg = ChaCha20(2024)
     key = bg.state["state"]["key"]
     start = 2**32 - 11
@@ -482,6 +483,78 @@ def test_ustar_bits_to_value():
     assert _random._replay("ustar", [0] * 16 + [1 << 12])[0] == 5e-324
     assert _random._replay("ustar", [0] * 15 + [1 << 2, 0])[0] == 2.0**-1022
     assert _random._replay("ustar", [0] * 15 + [3, U64 - 1])[0] == np.nextafter(2.0**-1022, 0)
+
+
+def test_ustar_is_built_from_bit_fields_exactly():
+    """The double is assembled from exponent and mantissa bits (no ldexp): it equals
+    ldexp(2**52 + m, -(53 + zeros)) bit for bit, across every exponent down to the last normal
+    binade and on the subnormal grid below."""
+    rng = np.random.default_rng(12)
+    for zeros in list(range(0, 140)) + list(range(1000, 1022)):
+        full, lz = divmod(zeros, 64)
+        for _ in range(3):
+            m = int(rng.integers(0, 2**52, dtype=np.uint64))
+            if lz <= 11:
+                word = (1 << (63 - lz)) | (m << (11 - lz)) | int(rng.integers(0, 2 ** (11 - lz)))
+                words = [0] * full + [word]
+            else:
+                words = [0] * full + [1 << (63 - lz), (m << 12) | 0xABC]
+            value, used = _random._replay("ustar", words)
+            assert used == len(words)
+            assert value == math.ldexp(2**52 + m, -(53 + zeros)), (zeros, m)
+            assert value >= 2.0**-1022
+    for k in (1, 2, 12345, 2**52 - 1):  # 1022 or more leading zeros: k 2**-1074
+        value, _ = _random._replay("ustar", [0] * 15 + [1 << 1] + [k << 12])
+        assert value == math.ldexp(k, -1074)
+
+
+def test_ustar_spare_bits():
+    """dpc_ustar also returns the bits of its last word below the ones it used, which the noise
+    kernel uses to refine the draw's cell: the low 11 - lz bits of a word with lz <= 11 leading
+    zeros, else the low 12 bits of the mantissa word (and of the subnormal grid word)."""
+    rng = np.random.default_rng(13)
+    for lz in range(64):
+        w = (1 << (63 - lz)) | (int(rng.integers(0, 2**63, dtype=np.uint64)) >> lz)
+        m2 = int(rng.integers(0, U64, dtype=np.uint64))
+        (value, extra, nextra), used = _random._replay("ustar_extra", [w, m2])
+        assert value == _random._replay("ustar", [w, m2])[0]
+        if lz <= 11:
+            assert used == 1 and nextra == 11 - lz and extra == w & ((1 << nextra) - 1)
+        else:
+            assert used == 2 and nextra == 12 and extra == m2 & 0xFFF
+    (value, extra, nextra), used = _random._replay("ustar_extra", [0] * 16 + [(5 << 12) | 0x123])
+    assert (value, extra, nextra, used) == (5e-324 * 5, 0x123, 12, 17)
+
+
+def test_word_reader_reads_the_stream_in_order():
+    """The kernels' inline reader gives exactly the generator's words: for ChaCha20 by reading its
+    buffer directly (interleaved with ordinary draws, across buffer refills), for other bit
+    generators through their callback."""
+    gen = ChaCha20(77)
+    parts = [_random._words(gen, 5), gen.random_raw(200), _random._words(gen, 300),
+             np.array([gen.random_raw()], dtype=np.uint64), _random._words(gen, 1)]
+    np.testing.assert_array_equal(np.concatenate(parts), ChaCha20(77).random_raw(507))
+    np.testing.assert_array_equal(_random._words(np.random.PCG64(3), 100),
+                                  np.random.PCG64(3).random_raw(100))
+
+
+def test_inline_floor_rint_ulp():
+    """The libm-free helpers of the kernels agree with numpy exactly (floor for |x| < 2**62)."""
+    rng = np.random.default_rng(14)
+    x = np.concatenate([
+        rng.normal(scale=10.0, size=2000), rng.normal(scale=1e15, size=500),
+        np.arange(-20, 20) + 0.5, np.arange(-20, 20).astype(float), -np.arange(-20, 20) - 0.5,
+        [0.0, -0.0, 0.49999999999999994, -0.49999999999999994, 2.0**52 - 0.5, -(2.0**52) + 0.5,
+         2.0**52, 2.0**53 + 2, 2.0**61 + 2**10, -(2.0**62) + 2**12, 1e300, -1e300, 5e-324,
+         -5e-324, 2.2250738585072014e-308],
+    ])
+    fl, ri, ul = _random._bit_helpers(x)
+    small = np.abs(x) < 2.0**62
+    np.testing.assert_array_equal(fl[small], np.floor(x[small]))
+    np.testing.assert_array_equal(ri, np.rint(x))
+    assert np.array_equal(np.signbit(ri), np.signbit(np.rint(x)))
+    pos = x > 0
+    np.testing.assert_array_equal(ul[pos], np.spacing(x[pos]))
 
 
 def test_ustar_draws_in_open_unit_interval():

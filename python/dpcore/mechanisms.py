@@ -92,6 +92,22 @@ def _from_grid(units, grid):
     return units.astype(np.float64) * grid
 
 
+def _check_grid_range(flat, grid, bound=math.inf):
+    """Raise (as `_to_grid` would) when some rint(clip(flat, -bound, bound) / grid) reaches 2**62.
+
+    rint is monotone and odd, and dividing by the power of two grid is exact, so the largest
+    |rint(v / grid)| is rint(max|v| / grid): one pass for the maximum instead of a rounded copy.
+    """
+    largest = min(max(abs(float(flat.max())), abs(float(flat.min()))), bound)
+    with np.errstate(over="raise"):
+        units = np.rint(np.float64(largest) / grid)
+    if units >= 2.0**62:
+        raise ValueError(
+            "value is too large for the chosen grid (more than 2**62 grid units); "
+            "pass a coarser granularity"
+        )
+
+
 def _shaped(result, scalar):
     return result[()] if scalar else result
 
@@ -211,20 +227,25 @@ class LaplaceMechanism:
         values = check.finite_array(value, "value")
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
+        flat = np.ascontiguousarray(values.reshape(-1))
+        bound = math.inf if self.bound is None else self.bound
+        if self.method == "discrete":
+            _check_grid_range(flat, self.grid, bound)  # before charging or drawing anything
         if accountant is not None:
             accountant.charge(
                 epsilon=self.epsilon_effective, delta=self.delta_effective, label=f"laplace/{self.method}"
             )
-        flat = np.ascontiguousarray(values.reshape(-1))
-        if self.bound is not None:
-            flat = np.clip(flat, -self.bound, self.bound)
         if self.method == "discrete":
-            units = _to_grid(flat, self.grid)
-            noise = np.empty(flat.shape, dtype=np.int64)
-            _noise.discrete_laplace_into(noise, self.scale, random_state)
-            out = _from_grid(units + noise, self.grid)
+            # One fused pass: clip, round to the grid, add the exact noise, convert back; the
+            # same values as _to_grid / discrete_laplace_into / _from_grid.
+            out = np.empty(flat.shape, dtype=np.float64)
+            _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, random_state)
         else:
-            scaled = flat / self.unit  # exact: unit is a power of two
+            # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
+            # with dividing by the power of two unit (exact and monotone; an overflow to inf is
+            # clamped the same), so clip(x, -B, B) / unit == clamp(x / unit, -B/unit, B/unit).
+            with np.errstate(over="ignore"):  # |x| near DBL_MAX, unit < 1: inf, then clamped
+                scaled = flat / self.unit  # exact: unit is a power of two
             out = np.empty_like(scaled)
             grid_units = self.grid / self.unit
             _noise.snapping_into(out, scaled, self.scale, grid_units, self.bound / self.unit, random_state)
@@ -403,16 +424,16 @@ class GaussianMechanism:
         values = check.finite_array(value, "value")
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
+        flat = np.ascontiguousarray(values.reshape(-1))
+        _check_grid_range(flat, self.grid)  # before charging or drawing anything
         if accountant is not None:
             if self.epsilon is None:
                 accountant.charge(rho=self.rho, label="gaussian")
             else:
                 accountant.charge(epsilon=self.epsilon, delta=self.delta, label="gaussian")
-        flat = np.ascontiguousarray(values.reshape(-1))
-        units = _to_grid(flat, self.grid)
-        noise = np.empty(flat.shape, dtype=np.int64)
-        _noise.discrete_gaussian_into(noise, self.sigma, random_state)
-        out = _from_grid(units + noise, self.grid)
+        # One fused pass (same values as _to_grid / discrete_gaussian_into / _from_grid).
+        out = np.empty(flat.shape, dtype=np.float64)
+        _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, random_state)
         return _shaped(out.reshape(values.shape), values.ndim == 0)
 
 
