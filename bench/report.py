@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 
 ROLE_ORDER = {"baseline": 0, "naive": 1, "dpcore": 2, "peer": 3}
-GROUP_ORDER = ["raw-bits", "laplace", "gaussian", "select"]  # then any other group, alphabetically
+GROUP_ORDER = ["raw-bits", "laplace", "gaussian", "select", "hrg-n1000", "hrg-n10000"]  # then any other group, alphabetically
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,14 @@ TARGETS = [
      ["dpcore-gumbel", "dpcore-permute-and-flip", "dpcore-inverse-cdf"], None, "ns", 15.0),
     ("exact selection <= 4x the fast method", "select",
      ["dpcore-exact"], "dpcore-gumbel", "slowdown", 4.0),
+    ("HRG MCMC steps >= igraph_hrg_fit at n = 1000", "hrg-n1000",
+     ["dpcore-fit_hrg", "dpcore-chain"], "igraph-hrg_fit", "speedup", 1.0),
+    ("HRG MCMC steps >= 5x igraph_hrg_fit at n = 10^4", "hrg-n10000",
+     ["dpcore-fit_hrg", "dpcore-chain"], "igraph-hrg_fit", "speedup", 5.0),
+    ("HRG MCMC >= 100x the pure-Python twin (n = 1000)", "hrg-n1000",
+     ["dpcore-chain"], "python-twin", "speedup", 100.0),
+    ("HRG MCMC >= 100x the pure-Python twin (n = 10^4)", "hrg-n10000",
+     ["dpcore-chain"], "python-twin", "speedup", 100.0),
 ]
 
 

@@ -11,10 +11,10 @@ import dpcore
 
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
-    "dpcore.selection", "dpcore.stats", "dpcore.tuning",
+    "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
-RELEASE_MODULES = ["dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning"]
+RELEASE_MODULES = ["dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph"]
 
 
 def _public_functions(module_name):
@@ -40,7 +40,7 @@ def _has_privacy_section(obj):
 
 def test_release_functions_are_found():
     names = {name for _, name in RELEASE_FUNCTIONS}
-    assert {"laplace", "gaussian", "exponential", "top_k", "median", "histogram"} <= names
+    assert {"laplace", "gaussian", "exponential", "top_k", "median", "histogram", "release_hrg"} <= names
 
 
 @pytest.mark.parametrize("module_name, name", RELEASE_FUNCTIONS)

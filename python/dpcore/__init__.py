@@ -10,6 +10,7 @@ from dpcore.random import ChaCha20, default_rng
 from dpcore.selection import exponential, top_k
 from dpcore.tuning import select_candidate
 from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median, ...)
+from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.release_hrg, ...)
 
 __all__ = [
     "__version__",
@@ -21,6 +22,7 @@ __all__ = [
     "discrete_laplace",
     "exponential",
     "gaussian",
+    "graph",
     "laplace",
     "select_candidate",
     "stats",

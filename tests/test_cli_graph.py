@@ -1,0 +1,80 @@
+"""The `dpcore graph` subcommand (PrivHRG on an edge list)."""
+import json
+
+import numpy as np
+import pytest
+
+from dpcore.cli import _read_edge_list, main
+
+
+@pytest.fixture
+def ring(tmp_path):
+    path = tmp_path / "ring.txt"
+    lines = ["# a 30-cycle with chords", ""] + [f"{i} {(i + 1) % 30}" for i in range(30)]
+    lines += [f"{i},{(i + 7) % 30}" for i in range(0, 30, 3)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_graph_writes_edges_and_json_summary(ring, tmp_path, capsys):
+    out = tmp_path / "synthetic.txt"
+    assert main(["graph", str(ring), "-o", str(out), "--epsilon", "1.0", "--steps", "5000",
+                 "--nodes", "30", "--json", "--quiet", "--seed", "3"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["nodes"] == 30 and summary["mcmc_steps"] == 5000
+    assert summary["privacy"]["epsilon"] == 1.0
+    assert summary["privacy"]["epsilon_dendrogram"] + summary["privacy"]["epsilon_counts"] == 1.0
+    edges = np.loadtxt(out, dtype=int).reshape(-1, 2)
+    assert edges.shape[0] == summary["synthetic_edges"]
+    assert (edges[:, 0] < edges[:, 1]).all() and edges.max() < 30
+    assert "seed" in captured.err and "progress" not in captured.err
+
+
+def test_graph_text_summary_progress_and_labels(tmp_path, capsys):
+    path = tmp_path / "names.txt"
+    path.write_text("alice bob\nbob carol\ncarol alice\ncarol dave\n")
+    out = tmp_path / "o.txt"
+    assert main(["graph", str(path), "-o", str(out), "--epsilon", "2", "--steps", "100"]) == 0
+    captured = capsys.readouterr()
+    assert "privacy spent: epsilon = 2" in captured.out
+    assert "100/100 steps" in captured.err and "vertex set" in captured.err
+    assert "likelihood" not in captured.err + captured.out  # never the private likelihood
+    for line in out.read_text().splitlines():
+        a, b = line.split()
+        assert {a, b} <= {"alice", "bob", "carol", "dave"}
+
+
+def test_graph_stdout_output_puts_summary_on_stderr(ring, capsys):
+    assert main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--steps", "10", "--nodes",
+                 "30", "--quiet", "--seed", "1"]) == 0
+    captured = capsys.readouterr()
+    assert all(len(line.split()) == 2 for line in captured.out.splitlines())
+    assert "synthetic edges" in captured.err
+
+
+def test_graph_errors(tmp_path, ring):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n2\n")
+    with pytest.raises(SystemExit, match="expected two vertex labels"):
+        main(["graph", str(bad), "-o", "-", "--epsilon", "1"])
+    loops = tmp_path / "loops.txt"
+    loops.write_text("0 1\n1 1\n1 2\n")
+    with pytest.raises(SystemExit, match="self-loop"):
+        main(["graph", str(loops), "-o", "-", "--epsilon", "1", "--quiet"])
+    assert main(["graph", str(loops), "-o", str(tmp_path / "x"), "--epsilon", "1", "--quiet",
+                 "--simplify", "--steps", "10"]) == 0
+    with pytest.raises(SystemExit, match="epsilon"):
+        main(["graph", str(ring), "-o", "-", "--epsilon", "-1", "--quiet"])
+    with pytest.raises(SystemExit, match="outside"):
+        main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "10", "--quiet"])
+    with pytest.raises(SystemExit):
+        main(["graph", str(ring), "--epsilon", "1"])  # -o is required
+
+
+def test_read_edge_list_integer_labels_sorted(tmp_path):
+    path = tmp_path / "e.txt"
+    path.write_text("10 2\n2 7\n")
+    edges, labels = _read_edge_list(str(path))
+    assert labels == [2, 7, 10]
+    assert edges.tolist() == [[2, 0], [0, 1]]
