@@ -43,6 +43,8 @@ class Result:
 #   kind "throughput": denominator time / numerator time (throughput fraction) must be >= limit.
 #   kind "ns": the numerator's time per sample at its largest size must be <= limit nanoseconds
 #   (denominator None).
+HISTOGRAM_GROUPS = [f"histogram-d{d}-{c}" for d in (1, 2, 3, 5) for c in ("1e4", "1e6")]
+
 TARGETS = [
     ("snapping Laplace <= 2x numpy laplace", "laplace",
      ["dpcore-snapping"], "numpy-laplace", "slowdown", 2.0),
@@ -74,6 +76,12 @@ TARGETS = [
      ["dpcore-chain"], "python-twin", "speedup", 100.0),
     ("HRG MCMC >= 100x the pure-Python twin (n = 10^4)", "hrg-n10000",
      ["dpcore-chain"], "python-twin", "speedup", 100.0),
+    *[(f"counting >= 15x faster than numpy.histogramdd ({g})", g, ["dpcore-count"],
+       "numpy-histogramdd", "speedup", 15.0) for g in HISTOGRAM_GROUPS],
+    *[(f"counting >= 2x faster than floor/ravel_multi_index/bincount ({g})", g,
+       ["dpcore-count"], "numpy-bincount", "speedup", 2.0) for g in HISTOGRAM_GROUPS],
+    ("histogram noise step (10^6 cells) <= 3x numpy laplace (10^6 values)", "histogram-noise",
+     ["dpcore-noise-step"], "numpy-laplace", "slowdown", 3.0),
 ]
 
 

@@ -12,9 +12,13 @@ import dpcore
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
+    "dpcore.mestimators",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
-RELEASE_MODULES = ["dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph"]
+RELEASE_MODULES = [
+    "dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
+    "dpcore.mestimators", "dpcore.distributed",
+]
 
 
 def _public_functions(module_name):

@@ -11,6 +11,8 @@ from dpcore.selection import exponential, top_k
 from dpcore.tuning import select_candidate
 from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median, ...)
 from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.release_hrg, ...)
+from dpcore import mestimators  # noqa: E402  (Lei 2011 M-estimators from one perturbed histogram)
+from dpcore import distributed  # noqa: E402  (Dask jobs; dask is imported only when called)
 
 __all__ = [
     "__version__",
@@ -18,12 +20,14 @@ __all__ = [
     "BudgetExceeded",
     "ChaCha20",
     "default_rng",
+    "distributed",
     "discrete_gaussian",
     "discrete_laplace",
     "exponential",
     "gaussian",
     "graph",
     "laplace",
+    "mestimators",
     "select_candidate",
     "stats",
     "top_k",

@@ -1,0 +1,241 @@
+"""Quantized density counting: bin n points in d dimensions into a mixed-radix grid of int64
+counts (one pass, nogil, accumulating into the caller's array so data can arrive in chunks), and
+the exact noise step over every cell.
+
+Binning follows ``numpy.histogramdd`` exactly: bin k of an axis is the half-open interval
+[e_k, e_{k+1}), the last bin is closed ([e_{K-1}, e_K]). For equal-width edges the bin is first
+guessed as floor((x - lo) * K / (hi - lo)) and then corrected against the edge array itself, so
+the result is the same as a search in the edges (never off by one through rounding); for explicit
+edges a binary search is used. Points outside [lo, hi] on some axis are either clipped into the
+edge bin or dropped (not counted); NaN and infinities are never counted and are reported back.
+
+Fast path (equal-width axes whose edges are j * step + lo in doubles, numpy's linspace): with
+u = 2**-53, D = fl(hi - lo), scale = fl(K / D), step = fl(D / K), the guess t = fl(fl(x - lo) *
+scale) is within 4.01 u K of the real T = (x - lo) K / (hi - lo) when lo <= x <= hi, and each
+edge e_j = fl(fl(j step) + lo) is within 3.01 u (hi - lo) + 1.01 u (|lo| + |hi|) of the real
+lo + j (hi - lo) / K. So when 0 <= t < K and frac(t) lies in (m, 1 - m) with
+m = 2**-49 K (1 + (|lo| + |hi|) / (hi - lo)) (twice the sum of both errors in units of t), then
+e_b <= x < e_{b+1} for b = floor(t) (frac(t) = t - b is exact), and the edges need not be
+consulted. Every other point (near an edge, out of range, NaN) takes the checked path.
+
+The cell of a point depends only on that point and the public edges (privacy: one record changes
+one count by one under add/remove).
+"""
+from cython cimport floating
+from libc.math cimport fabs
+from libc.string cimport memset
+from libc.stdint cimport int64_t, uint8_t
+
+import numpy as np
+
+from dpcore import _noise
+from dpcore.random import check_random_state
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define DPC_PREFETCH_W(p) __builtin_prefetch((p), 1, 1)
+    #else
+    #define DPC_PREFETCH_W(p) ((void)0)
+    #endif
+    """
+    void DPC_PREFETCH_W(const void *p) nogil
+
+
+cdef inline Py_ssize_t _search(const double *e, Py_ssize_t nb, double x) noexcept nogil:
+    """Bin of lo <= x <= hi among nb bins with edges e[0..nb] (numpy's rule)."""
+    cdef Py_ssize_t a = 0, b = nb, m  # invariant: e[a] <= x, and x < e[b] unless b == nb
+    while b - a > 1:
+        m = (a + b) >> 1
+        if x >= e[m]:
+            a = m
+        else:
+            b = m
+    return a
+
+
+cdef enum:
+    BLOCK = 512  # rows binned axis by axis before their counts are incremented
+    PREFETCH_AHEAD = 16  # increments whose cache line is requested in advance
+
+
+cdef int64_t _count_fill(const floating *sample, Py_ssize_t n, Py_ssize_t d,  # IN
+                         const double *edges, const int64_t *offsets,  # IN
+                         const int64_t *nbins, const int64_t *strides,  # IN
+                         const double *scales, const double *steps,  # IN
+                         const double *margins,  # IN
+                         const uint8_t *uniform, bint clip,  # IN
+                         int64_t *counts,  # IN/OUT: += 1 per counted point
+                         int64_t *nonfinite) noexcept nogil:  # OUT
+    """Count the rows of a C-contiguous (n, d) sample; returns the number of rows not counted.
+
+    Rows go in blocks: for each axis, every row of the block gets its bin (the per-axis constants
+    stay in registers), then the block's cells are incremented together. On grids larger than
+    L2 the cache line of a row's count is requested (prefetched for writing) as soon as its last
+    axis is binned, so the misses of the increments overlap with binning the rest of the block.
+    ``status`` marks the rows not counted.
+    """
+    cdef int64_t cell[BLOCK]
+    cdef int64_t zeros[BLOCK]
+    cdef int64_t *base
+    cdef uint8_t status[BLOCK]  # bit 0: outside the range (dropped); bit 1: NaN or infinite
+    cdef Py_ssize_t i0, m, i, k, b, nb
+    cdef int64_t dropped = 0, bad = 0, stride
+    cdef double x, lo, hi, scale, step, mg, t, f, half_nb, half_width
+    cdef const double *e
+    cdef const floating *col
+    cdef uint8_t uni
+    cdef int64_t total_cells = 1
+    for k in range(d):
+        total_cells *= nbins[k]
+    cdef bint prefetch = total_cells >= prefetch_cells
+    cdef bint early = False
+    memset(zeros, 0, sizeof(zeros))
+    i0 = 0
+    while i0 < n:
+        m = min(<Py_ssize_t>BLOCK, n - i0)
+        memset(status, 0, m)
+        for k in range(d):
+            e = edges + offsets[k]
+            nb = <Py_ssize_t>nbins[k]
+            lo = e[0]
+            hi = e[nb]
+            scale = scales[k]
+            step = steps[k]
+            mg = margins[k]
+            half_width = 0.5 - mg  # <= 0 (never true) when the fast path is off
+            early = prefetch and k == d - 1 and prefetch_mode == 1
+            stride = strides[k]
+            uni = uniform[k]
+            col = sample + i0 * d + k
+            half_nb = 0.5 * <double>nb
+            # axis 0 writes the cells, the others add to them
+            if k == 0:
+                base = &zeros[0]
+            else:
+                base = &cell[0]
+            for i in range(m):
+                x = <double>col[i * d]
+                # Fast path: t = (x - lo) * scale at least `mg` away from an integer b. Then
+                # e[b] <= x < e[b + 1] is proven (module docstring), and no edge is touched.
+                t = (x - lo) * scale
+                # 0 <= t < K as one comparison: fl(t - K/2) is monotone in t, so |.| < K/2
+                # only for t in [0, K) (never for NaN); then mg < frac(t) < 1 - mg likewise
+                if fabs(t - half_nb) < half_nb:
+                    b = <Py_ssize_t>t
+                    f = t - <double>b  # exact
+                    if fabs(f - 0.5) < half_width:
+                        cell[i] = base[i] + b * stride
+                        if early:  # the last axis: the cell is known, request its line now
+                            DPC_PREFETCH_W(&counts[cell[i]])
+                        continue
+                if x >= lo and x <= hi:
+                    if uni == 2:  # edges e[j] = j * step + lo (j < nb): computed, not loaded
+                        b = <Py_ssize_t>((x - lo) * scale)
+                        if b > nb - 1:
+                            b = nb - 1
+                        while b > 0 and x < <double>b * step + lo:
+                            b -= 1
+                        while b < nb - 1 and x >= <double>(b + 1) * step + lo:
+                            b += 1
+                    elif uni:
+                        b = <Py_ssize_t>((x - lo) * scale)
+                        if b > nb - 1:
+                            b = nb - 1
+                        while b > 0 and x < e[b]:
+                            b -= 1
+                        while b < nb - 1 and x >= e[b + 1]:
+                            b += 1
+                    else:
+                        b = _search(e, nb, x)
+                elif x - x != 0.0:  # NaN or an infinity (edges are finite)
+                    status[i] |= 2
+                    b = 0
+                elif clip:
+                    b = 0 if x < lo else nb - 1
+                else:
+                    status[i] |= 1
+                    b = 0
+                cell[i] = base[i] + b * stride
+        if prefetch and prefetch_mode == 0:
+            for i in range(min(m, <Py_ssize_t>PREFETCH_AHEAD)):
+                DPC_PREFETCH_W(&counts[cell[i]])
+        for i in range(m):
+            if prefetch and prefetch_mode == 0 and i + PREFETCH_AHEAD < m:
+                DPC_PREFETCH_W(&counts[cell[i + PREFETCH_AHEAD]])
+            if status[i] == 0:
+                counts[cell[i]] += 1
+            else:
+                dropped += 1
+                if status[i] & 2:
+                    bad += 1
+        i0 += m
+    nonfinite[0] = bad
+    return dropped
+
+
+def count_into(const floating[:, ::1] sample, const double[::1] edges, const int64_t[::1] offsets,
+               const int64_t[::1] nbins, const int64_t[::1] strides, const double[::1] scales,
+               const double[::1] steps, const double[::1] margins,
+               const uint8_t[::1] uniform, bint clip,
+               int64_t[::1] counts):
+    """Add the cell counts of ``sample`` (n, d) into the flat C-order ``counts``.
+
+    Axis k has ``nbins[k]`` bins with edges ``edges[offsets[k] : offsets[k] + nbins[k] + 1]``
+    (strictly increasing, finite), C-order stride ``strides[k]``. ``uniform[k]``: 0 for
+    arbitrary edges (binary search); 1 when they are numpy.linspace(lo, hi, nbins[k] + 1), with
+    ``scales[k]`` = nbins[k] / (hi - lo) for the first guess, corrected against the loaded edges;
+    2 when moreover every edge but the last equals ``j * steps[k] + lo`` computed in doubles (the
+    caller checked it), so the correction computes the edges instead of loading them (large
+    grids: no cache miss on the edge array). ``margins[k]``: the fast path's margin (>= 0.5
+    disables it; give 0.5 or more unless ``uniform[k] == 2``).
+    Nothing is validated here (the Python layer does it once). Returns ``(not_counted,
+    nonfinite)``: rows not counted (outside the range with ``clip`` false, or non-finite) and,
+    among them, rows holding a NaN or an infinity.
+    """
+    cdef Py_ssize_t n = sample.shape[0], d = sample.shape[1]
+    cdef int64_t dropped = 0, bad = 0
+    if n == 0:
+        return 0, 0
+    with nogil:
+        dropped = _count_fill(&sample[0, 0], n, d, &edges[0], &offsets[0], &nbins[0],
+                              &strides[0], &scales[0], &steps[0], &margins[0], &uniform[0], clip,
+                              &counts[0],
+                              &bad)
+    return int(dropped), int(bad)
+
+
+cdef int64_t prefetch_cells = 1 << 17  # grids above 1 MiB of counts: prefetch (no gain in L2)
+
+
+cdef int prefetch_mode = 1
+
+
+def _set_prefetch_cells(int64_t cells, int mode=1):
+    """Tuning hook (benchmarks): prefetch the counts' cache lines on grids of >= cells, when
+    the last axis is binned (mode 1) or a few increments ahead (mode 0)."""
+    global prefetch_cells, prefetch_mode
+    prefetch_cells = cells
+    prefetch_mode = mode
+
+
+cdef Py_ssize_t NOISE_CHUNK = 1 << 16
+
+
+def discrete_laplace_add_into(int64_t[::1] counts, double scale, random_state=None):
+    """counts[j] += DLap(scale) independently for every j (exact; empty cells included).
+
+    Draws in chunks of 65536 cells with dpcore's exact discrete Laplace sampler (the same draws,
+    in the same order, as one call of ``_noise.discrete_laplace_into`` over all cells), so a grid
+    of any size needs only a small buffer. ``scale`` is validated by the caller.
+    """
+    cdef Py_ssize_t n = counts.shape[0], off, m, j
+    cdef int64_t[::1] buf = np.empty(min(n, NOISE_CHUNK) if n > 0 else 1, dtype=np.int64)
+    rng = check_random_state(random_state)  # one generator for every chunk (a seed once)
+    for off in range(0, n, NOISE_CHUNK):
+        m = min(NOISE_CHUNK, n - off)
+        _noise.discrete_laplace_into(buf[:m], scale, rng)
+        with nogil:
+            for j in range(m):
+                counts[off + j] += buf[j]

@@ -1,0 +1,353 @@
+"""The counting and summing releases of :mod:`dpcore.stats` on Dask collections.
+
+Each chunk (block of a Dask array, or partition of a Dask dataframe) is reduced on the workers
+to exact integers: cell counts from the ``_histogram`` kernel, or a record count and sums in
+grid units. The partial results are added exactly in a tree (int64 counts, Python-int sums), so
+the total equals the single-machine one bit for bit, whatever the chunking. Only that total comes
+back to the calling process, where the noise is drawn **once**, from the caller's
+``random_state`` (the secure generator by default). The release therefore has exactly the law of
+the corresponding :mod:`dpcore.stats` function, and with the same seed the same value.
+
+Dask is optional (``pip install "dpcore[dask]"``); it is imported when a function here is called.
+Whatever scheduler is active is used: a ``dask.distributed.Client`` if one is the default, else
+Dask's local scheduler. numpy arrays are accepted too (computed locally).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcore import _validation as check
+from dpcore import stats as _stats
+from dpcore.random import check_random_state
+
+__all__ = ["histogramdd", "histogram", "count", "sum", "mean"]
+
+#: How many partial results are added together in one task of the reduction tree.
+SPLIT_EVERY = 8
+
+
+def _dask():
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError('dpcore.distributed needs Dask: pip install "dpcore[dask]"') from exc
+    return dask, da
+
+
+def _is_dataframe(obj):
+    mod = type(obj).__module__
+    return (mod.startswith("dask") and hasattr(obj, "to_delayed") and hasattr(obj, "npartitions")
+            and not hasattr(obj, "chunks"))  # Dask arrays have npartitions too
+
+
+def _blocks(data, *, two_d):
+    """Delayed blocks of ``data`` (all columns of a 2-d array in each block) and a converter
+    applied on the worker, or None for in-memory data."""
+    if _is_dataframe(data):
+        return data.to_delayed()
+    if type(data).__module__.startswith("dask") and hasattr(data, "to_delayed"):
+        if two_d and data.ndim == 2:
+            data = data.rechunk({1: -1})
+        return list(data.to_delayed().ravel())
+    return None
+
+
+def _as_array(block):
+    if hasattr(block, "to_numpy"):  # pandas partition
+        return block.to_numpy()
+    return np.asarray(block)
+
+
+def _tree(dask, parts, combine, split_every):
+    """Reduce delayed ``parts`` with ``combine(list) -> part`` in a tree of fan-in split_every."""
+    parts = list(parts)
+    if not parts:
+        return None
+    combine_d = dask.delayed(combine, pure=True)
+    while len(parts) > 1:
+        parts = [combine_d(parts[i:i + split_every]) for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# histogram
+
+
+def _chunk_counts(block, grid, clip, one_d):
+    arr = _as_array(block)
+    if one_d:
+        arr = arr.reshape(-1)
+    sample = _stats._sample_2d(arr)
+    counts = np.zeros(grid.size, dtype=np.int64)
+    dropped, bad = _histogram_count(grid, sample, counts, clip)
+    return counts, dropped, bad
+
+
+def _histogram_count(grid, sample, counts, clip):
+    from dpcore import _histogram
+
+    return _histogram.count_into(sample, *grid.kernel_args, clip, counts)
+
+
+def _add_counts(parts):
+    counts = parts[0][0].copy()
+    dropped, bad = parts[0][1], parts[0][2]
+    for c, dr, b in parts[1:]:
+        counts += c
+        dropped += dr
+        bad += b
+    return counts, dropped, bad
+
+
+def _ndim_of(data):
+    if _is_dataframe(data):
+        return 1 if data.ndim == 1 else len(data.columns)
+    shape = getattr(data, "shape", None)
+    if shape is None:
+        return np.asarray(data).shape[1] if np.ndim(data) == 2 else 1
+    return 1 if len(shape) == 1 else int(shape[1])
+
+
+def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
+    """The exact (unreleased) flat int64 counts of ``sample`` on a ``stats._BinGrid``, by a
+    tree reduction of per-chunk kernel counts. Not a release: for tests and for the release
+    functions here."""
+    dask, _ = _dask()
+    split_every = check.integer(split_every, "split_every", minimum=2)
+    one_d = getattr(sample, "ndim", 2) == 1
+    blocks = _blocks(sample, two_d=True)
+    if blocks is None:
+        counts = np.zeros(grid.size, dtype=np.int64)
+        arr = _stats._sample_2d(sample)
+        dropped, bad = _histogram_count(grid, arr, counts, clip)
+    else:
+        chunk = dask.delayed(_chunk_counts, pure=True)
+        parts = [chunk(b, grid, clip, one_d) for b in blocks]
+        total = _tree(dask, parts, _add_counts, split_every)
+        if total is None:
+            counts, dropped, bad = np.zeros(grid.size, dtype=np.int64), 0, 0
+        else:
+            (counts, dropped, bad), = dask.compute(total)
+    if bad:
+        raise ValueError(f"sample must not contain NaN or infinite values ({bad} rows do)")
+    return counts
+
+
+def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace",
+                outside="drop", relation="add_remove", nonnegative=False, consistent=False,
+                split_every=SPLIT_EVERY, random_state=None, accountant=None):
+    """:func:`dpcore.stats.histogramdd` on a Dask array (n, d) or (n,), or a Dask dataframe
+    (its columns are the coordinates).
+
+    Parameters
+    ----------
+    sample : dask.array.Array, dask.dataframe.DataFrame or Series, or array_like
+        The records, one row each.
+    split_every : int, default=8
+        Fan-in of the reduction tree (>= 2).
+    bins, range, epsilon, delta, mechanism, outside, relation, nonnegative, consistent,
+    random_state, accountant :
+        As in :func:`dpcore.stats.histogramdd`.
+
+    Returns
+    -------
+    counts : ndarray, shape = bins per axis
+    edges : list of ndarray
+
+    Privacy
+    -------
+    Exactly that of :func:`dpcore.stats.histogramdd` (epsilon-DP with ``"laplace"``,
+    (epsilon, delta)-DP with ``"gaussian"``, under add/remove or replace-one): the exact counts
+    are identical to the single-machine ones (integer tree reduction), nothing derived from the
+    data but those counts leaves the workers' reduction, and the noise is drawn once, in the
+    calling process, on every cell. Charged ``(epsilon, delta)`` after the counts are computed
+    and before any noise is drawn.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dpcore import distributed
+    >>> x = da.from_array(np.full((1000, 2), 0.25), chunks=(100, 2))
+    >>> counts, edges = distributed.histogramdd(x, bins=2, range=[(0, 1), (0, 1)], epsilon=1.0,
+    ...                                         random_state=0)
+    >>> bool(abs(counts[0, 0] - 1000) < 30)
+    True
+    """
+    d = _ndim_of(sample)
+    grid = _stats._BinGrid.make(bins, range, d)
+    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
+    if outside not in _stats._OUTSIDE:
+        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    noise = _stats._histogram_noise(mechanism, relation, epsilon, delta)
+    for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
+    counts = exact_histogramdd(sample, grid, clip=outside == "clip", split_every=split_every)
+    rng = check_random_state(random_state)
+    _stats._charge(accountant, epsilon, delta, "distributed.histogramdd")
+    _stats._add_cell_noise(counts, noise, rng)
+    counts = _stats._postprocess(counts, nonnegative, consistent)
+    return counts.reshape(grid.shape), list(grid.edges)
+
+
+def histogram(x, *, bins, range, epsilon, delta=0.0, mechanism="laplace", nonnegative=False,
+              split_every=SPLIT_EVERY, random_state=None, accountant=None):
+    """:func:`dpcore.stats.histogram` (equal-width bins) on a 1-d Dask array or Series.
+
+    Returns
+    -------
+    counts : ndarray of int64
+    edges : ndarray of float64
+
+    Privacy
+    -------
+    That of :func:`dpcore.stats.histogram`: add/remove one record, L1 sensitivity 1, exact
+    integer noise on every bin drawn once in the calling process; epsilon-DP (``"laplace"``) or
+    (epsilon, delta)-DP (``"gaussian"``). Charged ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dpcore import distributed
+    >>> x = da.from_array(np.full(500, 0.5), chunks=100)
+    >>> counts, edges = distributed.histogram(x, bins=4, range=(0, 4), epsilon=1.0,
+    ...                                       random_state=0)
+    >>> edges
+    array([0., 1., 2., 3., 4.])
+    """
+    if getattr(x, "ndim", 1) != 1:
+        raise ValueError(f"x must be 1-d for histogram (use histogramdd), got ndim {x.ndim}")
+    counts, edges = histogramdd(x, bins=bins, range=[range], epsilon=epsilon, delta=delta,
+                                mechanism=mechanism, nonnegative=nonnegative,
+                                split_every=split_every, random_state=random_state,
+                                accountant=accountant)
+    return counts, edges[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# count, sum, mean: exact per-chunk integers, added exactly
+
+
+def _chunk_exact(block, plan):
+    records = _stats._records(_as_array(block))
+    return plan.exact(records)
+
+
+def _add_exact(parts):
+    n = 0
+    totals = [0] * len(parts[0][1])
+    for pn, pt in parts:
+        n += pn
+        totals = [a + b for a, b in zip(totals, pt)]
+    return n, totals
+
+
+def _exact(x, plan, split_every):
+    dask, _ = _dask()
+    split_every = check.integer(split_every, "split_every", minimum=2)
+    blocks = _blocks(x, two_d=False)
+    if blocks is None:
+        return plan.exact(_stats._records(x))
+    chunk = dask.delayed(_chunk_exact, pure=True)
+    total = _tree(dask, [chunk(b, plan) for b in blocks], _add_exact, split_every)
+    if total is None:
+        return plan.exact(np.zeros(0))
+    (result,) = dask.compute(total)
+    return result
+
+
+def count(x, *, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
+          random_state=None, accountant=None):
+    """:func:`dpcore.stats.count` on a Dask collection (every element is one record).
+
+    Returns
+    -------
+    int
+
+    Privacy
+    -------
+    That of :func:`dpcore.stats.count`: add/remove one record, sensitivity 1, exact integer
+    noise drawn once in the calling process. Charged ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dpcore import distributed
+    >>> n = distributed.count(da.ones(1000, chunks=100), epsilon=1.0, random_state=0)
+    >>> abs(n - 1000) < 30
+    True
+    """
+    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
+    plan = _stats._Plan(_stats._IntegerNoise.calibrate(mechanism, 1, epsilon, delta), ())
+    exact = _exact(x, plan, split_every)
+    rng = check_random_state(random_state)
+    _stats._charge(accountant, epsilon, delta, "distributed.count")
+    return plan.release(exact, rng)[0]
+
+
+def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
+        random_state=None, accountant=None):
+    """:func:`dpcore.stats.sum` on a Dask collection: exact per-chunk sums on the grid.
+
+    Returns
+    -------
+    float
+
+    Privacy
+    -------
+    That of :func:`dpcore.stats.sum`: add/remove one record, records clipped to ``bounds``,
+    integer sums in grid units added exactly (so the sensitivity is exact whatever the
+    chunking), exact integer noise drawn once in the calling process. Charged
+    ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dpcore import distributed
+    >>> s = distributed.sum(da.ones(1000, chunks=100), bounds=(0, 1), epsilon=1.0,
+    ...                     random_state=0)
+    >>> abs(s - 1000) < 30
+    True
+    """
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
+    plan = _stats._Plan.calibrate(lower, upper, 0.0, (1,), mechanism, epsilon, delta,
+                                  with_count=False)
+    exact = _exact(x, plan, split_every)
+    rng = check_random_state(random_state)
+    _stats._charge(accountant, epsilon, delta, "distributed.sum")
+    return plan.release(exact, rng)[1][0]
+
+
+def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
+         random_state=None, accountant=None):
+    """:func:`dpcore.stats.mean` on a Dask collection (noisy centred sum / noisy count).
+
+    Returns
+    -------
+    float
+
+    Privacy
+    -------
+    That of :func:`dpcore.stats.mean`: add/remove one record, records clipped to ``bounds``,
+    budget split equally between the noisy count and the noisy sum, exact integer partials
+    added exactly, noise drawn once in the calling process. Charged ``(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dpcore import distributed
+    >>> m = distributed.mean(da.full(1000, 0.5, chunks=100), bounds=(0, 1), epsilon=1.0,
+    ...                      random_state=0)
+    >>> abs(m - 0.5) < 0.1
+    True
+    """
+    lower, upper = check.bounds_pair(bounds, "bounds")
+    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
+    center, plan = _stats._moment_plan(lower, upper, (1,), mechanism, epsilon, delta)
+    exact = _exact(x, plan, split_every)
+    rng = check_random_state(random_state)
+    _stats._charge(accountant, epsilon, delta, "distributed.mean")
+    n, (s1,) = plan.release(exact, rng)
+    return float(np.clip(center + s1 / max(n, 1), lower, upper))
