@@ -21,6 +21,7 @@ from fractions import Fraction
 
 from dpcore import _validation as check
 from dpcore import calibration
+from dpcore._floats import round_down as _down, round_up as _up
 
 __all__ = ["Accountant", "BudgetExceeded", "Charge", "ParallelBlock"]
 
@@ -28,22 +29,6 @@ _ZERO = Fraction(0)
 #: Relative amount by which a total may exceed the budget: the binary representation error of
 #: decimal fractions such as 0.1, summed over up to ~10**4 charges (see Accountant).
 BUDGET_TOLERANCE = Fraction(1, 2**40)
-
-
-def _up(q: Fraction) -> float:
-    """The smallest double >= q."""
-    x = float(q)
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def _down(q: Fraction) -> float:
-    """The largest double <= q."""
-    x = float(q)
-    if Fraction(x) > q:
-        x = math.nextafter(x, -math.inf)
-    return x
 
 
 class BudgetExceeded(RuntimeError):

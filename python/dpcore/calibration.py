@@ -37,6 +37,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from dpcore import _validation as check
+from dpcore._floats import round_up as _round_up
 
 __all__ = [
     "ETA",
@@ -70,14 +71,6 @@ _TINY = math.ulp(0.0)  # smallest positive double: what an underflowed upper bou
 
 # --------------------------------------------------------------------------------------------
 # exact rounding helpers
-
-
-def _round_up(q: Fraction) -> float:
-    """The smallest double >= the rational q."""
-    x = float(q)  # correctly rounded to nearest
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 def _inflate(x: float, rel: float = 2.0**-44) -> float:

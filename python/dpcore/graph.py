@@ -34,6 +34,7 @@ from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore.mechanisms import discrete_laplace
 from dpcore.random import check_random_state
+from dpcore._floats import round_up as _round_up
 
 __all__ = [
     "Dendrogram",
@@ -506,13 +507,6 @@ class HRGRelease:
         out.add_nodes_from(d._label(x) for x in range(d.n_leaves))
         out.add_edges_from((d._label(x), d._label(y)) for x, y in self.edges)
         return out
-
-
-def _round_up(q):
-    x = float(q)
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, simplify=False,

@@ -20,6 +20,7 @@ import numpy as np
 from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
+from dpcore._floats import pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 __all__ = [
     "laplace",
@@ -44,26 +45,6 @@ GRID_BITS = 30
 # of that, outputs near the clamp edge can be reachable from one input and not its neighbour.
 SNAPPING_PURE_BOUND_FACTOR = 372.0
 SNAPPING_TAIL_DELTA = 2.0**-1070
-
-
-def _pow2_floor(x):
-    """The largest power of two <= x (x > 0, finite), exactly."""
-    mantissa, exponent = math.frexp(x)  # x = mantissa * 2**exponent, mantissa in [0.5, 1)
-    return math.ldexp(1.0, exponent - 1)
-
-
-def _pow2_ceil(x):
-    """The smallest power of two >= x (x > 0, finite), exactly."""
-    mantissa, exponent = math.frexp(x)
-    return math.ldexp(1.0, exponent - 1) if mantissa == 0.5 else math.ldexp(1.0, exponent)
-
-
-def _round_up_to_double(q: Fraction) -> float:
-    """The smallest double >= the rational q (noise scales are rounded towards more noise)."""
-    x = float(q)  # correctly rounded
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 def _check_granularity(granularity):

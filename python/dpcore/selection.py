@@ -21,6 +21,7 @@ import numpy as np
 from dpcore import _select
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
+from dpcore._floats import round_down as _round_down, round_up as _round_up
 
 __all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS"]
 
@@ -33,21 +34,6 @@ TOP_K_METHODS = ("gumbel",)
 # could leave the double range.
 _MIN_SCALE = 2.0**-1000
 _MAX_SCALE = 2.0**1000
-
-
-def _round_down(q: Fraction) -> float:
-    """The largest double <= the positive rational q."""
-    x = float(q)
-    if Fraction(x) > q:
-        x = math.nextafter(x, 0.0)
-    return x
-
-
-def _round_up(q: Fraction) -> float:
-    x = float(q)
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 @functools.lru_cache(maxsize=256)

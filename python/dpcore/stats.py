@@ -43,6 +43,7 @@ from dpcore.mechanisms import (
 )
 from dpcore.random import check_random_state
 from dpcore.selection import ExponentialMechanism
+from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
 
 __all__ = ["count", "sum", "mean", "var", "std", "quantile", "median", "histogram", "histogramdd",
            "perturbed_histogram"]
@@ -67,31 +68,9 @@ _builtin_sum = sum
 # small exact helpers
 
 
-def _round_up(q: Fraction) -> float:
-    """The smallest double >= the rational q."""
-    x = float(q)
-    if Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def _round_down(q: Fraction) -> float:
-    """The largest double <= the rational q (q >= 0)."""
-    x = float(q)
-    if Fraction(x) > q:
-        x = math.nextafter(x, -math.inf)
-    return x
-
-
 def _split(value: float, k: int) -> float:
     """The largest double e with k * e <= value (exactly): an equal share of a budget."""
     return _round_down(Fraction(value) / k)
-
-
-def _pow2_floor(x: float) -> float:
-    """The largest power of two <= x (x > 0 and finite)."""
-    mantissa, exponent = math.frexp(x)
-    return math.ldexp(1.0, exponent - 1)
 
 
 def _records(x):
