@@ -1,8 +1,9 @@
-"""The ``dpcore`` command line.
+"""dpcore: differentially private releases from the command line.
 
 ``dpcore demo`` releases a few statistics of the bundled (synthetic) demo data under one privacy
-budget and prints what it released and the privacy spent. Only released (noisy) values are
-printed; no private intermediate value is ever shown.
+budget and prints what it released and the privacy spent; ``dpcore graph`` releases a synthetic
+graph from an edge list (PrivHRG, edge-DP). Only released (noisy) values are printed; no private
+intermediate value is ever shown.
 """
 from __future__ import annotations
 
