@@ -362,3 +362,15 @@ def test_constructor_and_method_errors():
         acc.share(0)
     with pytest.raises(TypeError, match="label"):
         acc.charge(epsilon=0.1, label=3)
+
+
+def test_pickle_copies_budget_and_history():
+    import pickle
+
+    acc = dpcore.Accountant(1.0, 1e-6)
+    acc.charge(epsilon=0.25, label="a")
+    acc.charge(rho=0.01, label="b")
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy.spent == acc.spent and copy.history == acc.history and copy.budget == acc.budget
+    copy.charge(epsilon=0.1)  # the copy has its own lock and state
+    assert len(copy.history) == 3 and len(acc.history) == 2

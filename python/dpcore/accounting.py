@@ -311,6 +311,18 @@ class Accountant:
                 "history": [asdict(c) for c in self._history],
             }
 
+    def __getstate__(self):
+        """Pickling copies the budget and the history (not the lock): the copy is a separate
+        accountant, so charges to it do not reach the original."""
+        with self._lock:
+            state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     def __repr__(self):
         eps, delta = self.spent
         return (
