@@ -1,0 +1,32 @@
+"""scikit-learn compatible private estimators (needs the optional dependency scikit-learn:
+``pip install dpcore[learn]``). ``import dpcore`` never imports this package."""
+try:
+    import sklearn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
+    raise ImportError(
+        "dpcore.learn needs scikit-learn; install it with `pip install dpcore[learn]`"
+    ) from exc
+
+from dpcore.learn._kernel import RandomFourierFeatures
+from dpcore.learn._linear import (
+    LinearRegression,
+    LinearSVC,
+    LogisticRegression,
+    functional_mechanism_sensitivity,
+    objective_perturbation_calibration,
+    output_perturbation_beta,
+)
+from dpcore.learn._naive_bayes import GaussianNB
+from dpcore.learn._search import PrivateGridSearch
+
+__all__ = [
+    "LogisticRegression",
+    "LinearSVC",
+    "LinearRegression",
+    "GaussianNB",
+    "RandomFourierFeatures",
+    "PrivateGridSearch",
+    "output_perturbation_beta",
+    "objective_perturbation_calibration",
+    "functional_mechanism_sensitivity",
+]

@@ -1,0 +1,173 @@
+"""Private Gaussian naive Bayes from noisy class counts, sums and sums of squares."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from dpcore import _validation as check
+from dpcore.learn._linear import (
+    _bounds_array,
+    _check_n,
+    _laplace_grid,
+    _SharedStateCloneMixin,
+    _validate_data,
+)
+from dpcore.mechanisms import laplace
+from dpcore.random import check_random_state
+
+__all__ = ["GaussianNB"]
+
+
+class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+    """Gaussian naive Bayes with epsilon-DP (Vaidya et al. 2013; the construction of ALGORITHMS 6.5).
+
+    Each feature k is clipped to the public ``bounds`` [l_k, u_k] and rescaled to
+    z = (x - m_k) / h_k in [-1, 1] (m_k the midpoint, h_k the half-width). For every class c the
+    model releases, with exact discrete Laplace noise (:func:`dpcore.laplace`), the count n_c,
+    the sums S_ck = sum z_k and the sums of squares Q_ck = sum z_k^2 over the records of class c.
+    Then mean = S / n, var = Q / n - mean^2 (clamped to [var_floor, 1]), priors from the noisy
+    counts, all by post-processing; prediction is the usual Gaussian naive Bayes rule.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter, > 0. Split as epsilon/3 for the counts, epsilon/3 for the sums and
+        epsilon/3 for the sums of squares.
+    bounds : (lower, upper), default=None
+        Public per-feature bounds (scalars or arrays of length n_features). Required.
+    classes : array_like, default=None
+        Public label set. None: taken from y, which reveals the labels present (pass it to
+        avoid that). Labels outside it raise a ValueError.
+    priors : array_like, default=None
+        Public class priors; None: from the noisy counts.
+    var_floor : float, default=1e-3
+        Smallest variance, in the [-1, 1] units (a fraction of the squared half-width), > 0.
+    random_state : None, int, numpy Generator or BitGenerator, default=None
+        None: dpcore's secure generator. Seeds are for tests only.
+    accountant : dpcore.Accountant, default=None
+        Charged three times epsilon/3 (counts, sums, squares) before each draw.
+
+    Attributes
+    ----------
+    classes_, class_count_ (noisy, clamped >= 1), class_prior_, theta_ (means), var_
+
+    Privacy
+    -------
+    epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped
+    to the public bounds and labels in the public set. One record adds 1 to one class count
+    (L1 sensitivity 1), adds z_k in [-1, 1] to the d sums of its class (L1 sensitivity d) and
+    z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). Each of the three vectors
+    gets exact discrete Laplace noise at epsilon/3, so the fit is epsilon-DP by sequential
+    composition; the rest is post-processing. Floating-point sums of n terms carry an
+    uncharged rounding error of relative order n * 2^-53 (ALGORITHMS 0.3).
+
+    References
+    ----------
+    .. [VSBH13] J. Vaidya, B. Shafiq, A. Basu, Y. Hong, "Differentially private naive Bayes
+       classification", WI-IAT 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.learn._naive_bayes import GaussianNB
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(-1, 1, (2000, 2)), rng.normal(1, 1, (2000, 2))])
+    >>> y = np.repeat([0, 1], 2000)
+    >>> nb = GaussianNB(epsilon=1.0, bounds=(-4, 4), random_state=0).fit(X, y)
+    >>> nb.score(X, y) > 0.85
+    True
+    """
+
+    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, priors=None, var_floor=1e-3,
+                 random_state=None, accountant=None):
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.classes = classes
+        self.priors = priors
+        self.var_floor = var_floor
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def fit(self, X, y):
+        """Fit the private model (see the class docstring). Returns self."""
+        epsilon = check.positive(self.epsilon, "epsilon")
+        var_floor = check.positive(self.var_floor, "var_floor")
+        if self.bounds is None:
+            raise ValueError("bounds is required: give public feature bounds (lower, upper); "
+                             "they are never inferred from the data")
+        X, y = _validate_data(self, X, y, reset=True, dtype=np.float64)
+        check_classification_targets(y)
+        d = X.shape[1]
+        lower, upper = _bounds_array(self.bounds, "bounds", d)
+        if self.classes is None:
+            classes = np.unique(y)
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            unknown = ~np.isin(y, classes)
+            if np.any(unknown):
+                raise ValueError(
+                    f"y contains labels outside classes={list(classes)}: {list(np.unique(y[unknown]))[:5]}"
+                )
+        k = classes.size
+        priors = None
+        if self.priors is not None:
+            priors = check.finite_array(self.priors, "priors")
+            if priors.shape != (k,) or np.any(priors < 0) or not np.isclose(priors.sum(), 1.0):
+                raise ValueError(f"priors must be {k} non-negative numbers summing to 1, got {self.priors!r}")
+        mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+        Z = (np.clip(X, lower, upper) - mid) / half
+        idx = np.searchsorted(classes, y)
+        counts = np.bincount(idx, minlength=k).astype(float)
+        sums = np.zeros((k, d))
+        squares = np.zeros((k, d))
+        np.add.at(sums, idx, Z)
+        np.add.at(squares, idx, Z * Z)
+        e3 = epsilon / 3.0
+        _check_n(X.shape[0])  # every |count|, |sum|, sum of squares <= n <= 2**36
+        # One generator for the three draws (an int seed reused three times would repeat noise).
+        rs = check_random_state(self.random_state)
+        counts_n = np.asarray(laplace(counts, sensitivity=1.0, epsilon=e3,
+                                      granularity=_laplace_grid(1.0, e3), random_state=rs,
+                                      accountant=self.accountant), dtype=float)
+        sums_n = np.asarray(laplace(sums, sensitivity=float(d), epsilon=e3,
+                                    granularity=_laplace_grid(float(d), e3), random_state=rs,
+                                    accountant=self.accountant), dtype=float)
+        squares_n = np.asarray(laplace(squares, sensitivity=float(d), epsilon=e3,
+                                       granularity=_laplace_grid(float(d), e3), random_state=rs,
+                                       accountant=self.accountant), dtype=float)
+        n_c = np.maximum(counts_n, 1.0)
+        mean = np.clip(sums_n / n_c[:, None], -1.0, 1.0)
+        var = np.clip(squares_n / n_c[:, None] - mean ** 2, var_floor, 1.0)
+        self.classes_ = classes
+        self.class_count_ = n_c
+        self.class_prior_ = priors if priors is not None else n_c / n_c.sum()
+        self.theta_ = mid + half * mean
+        self.var_ = var * half ** 2
+        return self
+
+    def _joint_log_likelihood(self, X):
+        check_is_fitted(self)
+        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(self.class_prior_)
+        ll = -0.5 * np.sum(np.log(2.0 * np.pi * self.var_), axis=1)
+        diff = X[:, None, :] - self.theta_[None, :, :]
+        ll = ll[None, :] - 0.5 * np.sum(diff ** 2 / self.var_[None, :, :], axis=2)
+        return ll + log_prior[None, :]
+
+    def predict(self, X):
+        """Predicted class labels."""
+        jll = self._joint_log_likelihood(X)
+        return self.classes_[np.argmax(jll, axis=1)]
+
+    def predict_log_proba(self, X):
+        """Log class probabilities."""
+        jll = self._joint_log_likelihood(X)
+        return jll - logsumexp(jll, axis=1, keepdims=True)
+
+    def predict_proba(self, X):
+        """Class probabilities."""
+        return np.exp(self.predict_log_proba(X))

@@ -1,0 +1,366 @@
+"""Private linear models: calibration, noise laws, accuracy at huge epsilon, errors, contract."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+from scipy import stats  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import dpcore  # noqa: E402
+from _gof import ALPHA  # noqa: E402
+from dpcore.learn import _linear  # noqa: E402
+from dpcore.learn._linear import (  # noqa: E402
+    LinearRegression,
+    LinearSVC,
+    LogisticRegression,
+    functional_mechanism_sensitivity,
+    objective_perturbation_calibration,
+    output_perturbation_beta,
+)
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)  # (a public transform in this test)
+    return X, y
+
+
+# ----------------------------------------------------------------------------- calibration
+
+def test_output_perturbation_beta_hand_values():
+    # beta = n Lambda eps / 2 (sensitivity 2 / (n Lambda))
+    assert output_perturbation_beta(100, 0.1, 1.0) == 5.0
+    assert output_perturbation_beta(1000, 0.01, 0.5) == 2.5
+
+
+def test_objective_perturbation_no_delta_branch():
+    # c/(n Lambda) = 0.25 / 10 = 0.025; eps' = 1 - log(1.050625); Delta = 0
+    eps_p, delta = objective_perturbation_calibration(1.0, 1000, 0.01, 0.25)
+    assert eps_p == pytest.approx(1.0 - math.log(1.050625), rel=1e-14)
+    assert delta == 0.0
+
+
+def test_objective_perturbation_delta_branch():
+    # c/(n Lambda) = 0.25: log(1.5625) = 0.446 > 0.1, so Delta = c/(n(e^{eps/4}-1)) - Lambda
+    eps_p, delta = objective_perturbation_calibration(0.1, 100, 0.01, 0.25)
+    assert eps_p == 0.05
+    assert delta == pytest.approx(0.25 / (100 * (math.exp(0.025) - 1)) - 0.01, rel=1e-12)
+    assert delta == pytest.approx(0.0887552, abs=1e-6)
+    # with Lambda + Delta the log term is exactly eps/2 (CMS 2011, proof of Theorem 9)
+    t = 0.25 / (100 * (0.01 + delta))
+    assert 0.1 - 2 * math.log1p(t) == pytest.approx(eps_p, rel=1e-12)
+
+
+def test_huber_curvature_constant():
+    svc = LinearSVC(h=0.25)
+    assert svc._curvature() == 2.0
+    assert LogisticRegression()._curvature() == 0.25
+
+
+def test_functional_mechanism_sensitivity_hand_values():
+    # d = 1: |-2 y x| + x^2 <= 3 per record; replace-one doubles it
+    assert functional_mechanism_sensitivity(1) == 6.0
+    # d = 3: 2 d + d^2 = 15 per record
+    assert functional_mechanism_sensitivity(3) == 30.0
+    with pytest.raises(ValueError, match="d"):
+        functional_mechanism_sensitivity(0)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan")])
+def test_calibration_rejects_bad_epsilon(bad):
+    with pytest.raises(ValueError, match="epsilon"):
+        objective_perturbation_calibration(bad, 10, 0.1, 0.25)
+
+
+# ----------------------------------------------------------------------------- loss functions
+
+@pytest.mark.parametrize("h", [0.1, 0.5, 1.0])
+def test_huber_loss_derivatives(h):
+    f = _linear._make_huber(h)
+    z = np.linspace(-3, 4, 2001)
+    loss, d1, d2 = f(z)
+    eps = 1e-6
+    num = (f(z + eps)[0] - f(z - eps)[0]) / (2 * eps)
+    assert np.allclose(d1, num, atol=1e-5)
+    assert np.all(np.abs(d1) <= 1.0) and np.all(d2 <= 1 / (2 * h) + 1e-15)
+    assert np.all(loss >= 0) and np.all(loss[z > 1 + h] == 0)
+
+
+def test_logistic_loss_derivatives():
+    z = np.linspace(-30, 30, 2001)
+    loss, d1, d2 = _linear._logistic(z)
+    eps = 1e-6
+    num = (_linear._logistic(z + eps)[0] - _linear._logistic(z - eps)[0]) / (2 * eps)
+    assert np.allclose(d1, num, atol=1e-6)
+    assert np.all(np.abs(d1) <= 1.0) and np.all(d2 <= 0.25)
+
+
+# ----------------------------------------------------------------------------- noise vector law
+
+N_DRAWS = 20000
+
+
+@pytest.mark.parametrize("d, scale", [(1, 1.0), (5, 2.0), (30, 0.1)])
+def test_noise_vector_norm_is_gamma(d, scale):
+    b = _linear._noise_vector(d, scale, np.random.default_rng(1), size=N_DRAWS)
+    r = np.linalg.norm(b, axis=1)
+    assert stats.kstest(r, stats.gamma(d, scale=scale).cdf).pvalue > ALPHA
+    # power: the law a "Laplace norm" or a 5 % scale error would give is rejected
+    assert stats.kstest(r, stats.gamma(d, scale=1.05 * scale).cdf).pvalue < ALPHA
+    if d > 1:
+        assert stats.kstest(r, stats.gamma(d - 1, scale=scale).cdf).pvalue < ALPHA
+
+
+@pytest.mark.parametrize("d", [2, 5, 30])
+def test_noise_vector_direction_is_uniform(d):
+    b = _linear._noise_vector(d, 1.0, np.random.default_rng(2), size=N_DRAWS)
+    u = b / np.linalg.norm(b, axis=1)[:, None]
+    # a coordinate of a uniform unit vector: u_1^2 ~ Beta(1/2, (d - 1)/2), sign symmetric
+    for j in (0, d - 1):
+        assert stats.kstest(u[:, j] ** 2, stats.beta(0.5, (d - 1) / 2).cdf).pvalue > ALPHA / 4
+    signs = int(np.sum(u[:, 0] > 0))
+    assert stats.binomtest(signs, N_DRAWS).pvalue > ALPHA / 4
+    # power: a direction biased towards the first axis is rejected
+    v = u.copy()
+    v[:, 0] *= 1.3
+    v /= np.linalg.norm(v, axis=1)[:, None]
+    assert stats.kstest(v[:, 0] ** 2, stats.beta(0.5, (d - 1) / 2).cdf).pvalue < ALPHA
+
+
+@pytest.mark.parametrize("method", ["objective", "output"])
+def test_fit_draws_noise_at_the_calibrated_scale(monkeypatch, cancer, method):
+    X, y = cancer
+    seen = []
+    real = _linear._noise_vector
+
+    def spy(d, scale, rng, size=None):
+        seen.append((d, scale))
+        return real(d, scale, rng, size)
+
+    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    n, eps, alpha, tol = X.shape[0], 0.7, 0.01, 1e-6
+    LogisticRegression(epsilon=eps, data_norm=5.0, alpha=alpha, method=method, tol=tol,
+                       random_state=0).fit(X, y)
+    assert len(seen) == 1 and seen[0][0] == X.shape[1] + 1
+    if method == "output":
+        assert seen[0][1] == pytest.approx((2 / (n * alpha) + 2 * tol) / eps, rel=1e-12)
+    else:
+        eps_p = eps - math.log1p(2 * 0.25 / (n * alpha) + (0.25 / (n * alpha)) ** 2)
+        assert seen[0][1] == pytest.approx(2 / eps_p, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+@pytest.mark.parametrize("method", ["objective", "output"])
+def test_huge_epsilon_matches_nonprivate_minimiser(cancer, method):
+    from sklearn.linear_model import LogisticRegression as SkLR
+    X, y = cancer
+    n, alpha, dn = X.shape[0], 0.01, 6.0
+    clf = LogisticRegression(epsilon=1e9, data_norm=dn, alpha=alpha, method=method,
+                             random_state=0).fit(X, y)
+    assert clf.converged_
+    Xs = clf._design(X, dn)
+    ref = SkLR(C=1.0 / (n * alpha), fit_intercept=False, tol=1e-12, max_iter=10000).fit(Xs, y)
+    s = math.sqrt(dn ** 2 + 1)                         # rows [x, 1] / s have norm <= 1
+    w = np.concatenate([clf.coef_[0] * s, clf.intercept_ * s])
+    assert np.allclose(w, ref.coef_[0], atol=1e-4)
+    inside = np.linalg.norm(X, axis=1) <= dn          # rows the clipping left unchanged
+    assert np.array_equal(clf.predict(X[inside]), ref.predict(Xs[inside]))
+
+
+def test_accuracy_improves_with_epsilon(cancer):
+    X, y = cancer
+    acc = {e: np.mean([LogisticRegression(epsilon=e, data_norm=6.0, random_state=s).fit(X, y)
+                       .score(X, y) for s in range(5)]) for e in (0.05, 100.0)}
+    assert acc[100.0] > 0.93 and acc[100.0] > acc[0.05] + 0.1
+
+
+def test_multiclass_one_vs_rest_and_budget():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    acc = dpcore.Accountant(1e6)
+    clf = LogisticRegression(epsilon=1e6, data_norm=8.0, alpha=1e-4, random_state=0,
+                             accountant=acc).fit(X, y)
+    assert clf.coef_.shape == (10, 64) and clf.intercept_.shape == (10,)
+    assert clf.epsilon_per_model_ == pytest.approx(1e5)
+    assert acc.spent[0] == pytest.approx(1e6) and len(acc.history) == 1
+    assert clf.score(X, y) > 0.9
+    proba = clf.predict_proba(X[:20])
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(clf.classes_[np.argmax(proba, axis=1)], clf.predict(X[:20]))
+
+
+def test_linear_svc_huge_epsilon(cancer):
+    X, y = cancer
+    labels = np.where(y == 1, "benign", "malignant")
+    for method in ("objective", "output"):
+        svc = LinearSVC(epsilon=1e9, data_norm=6.0, alpha=1e-3, method=method, random_state=0)
+        assert svc.fit(X, labels).score(X, labels) > 0.95
+        assert set(svc.predict(X)) <= {"benign", "malignant"}
+
+
+def test_binary_decision_function_and_proba(cancer):
+    X, y = cancer
+    clf = LogisticRegression(epsilon=1.0, data_norm=6.0, random_state=3).fit(X, y)
+    s = clf.decision_function(X)
+    assert s.shape == (X.shape[0],)
+    assert np.array_equal(clf.predict(X), clf.classes_[(s > 0).astype(int)])
+    p = clf.predict_proba(X)
+    assert np.allclose(p[:, 1], 1 / (1 + np.exp(-s)))
+    assert np.allclose(np.exp(clf.predict_log_proba(X[:5])), p[:5])
+
+
+# ----------------------------------------------------------------------------- errors & contract
+
+def test_missing_data_norm_is_an_error(cancer):
+    X, y = cancer
+    with pytest.raises(ValueError, match="data_norm is required"):
+        LogisticRegression(epsilon=1.0).fit(X, y)
+
+
+@pytest.mark.parametrize("kw, match", [({"epsilon": 0}, "epsilon"), ({"data_norm": -1}, "data_norm"),
+                                       ({"alpha": 0}, "alpha"), ({"method": "bogus"}, "method"),
+                                       ({"tol": 0}, "tol")])
+def test_bad_parameters(cancer, kw, match):
+    X, y = cancer
+    params = {"epsilon": 1.0, "data_norm": 1.0, **kw}
+    with pytest.raises(ValueError, match=match):
+        LogisticRegression(**params).fit(X, y)
+
+
+def test_labels_outside_classes(cancer):
+    X, y = cancer
+    with pytest.raises(ValueError, match="outside classes"):
+        LogisticRegression(data_norm=1.0, classes=[0, 2]).fit(X, y)
+    # a declared class absent from y is fine (public label set)
+    clf = LogisticRegression(data_norm=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert clf.coef_.shape[0] == 3
+
+
+def test_nan_input_rejected(cancer):
+    X, y = cancer
+    X = X.copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        LogisticRegression(data_norm=1.0).fit(X, y)
+
+
+def test_budget_exceeded_releases_nothing(cancer):
+    X, y = cancer
+    acc = dpcore.Accountant(0.5)
+    clf = LogisticRegression(epsilon=1.0, data_norm=1.0, accountant=acc)
+    with pytest.raises(dpcore.BudgetExceeded):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+    assert acc.spent[0] == 0
+
+
+def test_seeded_fit_is_reproducible_and_picklable(cancer):
+    X, y = cancer
+    a = LogisticRegression(epsilon=1.0, data_norm=6.0, random_state=7).fit(X, y)
+    b = clone(a).fit(X, y)
+    assert np.array_equal(a.coef_, b.coef_)
+    c = pickle.loads(pickle.dumps(a))
+    assert np.array_equal(c.decision_function(X), a.decision_function(X))
+
+
+def test_rows_are_clipped(cancer):
+    X, y = cancer
+    clf = LogisticRegression(data_norm=2.0, random_state=0)
+    Xs = clf._design(X * 100, 2.0)
+    assert np.all(np.linalg.norm(Xs, axis=1) <= 1 + 1e-12)
+
+
+# ----------------------------------------------------------------------------- functional mechanism
+
+def test_fm_huge_epsilon_matches_least_squares():
+    from sklearn.linear_model import LinearRegression as SkLR
+    X, y = load_diabetes(return_X_y=True)
+    lo, hi = X.min(axis=0), X.max(axis=0)   # public in this test
+    reg = LinearRegression(epsilon=1e9, bounds_X=(lo, hi), bounds_y=(y.min(), y.max()),
+                           random_state=0).fit(X, y)
+    ref = SkLR().fit(X, y)
+    assert np.allclose(reg.coef_, ref.coef_, rtol=1e-4, atol=1e-3)
+    assert reg.intercept_ == pytest.approx(ref.intercept_, rel=1e-6)
+    assert reg.n_trimmed_ == 0
+
+
+def test_fm_without_intercept():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(500, 3))
+    y = X @ [0.2, -0.1, 0.3]
+    reg = LinearRegression(epsilon=1e9, bounds_X=(-2, 2), bounds_y=(-2, 2), fit_intercept=False,
+                           random_state=0).fit(X, y)
+    assert np.allclose(reg.coef_, [0.2, -0.1, 0.3], atol=1e-6) and reg.intercept_ == 0.0
+
+
+def test_fm_noisy_coefficients_law():
+    # Data already in [-1, 1]; without intercept the released vector is exactly
+    # [-2 sum y x, sum x^2] (p = 1); its noise must be Laplace(Delta/eps) on each coordinate
+    # (discrete on a grid 2^-30 times finer than the scale: continuous to KS resolution).
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(40, 1))
+    y = rng.uniform(-1, 1, size=40)
+    exact = np.array([-2 * np.sum(y * X[:, 0]), np.sum(X[:, 0] ** 2)])
+    eps = 0.8
+    scale = functional_mechanism_sensitivity(1) / eps
+    gen = np.random.default_rng(11)
+    noise = np.array([
+        LinearRegression(epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), fit_intercept=False,
+                         random_state=gen).fit(X, y).noisy_coefficients_ - exact
+        for _ in range(3000)
+    ])
+    z = noise.ravel() / scale
+    assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
+    assert stats.kstest(z / 1.2, stats.laplace.cdf).pvalue < ALPHA   # power
+    # the two coordinates get independent noise
+    assert abs(stats.pearsonr(noise[:, 0], noise[:, 1])[0]) < 4 / math.sqrt(len(noise))
+
+
+def test_fm_missing_bounds_and_accountant():
+    X = np.zeros((10, 2))
+    y = np.zeros(10)
+    with pytest.raises(ValueError, match="bounds_X is required"):
+        LinearRegression(bounds_y=(0, 1)).fit(X, y)
+    with pytest.raises(ValueError, match="bounds_y is required"):
+        LinearRegression(bounds_X=(0, 1)).fit(X, y)
+    with pytest.raises(ValueError, match="bounds_X"):
+        LinearRegression(bounds_X=(1, 0), bounds_y=(0, 1)).fit(X, y)
+    acc = dpcore.Accountant(1.0)
+    LinearRegression(epsilon=0.4, bounds_X=(0, 1), bounds_y=(0, 1), accountant=acc).fit(X, y)
+    assert acc.spent[0] == pytest.approx(0.4)
+
+
+def test_fm_indefinite_noise_is_trimmed():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(20, 5))
+    y = rng.uniform(-1, 1, size=20)
+    reg = LinearRegression(epsilon=0.01, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=1).fit(X, y)
+    assert reg.n_trimmed_ > 0 and np.all(np.isfinite(reg.coef_))
+
+
+@pytest.mark.parametrize("make", [
+    lambda acc, rs: LogisticRegression(data_norm=6.0, accountant=acc, random_state=rs),
+    lambda acc, rs: LinearRegression(bounds_X=(-5, 5), bounds_y=(0, 1), accountant=acc,
+                                     random_state=rs),
+])
+def test_clone_shares_accountant_and_generator(make, cancer):
+    # a deep-copied accountant would take charges the caller never sees; a copied generator
+    # would give every clone the same noise
+    acc = dpcore.Accountant(10.0)
+    gen = np.random.default_rng(0)
+    est = make(acc, gen)
+    twin = clone(est)
+    assert twin.accountant is acc and twin.random_state is gen
+    X, y = cancer
+    twin.fit(X, y)
+    assert acc.spent[0] == pytest.approx(1.0)
+    seeded = clone(make(None, 3))
+    assert seeded.random_state == 3 and seeded.accountant is None

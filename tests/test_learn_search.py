@@ -1,0 +1,105 @@
+"""Private grid search (CMS 2011, Algorithm 3)."""
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+import dpcore  # noqa: E402
+from dpcore.learn import _search  # noqa: E402
+from dpcore.learn._linear import LogisticRegression  # noqa: E402
+from dpcore.learn._search import PrivateGridSearch  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def test_budget_is_epsilon_via_parallel_block(data):
+    X, y = data
+    acc = dpcore.Accountant(1.0)
+    s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
+                          epsilon=1.0, random_state=0, accountant=acc).fit(X, y)
+    assert acc.spent[0] == pytest.approx(1.0)
+    assert s.n_candidates_ == 3 and s.best_params_ in [{"alpha": a} for a in (1e-3, 1e-2, 1e-1)]
+    assert s.score(X, y) > 0.85
+    assert not hasattr(s, "validation_errors_")   # the exact counts are private
+
+
+def test_each_candidate_fits_on_its_own_part(monkeypatch, data):
+    X, y = data
+    sizes = []
+    real = LogisticRegression.fit
+
+    def spy(self, X, y):
+        sizes.append(X.shape[0])
+        return real(self, X, y)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spy)
+    PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
+                      epsilon=1.0, random_state=0).fit(X, y)
+    assert sizes == [1500, 1500, 1500]      # 6000 records in m + 1 = 4 parts
+
+
+def test_selection_prefers_the_best_candidate(monkeypatch, data):
+    # with a huge epsilon the exponential mechanism picks the fewest validation errors
+    X, y = data
+    seen = {}
+    real = _search.validation_errors
+
+    def spy(models, Xv, yv):
+        seen["errors"] = real(models, Xv, yv)
+        return seen["errors"]
+
+    monkeypatch.setattr(_search, "validation_errors", spy)
+    s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 10.0]},
+                          epsilon=1e6, random_state=1).fit(X, y)
+    assert s.best_index_ == int(np.argmin(seen["errors"]))
+
+
+def test_errors(data):
+    X, y = data
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivateGridSearch(LogisticRegression(data_norm=1.0), {"alpha": [1.0]}, epsilon=0).fit(X, y)
+    from sklearn.linear_model import LogisticRegression as SkLR
+    with pytest.raises(ValueError, match="no epsilon parameter"):
+        PrivateGridSearch(SkLR(), {"C": [1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="samples"):
+        PrivateGridSearch(LogisticRegression(data_norm=1.0), {"alpha": [1.0, 2.0]}).fit(X[:2], y[:2])
+
+
+def test_candidates_never_share_noise(monkeypatch, data):
+    # the template's int seed must not be reused by every candidate (shared noise across the
+    # parts would let one fit reveal another's noise)
+    from dpcore.learn import _linear
+    X, y = data
+    drawn = []
+    real = _linear._noise_vector
+
+    def spy(d, scale, rng, size=None):
+        drawn.append(real(d, scale, rng, size))
+        return drawn[-1]
+
+    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    PrivateGridSearch(LogisticRegression(data_norm=4.0, random_state=0), {"alpha": [0.01, 0.01]},
+                      epsilon=1.0, random_state=0).fit(X, y)
+    assert len(drawn) == 2 and not np.allclose(drawn[0], drawn[1])
+
+
+def test_pipeline_with_random_fourier_features(data):
+    from sklearn.pipeline import make_pipeline
+
+    from dpcore.learn._kernel import RandomFourierFeatures
+    from dpcore.learn._linear import LinearSVC
+    X, y = data
+    acc = dpcore.Accountant(2.0)
+    pipe = make_pipeline(RandomFourierFeatures(gamma=0.1, n_components=50, random_state=0),
+                         LinearSVC(data_norm=1.0))
+    s = PrivateGridSearch(pipe, {"linearsvc__alpha": [1e-3, 1e-2]}, epsilon=2.0, random_state=0,
+                          accountant=acc).fit(X, y)
+    assert acc.spent[0] == pytest.approx(2.0)
+    assert s.best_estimator_.steps[1][1].epsilon == 2.0
+    assert s.score(X, y) > 0.75
