@@ -82,6 +82,14 @@ TARGETS = [
        ["dpcore-count"], "numpy-bincount", "speedup", 2.0) for g in HISTOGRAM_GROUPS],
     ("histogram noise step (10^6 cells) <= 3x numpy laplace (10^6 values)", "histogram-noise",
      ["dpcore-noise-step"], "numpy-laplace", "slowdown", 3.0),
+    ("PCA(ppca).fit >= 10x faster than diffprivlib PCA.fit (d=100, k=5)", "pca-d100",
+     ["dpcore-ppca"], "diffprivlib-pca", "speedup", 10.0),
+    ("PCA(ppca).fit >= 10x faster than diffprivlib PCA.fit (d=10, k=1)", "pca-d10",
+     ["dpcore-ppca"], "diffprivlib-pca", "speedup", 10.0),
+    ("Gibbs sweep >= 20x the naive NumPy chain (d=100, k=5)", "bingham-sweep",
+     ["dpcore-sweep"], "naive-sweep", "speedup", 20.0),
+    ("PCA fit d=1000, k=10 (default 200 sweeps) < 60 s", "pca-d1000",
+     ["dpcore-ppca"], None, "ns", 60e9),
 ]
 
 

@@ -8,6 +8,7 @@ from dpcore.accounting import Accountant, BudgetExceeded
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace, gaussian, laplace
 from dpcore.random import ChaCha20, default_rng
 from dpcore.selection import exponential, top_k
+from dpcore.bingham import bingham
 from dpcore.tuning import select_candidate
 from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median, ...)
 from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.release_hrg, ...)
@@ -18,6 +19,7 @@ __all__ = [
     "__version__",
     "Accountant",
     "BudgetExceeded",
+    "bingham",
     "ChaCha20",
     "default_rng",
     "distributed",

@@ -17,6 +17,7 @@ from dpcore.learn._linear import (
     output_perturbation_beta,
 )
 from dpcore.learn._naive_bayes import GaussianNB
+from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "LinearSVC",
     "LinearRegression",
     "GaussianNB",
+    "PCA",
     "RandomFourierFeatures",
     "PrivateGridSearch",
     "output_perturbation_beta",

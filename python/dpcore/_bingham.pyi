@@ -1,0 +1,24 @@
+"""Typed surface of the compiled kernel dpcore._bingham (def-level names only)."""
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcore._random import BitgenHandle
+
+_Vec = NDArray[np.float64]  # 1-d, C-contiguous
+_Mat = NDArray[np.float64]  # 2-d, C-contiguous
+
+def gibbs(lam: _Vec, Vt: _Mat, n_sweeps: int, h: BitgenHandle, trace: _Vec,
+          counters: _Vec) -> None:
+    """lam descending eigenvalues (d,); Vt (k, d) state in the eigenbasis, updated in place;
+    trace (n_sweeps,) or empty; counters [proposals, accepts, bound violations] accumulated."""
+    ...
+
+def sequential(lam: _Vec, Vt: _Mat, start: int, h: BitgenHandle, counters: _Vec) -> None:
+    """Exact draws of rows start..k-1 of Vt (k, d), each given the rows before it."""
+    ...
+
+def _test_count_above(lam: _Vec, W: _Mat, mu: float) -> int: ...
+def _test_normals(n: int, h: BitgenHandle) -> _Vec: ...
+def _test_setup(lam: _Vec, W: _Mat, s: float, bb: float) -> tuple[int, _Vec, dict]: ...
+def _test_envelope(lam: _Vec, W: _Mat, lo: float, n: int,
+                   h: BitgenHandle) -> tuple[int, float, float, _Mat]: ...

@@ -1,0 +1,216 @@
+"""dpcore.learn.PCA: scikit-learn contract, calibration of each method, the PPCA law (k = 1,
+exact) against quadrature, utility at large epsilon, accounting, errors."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn", reason="dpcore.learn needs scikit-learn (extra 'learn')")
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+
+from _gof import z_critical  # noqa: E402
+
+import dpcore  # noqa: E402
+from dpcore.learn import PCA  # noqa: E402
+from dpcore.learn import _pca  # noqa: E402
+
+
+def _spiked(n=2000, d=8, seed=0):
+    rng = np.random.default_rng(seed)
+    scales = np.array([4.0, 2.0, 1.0] + [0.2] * (d - 3))
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return (rng.standard_normal((n, d)) * scales) @ Q.T
+
+
+def _captured(X, V, norm):
+    Xc = _pca._clip_rows(X, norm)
+    A = Xc.T @ Xc
+    top = np.sort(np.linalg.eigvalsh(A))[::-1][: V.shape[1]].sum()
+    return np.trace(V.T @ A @ V) / top
+
+
+METHODS = [
+    dict(method="ppca"),
+    dict(method="ppca", sampler="deflation"),
+    dict(method="sulq", delta=1e-6),
+    dict(method="power", delta=1e-6),
+]
+
+
+@pytest.mark.parametrize("kw", METHODS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
+def test_fit_shapes_orthonormal_and_utility(kw):
+    X = _spiked()
+    pca = PCA(3, epsilon=50.0, data_norm=12.0, random_state=1, **kw).fit(X)
+    V = pca.components_.T
+    assert pca.components_.shape == (3, 8)
+    assert np.abs(V.T @ V - np.eye(3)).max() < 1e-10
+    assert pca.explained_variance_.shape == (3,)
+    assert pca.n_components_ == 3 and pca.n_features_in_ == 8
+    assert _captured(X, V, 12.0) > 0.95
+    Z = pca.transform(X)
+    assert np.allclose(Z, X @ V)
+    assert np.allclose(PCA(3, epsilon=50.0, data_norm=12.0, random_state=1, **kw).fit_transform(X), Z)
+
+
+def test_clone_and_get_params():
+    pca = PCA(2, epsilon=0.5, data_norm=3.0, method="sulq", delta=1e-5, random_state=3)
+    params = pca.get_params()
+    assert params["epsilon"] == 0.5 and params["data_norm"] == 3.0 and params["delta"] == 1e-5
+    c = clone(pca)
+    assert c.get_params() == params and c is not pca
+    assert not hasattr(c, "components_")
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    for est in [PCA(1, epsilon=1e9, data_norm=100.0, random_state=0),
+                PCA(1, epsilon=1e9, data_norm=100.0, sampler="deflation", random_state=0),
+                PCA(1, epsilon=1e9, delta=1e-6, data_norm=100.0, method="sulq", random_state=0),
+                PCA(1, epsilon=1e9, delta=1e-6, data_norm=100.0, method="power", random_state=0)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sklearn.exceptions.SkipTestWarning)
+            results = check_estimator(est, on_fail=None)
+        failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
+                  if r["status"] == "failed"]
+        assert not failed, failed
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        PCA(1, data_norm=1.0).transform(np.zeros((2, 3)))
+
+
+def test_clip_rows():
+    X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
+    C = _pca._clip_rows(X, 1.0)
+    assert np.allclose(C, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
+
+
+def test_explained_variance_close_at_large_epsilon():
+    X = _spiked(n=5000)
+    pca = PCA(2, epsilon=200.0, data_norm=12.0, random_state=2).fit(X)
+    Xc = _pca._clip_rows(X, 12.0)
+    exact = np.einsum("ij,ij->j", Xc @ pca.components_.T, Xc @ pca.components_.T) / len(X)
+    assert np.allclose(pca.explained_variance_, exact, rtol=0.05)
+
+
+def test_public_mean_is_subtracted():
+    X = _spiked() + 10.0
+    mean = np.full(8, 10.0)
+    pca = PCA(2, epsilon=50.0, data_norm=12.0, mean=mean, random_state=4).fit(X)
+    assert np.array_equal(pca.mean_, mean)
+    assert np.allclose(pca.transform(X), (X - mean) @ pca.components_.T)
+
+
+# ------------------------------------------------------------------------------------------------
+# The PPCA law: k = 1 is exact, so the first component follows the vector Bingham with
+# C = (epsilon / 2) X^T X / L^2 (replace-one calibration); checked by quadrature in d = 2.
+
+def _bingham_d2_moments(C, n=4000):
+    th = 2 * np.pi * np.arange(n) / n
+    x = np.stack([np.cos(th), np.sin(th)], axis=1)
+    logf = np.einsum("ni,ij,nj->n", x, C, x)
+    f = np.exp(logf - logf.max())
+    f /= f.sum()
+    m2 = np.einsum("n,ni,nj->ij", f, x, x)
+    m4 = np.einsum("n,ni,nj->ij", f, x**2, x**2)
+    return m2, m4
+
+
+def _first_components(X, eps, n_fits, sampler, seed):
+    rng = dpcore.default_rng(seed)
+    out = np.empty((n_fits, 2))
+    for i in range(n_fits):
+        pca = PCA(1, epsilon=eps, data_norm=1.0, sampler=sampler, variance_share=0.0,
+                  random_state=rng).fit(X)
+        out[i] = pca.components_[0]
+    return out
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "deflation"])
+def test_ppca_k1_law(sampler):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((20, 2)) * [1.0, 0.4]
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    eps = 0.6
+    v = _first_components(X, eps, 3000, sampler, seed=6)
+    est = np.array([np.mean(v[:, 0] ** 2), np.mean(v[:, 0] * v[:, 1])])
+    crit = z_critical(n_checks=2)
+
+    def zmax(factor):
+        m2, m4 = _bingham_d2_moments(factor * X.T @ X)
+        exact = np.array([m2[0, 0], m2[0, 1]])
+        se = np.sqrt(np.array([m4[0, 0] - m2[0, 0] ** 2, m4[0, 1] - m2[0, 1] ** 2]) / len(v))
+        return np.max(np.abs(est - exact) / se)
+
+    assert zmax(eps / 2) < crit                    # the CSS constant epsilon / 2
+    assert zmax(eps) > crit                        # power: the add/remove constant is rejected
+
+
+# ------------------------------------------------------------------------------------------------
+# Calibration of the Gaussian methods: what is passed to dpcore.gaussian
+
+def test_sulq_and_power_calibration(monkeypatch):
+    calls = []
+
+    def fake_gaussian(value, **kw):
+        calls.append(kw)
+        return np.asarray(value, dtype=float)
+
+    monkeypatch.setattr(_pca, "gaussian", fake_gaussian)
+    X = _spiked(n=100, d=4)
+    PCA(2, epsilon=1.0, delta=1e-6, data_norm=2.0, method="sulq", random_state=0).fit(X)
+    assert calls[0]["sensitivity"] == pytest.approx(math.sqrt(2.0), rel=1e-3)
+    assert calls[0]["epsilon"] == 1.0 and calls[0]["delta"] == 1e-6
+    calls.clear()
+    PCA(2, epsilon=1.0, delta=1e-6, data_norm=2.0, method="power", n_iter=5, random_state=0).fit(X)
+    assert len(calls) == 5
+    rho = dpcore.calibration.zcdp_rho_for(1.0, 1e-6)
+    assert sum(c["rho"] for c in calls) == pytest.approx(rho)
+    assert all(c["sensitivity"] == pytest.approx(2.0, rel=1e-3) for c in calls)
+
+
+def test_accountant_charged_before_release():
+    X = _spiked(n=200, d=4)
+    acc = dpcore.Accountant(epsilon=1.0)
+    PCA(1, epsilon=1.0, data_norm=5.0, accountant=acc, random_state=0).fit(X)
+    assert acc.spent[0] == pytest.approx(1.0)
+    pca = PCA(1, epsilon=0.5, data_norm=5.0, accountant=acc, random_state=0)
+    with pytest.raises(dpcore.BudgetExceeded):
+        pca.fit(X)
+    assert not hasattr(pca, "components_")
+
+
+def test_gibbs_trace_recorded():
+    X = _spiked(n=300, d=6)
+    pca = PCA(2, epsilon=5.0, data_norm=10.0, n_sweeps=25, random_state=0).fit(X)
+    assert pca.trace_.shape == (25,)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(n_components=1), ValueError, "data_norm is required"),
+    (dict(n_components=None, data_norm=1.0), ValueError, "n_components is required"),
+    (dict(n_components=4, data_norm=1.0), ValueError, "n_components must be <= 3"),
+    (dict(n_components=1, data_norm=1.0, delta=1e-5), ValueError, "delta must be None"),
+    (dict(n_components=1, data_norm=1.0, method="sulq"), ValueError, "delta is required"),
+    (dict(n_components=1, data_norm=1.0, method="svd"), ValueError, "method"),
+    (dict(n_components=1, data_norm=1.0, sampler="mh"), ValueError, "sampler"),
+    (dict(n_components=1, data_norm=-1.0), ValueError, "data_norm must be > 0"),
+    (dict(n_components=1, data_norm=1.0, epsilon=0.0), ValueError, "epsilon must be > 0"),
+    (dict(n_components=1, data_norm=1.0, variance_share=1.0), ValueError, "variance_share"),
+    (dict(n_components=1, data_norm=1.0, mean=[0.0]), ValueError, "mean must have shape"),
+    (dict(n_components=1.5, data_norm=1.0), TypeError, "n_components"),
+])
+def test_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        PCA(**kwargs).fit(np.ones((5, 4)))
+
+
+def test_nan_rejected():
+    X = np.ones((5, 3))
+    X[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        PCA(1, data_norm=1.0).fit(X)
