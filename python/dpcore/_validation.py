@@ -17,6 +17,7 @@ __all__ = [
     "nonnegative",
     "probability",
     "integer",
+    "real_array",
     "finite_array",
     "bounds_pair",
     "size_shape",
@@ -73,8 +74,9 @@ def integer(value, name, *, minimum=None):
     return value
 
 
-def finite_array(value, name, *, dtype=np.float64):
-    """Convert to a float64 ndarray (any shape) and reject non-numeric, NaN and infinite entries."""
+def real_array(value, name):
+    """Convert to an ndarray of real numbers (any shape); reject strings, ragged input, objects
+    and complex values. Values are not checked (see `finite_array`)."""
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a number or an array of numbers, got {type(value).__name__}")
     try:
@@ -85,7 +87,12 @@ def finite_array(value, name, *, dtype=np.float64):
         raise TypeError(f"{name} must contain real numbers, got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must contain real numbers, got complex values")
-    arr = arr.astype(dtype, copy=False)
+    return arr
+
+
+def finite_array(value, name, *, dtype=np.float64):
+    """Convert to a float64 ndarray (any shape) and reject non-numeric, NaN and infinite entries."""
+    arr = real_array(value, name).astype(dtype, copy=False)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must not contain NaN or infinite values")
     return arr

@@ -167,16 +167,7 @@ class ExponentialMechanism:
 
 def _chunk(value, what):
     """A 1-d float64 contiguous array and its maximum (-inf when empty); NaN and +inf rejected."""
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{what} must be an array of real numbers, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"{what} must be an array of real numbers: {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise TypeError(f"{what} must contain real numbers, got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{what} must contain real numbers, got complex values")
+    arr = check.real_array(value, what)
     if arr.ndim != 1:
         raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
