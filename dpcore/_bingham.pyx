@@ -414,10 +414,42 @@ cdef inline double _yv(const double *A, Py_ssize_t d, Py_ssize_t i, int a) noexc
     return A[i + a * d]
 
 
+cdef void _envelope_proposal(bitgen_t *bg, Work *w, Py_ssize_t d, int r, int p) noexcept nogil:
+    """One draw of the ACG envelope into w.x (unnormalised), as set up by _setup.
+
+    y = Omega_q^(-1/2) (eta + Z diag(f) Z^T eta) in the complement's coordinates (x[r:]),
+    x[:r] = 0, then x = H_1 ... H_r x (H_r applied first).
+    """
+    cdef Py_ssize_t q = d - r, i, a
+    cdef double acc
+    for i in range(q):
+        w.z[i] = _normal(bg, w)
+    for a in range(p):
+        acc = 0.0
+        for i in range(q):
+            acc += w.Z[i + a * q] * w.z[i]
+        w.tmp[a] = acc * w.f[a]
+    for i in range(q):
+        acc = w.z[i]
+        for a in range(p):
+            acc += w.Z[i + a * q] * w.tmp[a]
+        w.x[r + i] = acc * w.isq[r + i]
+    for i in range(r):
+        w.x[i] = 0.0
+    for a in range(r - 1, -1, -1):
+        acc = w.x[a]
+        for i in range(a + 1, d):
+            acc += w.A[i + a * d] * w.x[i]
+        acc *= w.tau[a]
+        w.x[a] -= acc
+        for i in range(a + 1, d):
+            w.x[i] -= acc * w.A[i + a * d]
+
+
 cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, double lo,
                       double *guess, double *out, bitgen_t *bg, Work *w) noexcept nogil:
     """Exact draw of a unit x in W^perp with density proportional to exp(x^T diag(lam) x)."""
-    cdef Py_ssize_t i, q = d - r
+    cdef Py_ssize_t i
     cdef int a, p = 0, rc, attempt
     cdef double s, bb, qd = <double>(d - r), logM, acc, nrm, xlx, xox, logr, scale, span
 
@@ -446,30 +478,7 @@ cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, d
 
     while True:
         w.proposals += 1.0
-        # y = Omega_q^(-1/2) (eta + Z diag(f) Z^T eta), stored in x[r:]; x[:r] = 0
-        for i in range(q):
-            w.z[i] = _normal(bg, w)
-        for a in range(p):
-            acc = 0.0
-            for i in range(q):
-                acc += w.Z[i + a * q] * w.z[i]
-            w.tmp[a] = acc * w.f[a]
-        for i in range(q):
-            acc = w.z[i]
-            for a in range(p):
-                acc += w.Z[i + a * q] * w.tmp[a]
-            w.x[r + i] = acc * w.isq[r + i]
-        for i in range(r):
-            w.x[i] = 0.0
-        # x = H_1 ... H_r x  (apply H_r first)
-        for a in range(r - 1, -1, -1):
-            acc = w.x[a]
-            for i in range(a + 1, d):
-                acc += w.A[i + a * d] * w.x[i]
-            acc *= w.tau[a]
-            w.x[a] -= acc
-            for i in range(a + 1, d):
-                w.x[i] -= acc * w.A[i + a * d]
+        _envelope_proposal(bg, w, d, r, p)
         nrm = 0.0
         for i in range(d):
             nrm += w.x[i] * w.x[i]
@@ -722,30 +731,8 @@ def _test_envelope(const double[::1] lam, const double[:, ::1] W, double lo, Py_
         w.dplus[i] = s - lam[i] if s > lam[i] else 0.0
     bb = _solve_b(d, <double>(d - r), &w)
     rc = _setup(&lam[0], d, &W[0, 0], r, s, bb, &p, &w)
-    q = d - r
     for t in range(n):
-        for i in range(q):
-            w.z[i] = _normal(h.bitgen, &w)
-        for a in range(p):
-            acc = 0.0
-            for i in range(q):
-                acc += w.Z[i + a * q] * w.z[i]
-            w.tmp[a] = acc * w.f[a]
-        for i in range(q):
-            acc = w.z[i]
-            for a in range(p):
-                acc += w.Z[i + a * q] * w.tmp[a]
-            w.x[r + i] = acc * w.isq[r + i]
-        for i in range(r):
-            w.x[i] = 0.0
-        for a in range(r - 1, -1, -1):
-            acc = w.x[a]
-            for i in range(a + 1, d):
-                acc += w.A[i + a * d] * w.x[i]
-            acc *= w.tau[a]
-            w.x[a] -= acc
-            for i in range(a + 1, d):
-                w.x[i] -= acc * w.A[i + a * d]
+        _envelope_proposal(h.bitgen, &w, d, r, p)
         for i in range(d):
             out[t, i] = w.x[i]
     _release(&w)
