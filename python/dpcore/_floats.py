@@ -2,6 +2,10 @@
 
 Privacy parameters and noise scales are computed as exact rationals and turned into doubles in
 the safe direction: a noise scale or a reported epsilon is rounded up, a budget share down.
+
+Privacy
+-------
+Pure arithmetic on public parameters: releases nothing, spends no budget.
 """
 from __future__ import annotations
 

@@ -15,6 +15,12 @@ documented relative margins that cover floating-point error in special functions
 * Composition: :func:`advanced_composition` (Dwork-Rothblum-Vadhan).
 * :func:`laplace_scale`.
 
+Privacy
+-------
+Nothing here touches data or draws randomness: the inputs are public parameters (epsilon, delta,
+rho, sensitivities, bounds), so calling these functions releases nothing and spends no budget.
+The guarantees they compute are stated by the mechanisms that use them.
+
 References
 ----------
 .. [Mir12] I. Mironov, "On significance of the least significant bits for differential

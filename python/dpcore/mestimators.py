@@ -238,7 +238,7 @@ def perturbed_histogram(X, *, epsilon, bounds, h=None, bins=None, relation="repl
     --------
     >>> import numpy as np
     >>> from dpcore import mestimators
-    >>> x = np.random.default_rng(0).normal(0.3, 0.1, size=20_000)
+    >>> x = np.random.default_rng(0).normal(0.3, 0.1, size=20_000)  # insecure-ok: example data, not noise
     >>> rel = mestimators.perturbed_histogram(x, epsilon=1.0, bounds=(-1, 1), random_state=1)
     >>> bool(abs(mestimators.median(rel) - 0.3) < 0.02)
     True
@@ -322,7 +322,7 @@ def m_estimate(release, loss, theta0, *, weights="threshold", beta=0.05, method=
     --------
     >>> import numpy as np
     >>> from dpcore import mestimators
-    >>> x = np.random.default_rng(0).normal(0.2, 0.1, size=20_000)
+    >>> x = np.random.default_rng(0).normal(0.2, 0.1, size=20_000)  # insecure-ok: example data, not noise
     >>> rel = mestimators.perturbed_histogram(x, epsilon=1.0, bounds=(-1, 1), random_state=2)
     >>> theta = mestimators.m_estimate(rel, lambda a, t: (a[:, 0] - t[0]) ** 2, [0.0])
     >>> bool(abs(theta[0] - 0.2) < 0.02)

@@ -47,7 +47,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from dpcore.learn._kernel import RandomFourierFeatures
-    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))  # insecure-ok: example data, not noise
     >>> Z = RandomFourierFeatures(gamma=0.5, n_components=50, random_state=0).fit_transform(X)
     >>> Z.shape, bool(np.allclose(np.linalg.norm(Z, axis=1), 1.0))
     ((5, 100), True)

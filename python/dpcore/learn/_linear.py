@@ -9,6 +9,8 @@ made private by output perturbation (CMS 2011, Algorithm 1) or objective perturb
 """
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
+
 import math
 
 import numpy as np
@@ -256,11 +258,12 @@ def _minimise(loss_fn, Z, lam, b, tol, max_iter):
 # ERM classifiers
 # --------------------------------------------------------------------------------------------
 
-class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _loss_name = None
 
-    def _loss(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _loss(self):
+        """The loss of the concrete classifier (logistic or Huber)."""
 
     def _check_params(self):
         epsilon = check.positive(self.epsilon, "epsilon")
@@ -481,7 +484,7 @@ class LogisticRegression(_PrivateERMClassifier):
     --------
     >>> import numpy as np
     >>> from dpcore.learn._linear import LogisticRegression
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
     >>> clf = LogisticRegression(epsilon=1.0, data_norm=3.0, random_state=0).fit(X, y)
     >>> clf.score(X, y) > 0.9
@@ -565,7 +568,7 @@ class LinearSVC(_PrivateERMClassifier):
     --------
     >>> import numpy as np
     >>> from dpcore.learn._linear import LinearSVC
-    >>> rng = np.random.default_rng(1)
+    >>> rng = np.random.default_rng(1)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = np.where(X[:, 0] > 0, "a", "b")
     >>> LinearSVC(epsilon=1.0, data_norm=3.0, random_state=0).fit(X, y).score(X, y) > 0.9
     True
@@ -680,7 +683,7 @@ class LinearRegression(_SharedStateCloneMixin, RegressorMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from dpcore.learn._linear import LinearRegression
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.uniform(-1, 1, size=(20000, 2)); y = np.clip(0.5 * X[:, 0] - 0.3 * X[:, 1], -1, 1)
     >>> reg = LinearRegression(epsilon=1.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0)
     >>> np.round(reg.fit(X, y).coef_, 1)

@@ -73,7 +73,7 @@ class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from dpcore.learn._naive_bayes import GaussianNB
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = np.vstack([rng.normal(-1, 1, (2000, 2)), rng.normal(1, 1, (2000, 2))])
     >>> y = np.repeat([0, 1], 2000)
     >>> nb = GaussianNB(epsilon=1.0, bounds=(-4, 4), random_state=0).fit(X, y)

@@ -134,7 +134,7 @@ class PCA(TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from dpcore.learn import PCA
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.standard_normal((500, 4)) * [3.0, 1.0, 0.5, 0.1]
     >>> pca = PCA(2, epsilon=1.0, data_norm=8.0, random_state=0).fit(X)
     >>> pca.components_.shape

@@ -81,7 +81,7 @@ class PrivateGridSearch(_SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimato
     >>> import dpcore
     >>> from dpcore.learn._linear import LogisticRegression
     >>> from dpcore.learn._search import PrivateGridSearch
-    >>> rng = np.random.default_rng(0)
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(6000, 3)); y = (X[:, 0] - X[:, 2] > 0).astype(int)
     >>> acc = dpcore.Accountant(1.0)
     >>> search = PrivateGridSearch(LogisticRegression(data_norm=4.0),
