@@ -296,6 +296,57 @@ def test_inertia_count_matches_eigenvalues():
         assert _bingham._test_count_above(lam, W, m) == np.sum(mu > m)
 
 
+def _envelope_stat(Y, Sigma):
+    """Largest |z| of the empirical covariance of Gaussian rows Y against Sigma (upper
+    triangle; SE sqrt((S_ii S_jj + S_ij^2) / n) under the hypothesis)."""
+    n = Y.shape[0]
+    est = Y.T @ Y / n
+    iu = np.triu_indices(Sigma.shape[0])
+    se = np.sqrt((np.outer(np.diag(Sigma), np.diag(Sigma)) + Sigma**2)[iu] / n)
+    return np.max(np.abs(est[iu] - Sigma[iu]) / se), iu[0].size
+
+
+@pytest.mark.parametrize("r", [1, 2, 3])
+def test_envelope_proposals_are_the_acg_gaussian_on_the_complement(r):
+    # The envelope's Gaussian must be N(0, N (N^T Omega N)^-1 N^T) on W^perp, including when
+    # Omega has entries below 1 (the Woodbury correction of _setup).
+    rng = np.random.default_rng(r)  # insecure-ok: test inputs
+    d = 7
+    lam = np.array([12.0, 9.0, 5.0, 3.0, 1.0, 0.5, -2.0])
+    W = np.ascontiguousarray(np.linalg.qr(rng.standard_normal((d, r)))[0].T)
+    h = bitgen_handle(check_random_state(10 + r))
+    n = 200_000
+    rc, s, b, omega, Y = _bingham._test_envelope(lam, W, -np.inf, n, h)
+    assert rc == 0
+    assert np.sum(omega < 1.0) >= 1                     # the correction is exercised
+    N = sla.null_space(W)
+    mu1 = np.linalg.eigvalsh(N.T @ np.diag(lam) @ N).max()
+    assert mu1 <= s <= mu1 + 0.25 * max(b, 1.0) + 1e-9
+    assert np.abs(Y @ W.T).max() < 1e-10 * np.abs(Y).max()
+    Sigma = N @ np.linalg.inv(N.T @ np.diag(omega) @ N) @ N.T
+    zc = z_critical(n_checks=d * (d + 1) // 2)
+    z, _ = _envelope_stat(Y, Sigma)
+    assert z < zc
+    # power: the uncorrected covariance (Omega raised to 1 where below) is rejected
+    wrong = N @ np.linalg.inv(N.T @ np.diag(np.maximum(omega, 1.0)) @ N) @ N.T
+    assert _envelope_stat(Y, wrong)[0] > zc
+
+
+def test_positive_count_matches_eigenvalue_signs():
+    rng = np.random.default_rng(5)  # insecure-ok: test inputs
+    cases = [np.array([[0.0, 1.0], [1.0, 0.0]]),             # zero pivot: LAPACK fallback
+             np.array([[1e-20, 1.0], [1.0, 1.0]]),            # tiny pivot: fallback
+             np.array([[1.0, 1e5], [1e5, 1.0]]),              # large multiplier: fallback
+             np.diag([3.0, -1.0, 2.0, -4.0])]
+    for _ in range(200):
+        r = int(rng.integers(1, 7))
+        A = rng.standard_normal((r, r))
+        cases.append(A + A.T)
+    for G in cases:
+        expect = int(np.sum(np.linalg.eigvalsh(G) > 0))
+        assert _bingham._test_positive_count(np.ascontiguousarray(G)) == expect, G
+
+
 def test_kernel_normals():
     h = bitgen_handle(check_random_state(0))
     z = _bingham._test_normals(200_000, h)

@@ -25,7 +25,7 @@ def _spiked(n=2000, d=8, seed=0):
 
 
 def _captured(X, V, norm):
-    Xc = _pca._clip_rows(X, norm)
+    Xc = _pca._scaled_rows(X, norm)
     A = Xc.T @ Xc
     top = np.sort(np.linalg.eigvalsh(A))[::-1][: V.shape[1]].sum()
     return np.trace(V.T @ A @ V) / top
@@ -83,16 +83,20 @@ def test_not_fitted():
         PCA(1, data_norm=1.0).transform(np.zeros((2, 3)))
 
 
-def test_clip_rows():
+def test_scaled_rows_and_second_moment():
     X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
-    C = _pca._clip_rows(X, 1.0)
+    C = _pca._scaled_rows(X, 1.0)
     assert np.allclose(C, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
+    assert np.allclose(_pca._scaled_rows(X, 2.0), [[0.6, 0.8], [0.15, 0.2], [0.0, 0.0]])
+    Y = np.random.default_rng(0).standard_normal((50, 4))  # insecure-ok: test data
+    S = _pca._second_moment(Y)
+    assert np.array_equal(S, S.T) and np.allclose(S, Y.T @ Y)
 
 
 def test_explained_variance_close_at_large_epsilon():
     X = _spiked(n=5000)
     pca = PCA(2, epsilon=200.0, data_norm=12.0, random_state=2).fit(X)
-    Xc = _pca._clip_rows(X, 12.0)
+    Xc = _pca._scaled_rows(X, 12.0) * 12.0
     exact = np.einsum("ij,ij->j", Xc @ pca.components_.T, Xc @ pca.components_.T) / len(X)
     assert np.allclose(pca.explained_variance_, exact, rtol=0.05)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from dpcore import _bingham
@@ -25,11 +26,17 @@ _SAMPLERS = ("gibbs", "deflation")
 _SUM_SLACK = 1.0 + 2.0**-12
 
 
-def _clip_rows(X, norm):
-    """Scale every row with Euclidean norm above ``norm`` down to ``norm``."""
-    norms = np.linalg.norm(X, axis=1)
-    factor = np.minimum(1.0, norm / np.maximum(norms, np.finfo(float).tiny))
-    return X * factor[:, None]
+def _scaled_rows(X, norm):
+    """X / norm with every row of norm above ``norm`` first scaled down to it: rows of norm <= 1
+    (to rounding)."""
+    sq = np.einsum("ij,ij->i", X, X)
+    return X * (1.0 / np.maximum(norm, np.sqrt(sq)))[:, None]
+
+
+def _second_moment(Xs):
+    """Xs^T Xs (symmetric), by BLAS syrk: half the flops of a general product."""
+    upper = dsyrk(1.0, Xs.T, trans=0)       # Xs.T is Fortran-ordered when Xs is C-ordered
+    return np.triu(upper) + np.triu(upper, 1).T
 
 
 class PCA(TransformerMixin, BaseEstimator):
@@ -208,9 +215,8 @@ class PCA(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit the private components on X (n_samples, n_features); y is ignored."""
         X, n, d, k, eps, delta, norm, share, mean = self._validate(X)
-        Xc = _clip_rows(X - mean, norm) / norm           # rows of norm <= 1
-        S = Xc.T @ Xc                                     # second moment, scale-free
-        S = 0.5 * (S + S.T)
+        Xc = _scaled_rows(X if self.mean is None else X - mean, norm)   # rows of norm <= 1
+        S = _second_moment(Xc)
         rng = check_random_state(self.random_state)
         if self.accountant is not None:
             label = f"PCA/{self.method}"
@@ -220,7 +226,7 @@ class PCA(TransformerMixin, BaseEstimator):
                 self.accountant.charge(epsilon=eps, label=label)
         self.trace_ = np.empty(0)
         if self.method == "ppca":
-            V, var = self._fit_ppca(Xc, S, n, d, k, eps, share, rng)
+            V, var = self._fit_ppca(S, n, d, k, eps, share, rng)
         elif self.method == "sulq":
             V, var = self._fit_sulq(S, n, d, k, eps, delta, rng)
         else:
@@ -231,7 +237,7 @@ class PCA(TransformerMixin, BaseEstimator):
         self.n_components_ = k
         return self
 
-    def _fit_ppca(self, Xc, S, n, d, k, eps, share, rng):
+    def _fit_ppca(self, S, n, d, k, eps, share, rng):
         eps_c = eps * (1.0 - share)
         if self.sampler == "gibbs":
             V, trace = bingham((eps_c / 2.0) * S, k, n_sweeps=self.n_sweeps, random_state=rng,
@@ -245,7 +251,7 @@ class PCA(TransformerMixin, BaseEstimator):
             _bingham.sequential(lam, Vt, 0, bitgen_handle(rng), np.zeros(3))
             V = U @ Vt.T
         if share > 0:
-            values = np.einsum("ij,ij->j", Xc @ V, Xc @ V) / n
+            values = np.einsum("ij,ij->j", V, S @ V) / n          # |Xc v_j|^2 / n
             sens = _SUM_SLACK * 2.0 / n
             # grid: 2**-30 of the noise scale, but no finer than 2**-60 (values are <= 1)
             grid = 2.0 ** max(math.floor(math.log2(sens / (share * eps))) - 30, -60)
