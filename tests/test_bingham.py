@@ -202,7 +202,6 @@ def test_kernel_chain_agrees_with_naive_numpy_chain():
     for t in range(n):
         V = _reference_sweep(V, A, rng)
         P_naive[t] = V @ V.T
-    _, V_k = None, None
     lam, U = np.linalg.eigh(A)
     lam, U = np.ascontiguousarray(lam[::-1]), U[:, ::-1]
     P_kernel = np.einsum("ij,njk,lk->nil", U, _chain_projections(lam, n, seed=33, k=k), U)
