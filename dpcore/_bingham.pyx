@@ -31,8 +31,8 @@ bordered matrix [[L - mu, W^T], [W, 0]]); the signs come from an unpivoted L D L
 matrix (Sylvester's law of inertia), or from LAPACK's eigenvalues when a pivot is tiny.
 
 For k = 1 (r = 0) the draw is exactly the Kent-Ganeiber-Mardia sampler with the optimal b.
-"Exact" means: exact in real arithmetic; proposals use standard normals (Marsaglia's polar method
-on 53-bit uniforms) and the acceptance test a full-precision uniform U* in double precision, so
+"Exact" means: exact in real arithmetic; proposals use standard normals (a ziggurat on 53-bit
+uniforms) and the acceptance test a full-precision uniform U* in double precision, so
 the law is the target's up to floating-point rounding (a continuous mechanism; ALGORITHMS 2.6
 applies). The bound needs s >= mu_1: the inertia count runs in floating point, so s carries a
 margin of 1e-12 of the spread of lam, and any acceptance ratio above 1 (a violated bound) is
@@ -45,7 +45,7 @@ Draws happen under the generator's lock; a seed reproduces the output.
 """
 import numpy as np
 
-from libc.math cimport log, sqrt, fabs, INFINITY
+from libc.math cimport exp, log, sqrt, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport uint64_t
 
@@ -90,8 +90,6 @@ cdef struct Work:
     # the other columns, r x d row-major (gibbs copies them here)
     double *W
     dpc_words src       # the generator's words (set under its lock by _bind)
-    int has_normal
-    double normal
     double proposals
     double accepts
     double bound_violations
@@ -102,22 +100,89 @@ cdef inline double _uniform53(Work *w) noexcept nogil:
     return (dpc_words_next(&w.src) >> 11) * (1.0 / 9007199254740992.0)
 
 
-cdef inline double _normal(bitgen_t *bg, Work *w) noexcept nogil:
-    """Standard normal, Marsaglia's polar method (two per accepted pair)."""
-    cdef double u1, u2, s2, f
-    if w.has_normal:
-        w.has_normal = 0
-        return w.normal
-    while True:
-        u1 = 2.0 * _uniform53(w) - 1.0
-        u2 = 2.0 * _uniform53(w) - 1.0
-        s2 = u1 * u1 + u2 * u2
-        if s2 < 1.0 and s2 > 0.0:
+# Ziggurat for the standard normal (Marsaglia-Tsang; the layer from its own bits). With
+# f(x) = exp(-x^2 / 2), layers 1..ZN-1 are the rectangles [0, ZX[i]] x [f(ZX[i]), f(ZX[i+1])] and
+# layer 0 the base strip of width ZX[0] = v / f(r) over [0, f(r)] (its part beyond r = ZX[1] is
+# the tail), all of area v. A point uniform in a uniformly chosen layer and under f is accepted,
+# which gives |z| the half-normal law exactly in real arithmetic; the tables are computed at
+# import with r found by bisection so that the top layer closes (x_ZN = 0) to rounding.
+cdef enum:
+    ZN = 256
+cdef double ZX[ZN + 1]
+cdef double ZF[ZN + 1]
+
+
+def _ziggurat_tables():
+    import math
+    def layers(r):
+        fr = math.exp(-0.5 * r * r)
+        v = r * fr + math.sqrt(math.pi / 2.0) * math.erfc(r / math.sqrt(2.0))
+        x = [v / fr, r]
+        last = r
+        for _ in range(ZN - 2):
+            y = v / last + math.exp(-0.5 * last * last)
+            if y >= 1.0:
+                return None, x
+            last = math.sqrt(-2.0 * math.log(y))
+            x.append(last)
+        return v / last + math.exp(-0.5 * last * last) - 1.0, x
+    lo, hi = 3.0, 4.5                   # closure > 0 or undefined at lo, < 0 at hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        gap, _x = layers(mid)
+        if gap is None or gap > 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 4e-16 * hi:
             break
-    f = sqrt(-2.0 * log(s2) / s2)
-    w.normal = u2 * f
-    w.has_normal = 1
-    return u1 * f
+    gap, x = layers(hi)
+    x.append(0.0)
+    return x
+
+
+def _init_ziggurat():
+    x = _ziggurat_tables()
+    import math
+    for i in range(ZN + 1):
+        ZX[i] = x[i]
+        ZF[i] = math.exp(-0.5 * x[i] * x[i])
+
+
+_init_ziggurat()
+
+
+cdef double _normal_tail(Work *w) noexcept nogil:
+    """|z| conditioned on |z| > r (Marsaglia's tail method), r = ZX[1]."""
+    cdef double a, b, r = ZX[1]
+    while True:
+        # uniforms in (0, 1]
+        a = -log(((dpc_words_next(&w.src) >> 11) + 1) * (1.0 / 9007199254740992.0)) / r
+        b = -log(((dpc_words_next(&w.src) >> 11) + 1) * (1.0 / 9007199254740992.0))
+        if b + b > a * a:
+            return r + a
+
+
+cdef inline double _normal(bitgen_t *bg, Work *w) noexcept nogil:
+    """Standard normal by the ziggurat: one 64-bit word in the common case (layer: 8 bits,
+    sign: 1 bit, the uniform: the top 53 bits)."""
+    cdef uint64_t word
+    cdef int i
+    cdef double u, z, y
+    while True:
+        word = dpc_words_next(&w.src)
+        i = <int>(word & 0xFF)
+        u = (word >> 11) * (1.0 / 9007199254740992.0)
+        z = u * ZX[i]
+        if z < ZX[i + 1]:
+            pass
+        elif i == 0:
+            z = _normal_tail(w)
+        else:
+            y = ZF[i] + _uniform53(w) * (ZF[i + 1] - ZF[i])
+            if not y < exp(-0.5 * z * z):
+                continue
+        return -z if (word >> 8) & 1 else z
 
 
 cdef inline double _dot(const double *a, const double *b, Py_ssize_t n) noexcept nogil:
@@ -541,7 +606,6 @@ cdef int _alloc(Work *w, Py_ssize_t d, int rmax) noexcept nogil:
     w.evals = w.sdelta + rr
     w.lwork = w.evals + rr
     w.m = 0
-    w.has_normal = 0
     w.proposals = 0.0
     w.accepts = 0.0
     w.bound_violations = 0.0
@@ -709,7 +773,6 @@ def _test_normals(Py_ssize_t n, BitgenHandle h):
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] o = out
     cdef Py_ssize_t i
-    w.has_normal = 0
     with h.lock, nogil:
         random_words(&w.src, h.bitgen)
         for i in range(n):

@@ -6,7 +6,7 @@ import pytest
 from scipy import linalg as sla
 from scipy import special
 
-from _gof import z_critical
+from _gof import ALPHA, chisquare_pvalue, z_critical
 
 from dpcore import _bingham
 from dpcore._random import bitgen_handle
@@ -346,11 +346,25 @@ def test_positive_count_matches_eigenvalue_signs():
         assert _bingham._test_positive_count(np.ascontiguousarray(G)) == expect, G
 
 
-def test_kernel_normals():
-    h = bitgen_handle(check_random_state(0))
-    z = _bingham._test_normals(200_000, h)
+def _normal_bins_pvalue(z, edges):
     from scipy import stats
-    assert stats.kstest(z, "norm").pvalue > 1e-4
+    cdf = stats.norm.cdf(np.concatenate([[-np.inf], edges, [np.inf]]))
+    counts = np.bincount(np.searchsorted(edges, z), minlength=edges.size + 1)
+    return chisquare_pvalue(counts, np.diff(cdf))
+
+
+def test_kernel_normals():
+    # the ziggurat: bins through every layer boundary region and both tails (beyond r = 3.654,
+    # where the tail sampler takes over), plus the tables' closure
+    x = np.array(_bingham._ziggurat_tables())
+    assert x.size == 257 and x[-1] == 0.0 and np.all(np.diff(x[1:]) < 0)
+    assert abs(x[1] - 3.6541528853610088) < 1e-12          # Marsaglia-Tsang's r for 256 layers
+    h = bitgen_handle(check_random_state(0))
+    z = _bingham._test_normals(2_000_000, h)
+    edges = np.concatenate([np.linspace(-4.5, 4.5, 181), [-3.6541528853610088, 3.6541528853610088]])
+    edges = np.sort(edges)
+    assert _normal_bins_pvalue(z, edges) > ALPHA
+    assert _normal_bins_pvalue(z * 1.005, edges) < ALPHA   # power: 0.5% too wide is rejected
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
