@@ -174,7 +174,31 @@ def test_sulq_and_power_calibration(monkeypatch):
     assert len(calls) == 5
     rho = dpcore.calibration.zcdp_rho_for(1.0, 1e-6)
     assert sum(c["rho"] for c in calls) == pytest.approx(rho)
-    assert all(c["sensitivity"] == pytest.approx(2.0, rel=1e-3) for c in calls)
+    assert all(c["sensitivity"] == pytest.approx(math.sqrt(2.0), rel=1e-3) for c in calls)
+
+
+def test_power_sensitivity_bound_is_tight():
+    # max over rows x, x' (norm <= 1) and orthonormal Y of |x x^T Y - x' x'^T Y|_F: the bound
+    # sqrt(2) must hold for random and locally optimised rows, and be attained
+    from scipy.optimize import minimize
+    rng = np.random.default_rng(7)  # insecure-ok: test inputs
+    d, k = 5, 2
+    Y = np.linalg.qr(rng.standard_normal((d, k)))[0]
+
+    def change(z):
+        x, xp = z[:d], z[d:]
+        x, xp = x / max(1.0, np.linalg.norm(x)), xp / max(1.0, np.linalg.norm(xp))
+        return np.linalg.norm(np.outer(x, x @ Y) - np.outer(xp, xp @ Y))
+
+    best = 0.0
+    for _ in range(40):
+        res = minimize(lambda z: -change(z), rng.standard_normal(2 * d), method="Nelder-Mead",
+                       options=dict(maxiter=4000, xatol=1e-10, fatol=1e-12))
+        best = max(best, change(res.x))
+    assert best <= _pca._POWER_SENSITIVITY * (1 + 1e-12)
+    assert best > _pca._POWER_SENSITIVITY * (1 - 1e-4)
+    attained = change(np.concatenate([Y[:, 0], Y[:, 1]]))      # orthogonal rows in span(Y)
+    assert attained == pytest.approx(math.sqrt(2.0), rel=1e-12)
 
 
 def test_accountant_charged_before_release():

@@ -24,6 +24,12 @@ _SAMPLERS = ("gibbs", "deflation")
 # terms of size <= 1 is within n * 2**-52 * n of the real one; we inflate sensitivities by this
 # relative factor, ample for n <= 10**6 rows.
 _SUM_SLACK = 1.0 + 2.0**-12
+# Frobenius sensitivity of A Y (A = sum of x x^T over rows of norm <= 1, Y with orthonormal
+# columns) under replace-one. With u = Y^T x, p = x - Y u (and u', p' for x'), the squared change
+# |x u^T - x' u'^T|^2 = |x|^2 |u|^2 + |x'|^2 |u'|^2 - 2 (u.u' + p.p')(u.u') is at most
+# a^2 + b^2 - 2 c^2 + 2 c sqrt((1 - a^2)(1 - b^2)) with a = |u|, b = |u'|, c = |u.u'|, whose
+# maximum over c is (1 + a^2)(1 + b^2) / 2 <= 2; two orthogonal unit rows in span(Y) attain it.
+_POWER_SENSITIVITY = math.sqrt(2.0)
 
 
 def _scaled_rows(X, norm):
@@ -122,8 +128,8 @@ class PCA(TransformerMixin, BaseEstimator):
       replace-one) gets exact discrete Gaussian noise calibrated by `dpcore.gaussian`; the
       components and variances are post-processing.
     * "power": (epsilon, delta)-DP. Each of the ``n_iter`` iterations releases A Y + G with
-      A = X^T X / L^2 and orthonormal Y; replacing a row moves A Y by at most 2 in Frobenius
-      norm, so each release gets exact discrete Gaussian noise for rho / n_iter-zCDP, where rho
+      A = X^T X / L^2 and orthonormal Y; replacing a row moves A Y by at most sqrt(2) in
+      Frobenius norm (attained for k >= 2; the proof is at ``_POWER_SENSITIVITY``), so each release gets exact discrete Gaussian noise for rho / n_iter-zCDP, where rho
       is the largest zCDP level whose tight conversion is (epsilon, delta)-DP; zCDP composition.
 
     Clipping biases the components towards rows of small norm; choose L from domain knowledge.
@@ -279,7 +285,8 @@ class PCA(TransformerMixin, BaseEstimator):
         Y = _uniform_frame(rng, d, k)
         Z = None
         for _ in range(T):
-            Z = gaussian(S @ Y, sensitivity=_SUM_SLACK * 2.0, rho=rho, random_state=rng)
+            Z = gaussian(S @ Y, sensitivity=_SUM_SLACK * _POWER_SENSITIVITY, rho=rho,
+                         random_state=rng)
             Z = np.asarray(Z, dtype=float).reshape(d, k)
             Y_prev = Y
             Q, R = np.linalg.qr(Z)
