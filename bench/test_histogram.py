@@ -7,6 +7,8 @@ about 10**4 or 10**6 cells (d in 1, 2, 3, 5), reported per point. Contenders:
 * ``numpy-bincount`` (role naive): the floor / ``ravel_multi_index`` / ``bincount`` approach.
 * ``dpcore-count``: the kernel's counting pass alone, as the library runs it (``_BinGrid``;
   validation of the grid excluded, the data already C-contiguous).
+* ``dpcore-count-scalar``: the same pass forced onto the portable scalar loop (what a CPU
+  without AVX2 runs; ``_histogram._simd_level(-1)``), for comparison; no target.
 * ``dpcore-histogramdd``: the whole release :func:`dpcore.stats.histogramdd` (validation,
   counting, exact discrete Laplace noise on every cell).
 * ``diffprivlib-histogramdd`` (peer, 10**4-cell grids only: its per-cell noise is a Python
@@ -138,6 +140,32 @@ def test_dpcore_count(benchmark, size, d, bins):
     if size <= 10**6:
         np.testing.assert_array_equal(counts, np.histogramdd(x, bins=bins,
                                                              range=[(0.0, 1.0)] * d)[0])
+
+
+@pytest.mark.parametrize("size", [N_POINTS], indirect=True)
+@pytest.mark.parametrize("d,bins", CONFIGS)
+def test_dpcore_count_scalar(benchmark, size, d, bins):
+    dpcore_api()
+    from dpcore import _histogram, stats
+
+    x = points(size, d)
+    grid = stats._BinGrid.make(bins, [(0.0, 1.0)] * d, d)
+    grid.kernel_args  # noqa: B018
+
+    def run():
+        counts = np.zeros(grid.size, dtype=np.int64)
+        grid.count_into(x, counts, False)
+        return counts.reshape(grid.shape)
+
+    record(benchmark, n=size, contender="dpcore-count-scalar", role=DPCORE,
+           group=group_of(d, bins))
+    saved = _histogram._simd_level()
+    _histogram._simd_level(-1)
+    try:
+        counts = benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
+    finally:
+        _histogram._simd_level(saved)
+    np.testing.assert_array_equal(counts, kernel_reference(x, bins))
 
 
 @pytest.mark.parametrize("size", [N_POINTS], indirect=True)

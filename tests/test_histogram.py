@@ -48,13 +48,28 @@ def kernel_counts(sample, grid, clip=False):
     return counts.reshape(grid.shape)
 
 
+#: counting paths of the kernel: -1 the scalar axis-by-axis loop, 0 the portable block path,
+#: 1 the AVX2 block path (runs as 0 on a CPU without AVX2)
+LEVELS = [-1, 0, 1]
+
+
+@pytest.fixture(params=LEVELS, ids=lambda v: f"level{v}")
+def level(request):
+    """Run the test with the kernel's counting path forced to one level, then restore it."""
+    saved = _histogram._simd_level()
+    got = _histogram._simd_level(request.param)
+    assert got == request.param or (request.param == 1 and got == 0)
+    yield got
+    _histogram._simd_level(saved)
+
+
 # ------------------------------------------------------------------------------------------------
 # counting
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("d,bins", [(1, 10), (1, 1000), (2, 7), (3, 13), (5, 4)])
-def test_counts_equal_numpy_histogramdd(d, bins, dtype):
+def test_counts_equal_numpy_histogramdd(d, bins, dtype, level):
     lo, hi = -0.3, 0.7  # edges that are not exact binary fractions
     x = tricky_sample(20_000, d, bins, lo, hi, seed=d * 1000 + bins, dtype=dtype)
     grid = stats._BinGrid.make(bins, [(lo, hi)] * d, d)
@@ -66,7 +81,7 @@ def test_counts_equal_numpy_histogramdd(d, bins, dtype):
     assert got.sum() < x.shape[0]  # points just outside were dropped
 
 
-def test_upper_bound_and_edges_land_as_in_numpy():
+def test_upper_bound_and_edges_land_as_in_numpy(level):
     lo, hi, bins = 0.1, 0.3, 10  # 0.1 + k * 0.02 is not exact in binary
     edges = np.linspace(lo, hi, bins + 1)
     x = np.concatenate([edges, [hi, hi, lo]])[:, None]
@@ -77,7 +92,7 @@ def test_upper_bound_and_edges_land_as_in_numpy():
     assert got[-1] == 4  # the last edge counted in the last (closed) cell, three times hi
 
 
-def test_explicit_and_mixed_edges():
+def test_explicit_and_mixed_edges(level):
     g = np.random.default_rng(3)
     e0 = np.array([0.0, 0.1, 0.5, 0.55, 1.0])
     x = np.column_stack([g.uniform(-0.1, 1.1, 5000), g.uniform(0, 2, 5000)])
@@ -87,7 +102,7 @@ def test_explicit_and_mixed_edges():
     np.testing.assert_array_equal(kernel_counts(x, grid), ref)
 
 
-def test_clip_counts_the_clipped_points():
+def test_clip_counts_the_clipped_points(level):
     g = np.random.default_rng(4)
     x = g.normal(0.5, 0.6, size=(10_000, 2))
     lo, hi = 0.0, 1.0
@@ -98,7 +113,7 @@ def test_clip_counts_the_clipped_points():
     assert got.sum() == x.shape[0]
 
 
-def test_chunked_counting_equals_one_shot():
+def test_chunked_counting_equals_one_shot(level):
     x = tricky_sample(30_001, 3, 9, 0.0, 1.0, seed=5)
     grid = stats._BinGrid.make(9, [(0.0, 1.0)] * 3, 3)
     one = kernel_counts(x, grid)
@@ -108,7 +123,7 @@ def test_chunked_counting_equals_one_shot():
     np.testing.assert_array_equal(acc.reshape(grid.shape), one)
 
 
-def test_kernel_reports_dropped_and_nonfinite_rows():
+def test_kernel_reports_dropped_and_nonfinite_rows(level):
     grid = stats._BinGrid.make(4, [(0.0, 1.0)] * 2, 2)
     x = np.array([[0.5, 0.5], [2.0, 0.5], [np.nan, 2.0], [0.5, np.inf], [-np.inf, 0.1]])
     counts = np.zeros(grid.size, dtype=np.int64)
@@ -268,7 +283,7 @@ def test_accountant_charged_before_drawing():
     assert len(acc.history) == 1
 
 
-def test_all_three_edge_modes_agree_with_numpy_on_random_ranges():
+def test_all_three_edge_modes_agree_with_numpy_on_random_ranges(level):
     """Computed edges (mode 2), loaded linspace edges (mode 1) and binary search (mode 0) give
     numpy's cells on random ranges and bin counts, with points on, just below and just above
     every edge."""
@@ -288,7 +303,7 @@ def test_all_three_edge_modes_agree_with_numpy_on_random_ranges():
     assert 2 in seen
 
 
-def test_fast_path_margin_near_edges():
+def test_fast_path_margin_near_edges(level):
     """Points 1 to 4096 ulps either side of every edge, on ranges far from zero (where the
     fast path's margin matters most): the cells are numpy's, with and without the fast path."""
     for lo, hi, bins in [(1e6, 1e6 + 1, 1000), (-7.3, 12.9, 777), (0.0, 1.0, 100_000),
@@ -314,3 +329,122 @@ def test_fast_path_margin_near_edges():
         counts = np.zeros(grid.size, dtype=np.int64)
         _histogram.count_into(x, *args, False, counts)
         np.testing.assert_array_equal(counts, ref)
+
+
+# ------------------------------------------------------------------------------------------------
+# the block (vector) path against numpy, every dimension it serves, awkward values
+
+
+def nasty_values(lo, hi, bins):
+    """Values that stress the fast path's tests: on and next to lo, hi and an inner edge, far
+    outside, signed zeros, subnormals, infinities and NaN."""
+    e = np.linspace(lo, hi, bins + 1)
+    inner = e[bins // 2]
+    base = [lo, hi, inner, 0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e-300, 1e300, -1e300,
+            np.inf, -np.inf, np.nan, lo - (hi - lo), hi + (hi - lo)]
+    near = [f(v, s) for v in (lo, hi, inner) for s in (-np.inf, np.inf) for f in (np.nextafter,)]
+    return np.array(base + near)
+
+
+def searchsorted_counts(x, bins, ranges):
+    """numpy.histogramdd's rule axis by axis (bin = searchsorted(edges, x, 'right') - 1, the
+    last edge in the last bin, outside dropped) for grids too large for histogramdd's
+    (bins + 2)**d intermediate array."""
+    shape = tuple(bins)
+    flat = np.zeros(x.shape[0], dtype=np.int64)
+    keep = np.ones(x.shape[0], dtype=bool)
+    for k, (b, (lo, hi)) in enumerate(zip(bins, ranges)):
+        e = np.linspace(lo, hi, b + 1)
+        idx = np.searchsorted(e, x[:, k], side="right") - 1
+        idx[x[:, k] == e[-1]] = b - 1
+        keep &= (idx >= 0) & (idx < b)
+        flat = flat * b + np.clip(idx, 0, b - 1)
+    return np.bincount(flat[keep], minlength=math.prod(shape)).reshape(shape)
+
+
+def reference_counts(x, bins, ranges, clip):
+    """numpy's counts of the rows without NaN/inf (clipped first with ``clip``); returns
+    (counts, rows not counted, rows with NaN/inf)."""
+    finite = np.isfinite(x).all(axis=1)
+    xf = x[finite].astype(np.float64)
+    lo = np.array([r[0] for r in ranges])
+    hi = np.array([r[1] for r in ranges])
+    if clip:
+        xf = np.clip(xf, lo, hi)
+    if len(bins) <= 8:
+        counts = np.histogramdd(xf, bins=bins, range=ranges)[0].astype(np.int64)
+        np.testing.assert_array_equal(searchsorted_counts(xf, bins, ranges), counts)
+    else:
+        counts = searchsorted_counts(xf, bins, ranges)
+    inside = ((xf >= lo) & (xf <= hi)).all(axis=1)
+    return counts, int(x.shape[0] - inside.sum()), int((~finite).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("clip", [False, True])
+def test_block_path_every_dimension_and_tail(dtype, clip, level):
+    """d = 1..17 (the block path serves d <= 16, 17 goes axis by axis), row counts that are not
+    multiples of 4 (the tail rows), random ranges, points on and next to edges, nasty values in
+    random places, small and prefetched grids: counts, dropped and non-finite rows as numpy."""
+    g = np.random.default_rng(11)
+    saved_prefetch = 1 << 17
+    try:
+        for d in range(1, 18):
+            for n in (1, 3, 4, 7, 517 + d):
+                bins = [int(b) for b in g.integers(1, 8 if d < 6 else 3, size=d)]
+                ranges = [(float(lo), float(lo) + float(w)) for lo, w in
+                          zip(g.normal(0, 10, size=d), g.choice([1e-3, 0.7, 3.0, 1e3], size=d))]
+                x = np.column_stack([g.uniform(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), n)
+                                     for lo, hi in ranges])
+                for k, ((lo, hi), b) in enumerate(zip(ranges, bins)):
+                    vals = np.concatenate([np.linspace(lo, hi, b + 1), nasty_values(lo, hi, b)])
+                    rows = g.integers(0, n, size=min(n, vals.size))
+                    x[rows, k] = g.choice(vals, size=rows.size)
+                with np.errstate(over="ignore"):  # 1e300 as float32 is inf: fine here
+                    x = x.astype(dtype)
+                grid = stats._BinGrid.make(bins, ranges, d)
+                assert grid.uniform.min() >= 1
+                ref, not_counted, nonfinite = reference_counts(x, bins, ranges, clip)
+                for prefetch in (1 << 17, 0):  # prefetch off (small grid) and forced on
+                    _histogram._set_prefetch_cells(prefetch)
+                    counts = np.zeros(grid.size, dtype=np.int64)
+                    got = _histogram.count_into(x, *grid.kernel_args, clip, counts)
+                    np.testing.assert_array_equal(counts.reshape(grid.shape), ref,
+                                                  err_msg=f"d={d} n={n} prefetch={prefetch}")
+                    assert got == (not_counted, nonfinite)
+    finally:
+        _histogram._set_prefetch_cells(saved_prefetch)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_block_path_large_uniform_sample(dtype, level):
+    """Many points exactly on and next to the edges of a 3-d grid with ranges far from zero
+    (the margin is widest there), mixed into uniform points: numpy's counts exactly."""
+    ranges = [(1e5, 1e5 + 3.0), (-7.3, 12.9), (-1e-3, -1e-3 + 3e-9)]
+    bins = [300, 77, 10]
+    g = np.random.default_rng(12)
+    n = 60_001
+    x = np.column_stack([g.uniform(lo, hi, n) for lo, hi in ranges])
+    for k, ((lo, hi), b) in enumerate(zip(ranges, bins)):
+        e = np.linspace(lo, hi, b + 1)
+        vals = np.concatenate([e, np.nextafter(e, -np.inf), np.nextafter(e, np.inf),
+                               e - 3 * np.spacing(e), e + 3 * np.spacing(e)])
+        rows = g.integers(0, n, size=vals.size)
+        x[rows, k] = vals
+    x = x.astype(dtype)
+    grid = stats._BinGrid.make(bins, ranges, 3)
+    ref, not_counted, _ = reference_counts(x, bins, ranges, False)
+    counts = np.zeros(grid.size, dtype=np.int64)
+    assert _histogram.count_into(x, *grid.kernel_args, False, counts) == (not_counted, 0)
+    np.testing.assert_array_equal(counts.reshape(grid.shape), ref)
+
+
+def test_simd_level_hook():
+    saved = _histogram._simd_level()
+    try:
+        assert _histogram._simd_level(-1) == -1
+        assert _histogram._simd_level(0) == 0
+        assert _histogram._simd_level(1) in (0, 1)
+    finally:
+        _histogram._simd_level(saved)
+    assert _histogram._simd_level() == saved
