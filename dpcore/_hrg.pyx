@@ -2,31 +2,187 @@
 """Hierarchical random graph kernel: dendrogram state, MCMC moves, incremental log-likelihood.
 
 The state (ALGORITHMS 4.4) lives in flat C arrays over 2n - 1 node ids (leaves 0..n-1, internal
-nodes n..2n-2): parent and two child pointers, and per node the number of leaves, the volume (sum of
-the leaves' degrees), the edge count E_r and the cached profile log-likelihood ell(E_r, N_r). The
-graph is held in CSR form (incident edge ids per vertex), and every edge carries the id of its lowest
-common ancestor, the one internal node whose E counts it.
+nodes n..2n-2): one 32-byte record per node (parent, two children, number of leaves, edge count
+E_r, volume = sum of the leaves' degrees, cached profile log-likelihood ell(E_r, N_r)), so that a
+move touches one cache line per node. The graph is held as incidence slots (edge ids per vertex,
+vertex u owning slots [sb[u], se[u])), every slot carrying the id of its edge's lowest common
+ancestor (the one internal node whose E counts it) and the slot of the same edge at the other end.
 
 A move (Clauset-Moore-Newman 2008) picks a non-root internal node r uniformly, with parent s, children
 a, b and sibling c, and proposes ((k, c), m) for {k, m} = {a, b} chosen by a fair bit. The only count
-not stored is E_kc; it is obtained by walking the leaves of whichever of k and m is cheaper and
-counting incident edges labelled s, so a move costs the smaller subtree, not O(n). An accepted move
+not stored is E_kc. When E_s = 0 it is 0 and nothing needs relabelling (no walk at all; this is
+the common case low in the tree). Otherwise it is obtained by scanning the slots of whichever of k
+and m is cheaper for labels s, so a move costs the smaller subtree, not O(n). An accepted move
 relabels the same edges (option A or B of ALGORITHMS 4.4), so the labels stay exact.
 
+Memory layout (no effect on the chain's law): _relayout renumbers the internal nodes in pre-order
+and lays the slots out in the tree's leaf order, so that right after it every subtree's slots are
+one contiguous range [slo, shi). A move changes the leaf sets of r and s only; the top node keeps
+the old leaf set of s (hence its range) and the inner node's range is the union of its children's
+when they are adjacent, else it is marked absent (-1); every other node keeps its range. A scan
+then reads whole ranges with a vectorised label comparison (AVX2 when available; positions
+compressed without branches), descending only into nodes without a range. _relayout runs from
+random_tree and after every RELAYOUT_PER_NODE * n accepted moves (O(n + m), amortised O(1)).
+Node draws are made three steps ahead so the nodes a step will touch can be prefetched.
+
 All randomness comes from the generator passed in (dpcore's ChaCha20 by default), read under its
-lock without the GIL. Node choice is exact (rejection); the Metropolis test uses a 53-bit uniform
-(P(accept) is exp(T delta) rounded up to a multiple of 2**-53).
+lock without the GIL. Node choice is exact (rejection). The Metropolis test compares a 53-bit
+uniform U with exp(T delta) (so P(accept) is exp(T delta) rounded up to a multiple of 2**-53):
+the high 31 bits of U are unused bits of the node-choice word and the low 22 bits are read from
+the generator only when the high part leaves the comparison undecided; exp is skipped when
+T delta < -21.5 and the high part is nonzero (then the outcome is a rejection either way).
 """
 import numpy as np
 
 from libc.math cimport log, log1p, exp
-from libc.stdint cimport int8_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from dpcore._random cimport BitgenHandle, bitgen_handle, dpc_words, random_words, dpc_words_next
 
+cdef extern from * nogil:
+    """
+    /* ---- slot scan of the _hrg kernel: positions t in [lo, hi) with lab[t] == s (into bufs)
+     * and, if want_r, with lab[t] == r (into bufr); s != r. Matches are a small minority of the
+     * slots, so the scalar loop branches (predicted not taken) and the AVX2 loop tests 8 labels
+     * per compare and only then extracts positions. Both give the same positions in the same
+     * order. */
+    #include <stdint.h>
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    #include <immintrin.h>
+    #define HRG_HAVE_AVX2 1
+    #endif
+
+    static void hrg_scan_scalar(const int32_t *lab, int32_t lo, int32_t hi, int32_t s,
+                                       int32_t r, int want_r, int32_t *bufs, int *cs,
+                                       int32_t *bufr, int *cr)
+    {
+        int a = *cs, b = *cr;
+        int32_t t;
+        for (t = lo; t < hi; t++) {
+            int32_t l = lab[t];
+            if (l == s) bufs[a++] = t;
+            else if (want_r && l == r) bufr[b++] = t;
+        }
+        *cs = a;
+        *cr = b;
+    }
+
+    #ifdef HRG_HAVE_AVX2
+    /* HRG_COMPRESS[mask]: the lanes set in mask, in order, first (a permutation for
+       _mm256_permutevar8x32_epi32), so matching positions are stored without branches. */
+    static int32_t HRG_COMPRESS[256][8];
+    static int hrg_avx2_ok = 0;
+
+    /* Eight labels per step; lanes at or past hi are masked off. Reads lab[t..t+7] and writes
+       bufs[a..a+7], bufr[b..b+7] past the last match: the caller pads lab and both buffers with
+       8 spare entries. */
+    __attribute__((target("avx2,popcnt"))) static void hrg_scan_avx2(
+        const int32_t *lab, int32_t lo, int32_t hi, int32_t s, int32_t r, int want_r,
+        int32_t *bufs, int *cs, int32_t *bufr, int *cr)
+    {
+        int a = *cs, b = *cr;
+        int32_t t;
+        const __m256i vs = _mm256_set1_epi32(s), vr = _mm256_set1_epi32(r);
+        const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for (t = lo; t < hi; t += 8) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(lab + t));
+            __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi - t), iota);
+            __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(t), iota);
+            unsigned ms = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+                _mm256_and_si256(_mm256_cmpeq_epi32(v, vs), valid)));
+            _mm256_storeu_si256((__m256i *)(bufs + a), _mm256_permutevar8x32_epi32(
+                pos, _mm256_loadu_si256((const __m256i *)HRG_COMPRESS[ms])));
+            a += __builtin_popcount(ms);
+            if (want_r) {
+                unsigned mr = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+                    _mm256_and_si256(_mm256_cmpeq_epi32(v, vr), valid)));
+                _mm256_storeu_si256((__m256i *)(bufr + b), _mm256_permutevar8x32_epi32(
+                    pos, _mm256_loadu_si256((const __m256i *)HRG_COMPRESS[mr])));
+                b += __builtin_popcount(mr);
+            }
+        }
+        *cs = a;
+        *cr = b;
+    }
+    #endif
+
+    static int hrg_scan_vector(void)
+    {
+    #ifdef HRG_HAVE_AVX2
+        return hrg_avx2_ok;
+    #else
+        return 0;
+    #endif
+    }
+
+    static inline void hrg_prefetch(const void *p)
+    {
+    #if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(p);
+    #else
+        (void)p;
+    #endif
+    }
+
+    static void hrg_scan_init(void)
+    {
+    #ifdef HRG_HAVE_AVX2
+        int mask, lane, k;
+        for (mask = 0; mask < 256; mask++) {
+            k = 0;
+            for (lane = 0; lane < 8; lane++)
+                if (mask & (1 << lane)) HRG_COMPRESS[mask][k++] = lane;
+            while (k < 8) HRG_COMPRESS[mask][k++] = 0;
+        }
+        hrg_avx2_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    #endif
+    }
+
+    static inline void hrg_scan(const int32_t *lab, int32_t lo, int32_t hi, int32_t s, int32_t r,
+                                int want_r, int32_t *bufs, int *cs, int32_t *bufr, int *cr)
+    {
+    #ifdef HRG_HAVE_AVX2
+        if (hrg_avx2_ok) {
+            hrg_scan_avx2(lab, lo, hi, s, r, want_r, bufs, cs, bufr, cr);
+            return;
+        }
+    #endif
+        hrg_scan_scalar(lab, lo, hi, s, r, want_r, bufs, cs, bufr, cr);
+    }
+    """
+    void hrg_scan(const int32_t *lab, int32_t lo, int32_t hi, int32_t s, int32_t r, int want_r,
+                  int32_t *bufs, int *cs, int32_t *bufr, int *cr)
+    void hrg_scan_init()
+    void hrg_scan_scalar(const int32_t *lab, int32_t lo, int32_t hi, int32_t s, int32_t r,
+                         int want_r, int32_t *bufs, int *cs, int32_t *bufr, int *cr)
+    int hrg_scan_vector()
+    void hrg_prefetch(const void *p)
+
+
+hrg_scan_init()
+
+
+ctypedef struct hrg_node:
+    int32_t parent
+    int32_t ch0
+    int32_t ch1
+    int32_t nleaves
+    int32_t E
+    int32_t vol
+    double ell
+
+# The same record as a numpy dtype (32 bytes, no padding).
+NODE_DTYPE = np.dtype([("parent", np.int32), ("ch0", np.int32), ("ch1", np.int32),
+                       ("nleaves", np.int32), ("E", np.int32), ("vol", np.int32),
+                       ("ell", np.float64)])
+assert NODE_DTYPE.itemsize == sizeof(hrg_node) == 32
+
 cdef double TWO_M53 = 1.1102230246251565e-16  # 2**-53
+cdef double TWO_M31 = 4.656612873077393e-10  # 2**-31
 # Re-sum the cached ell values after this many accepted moves, to stop rounding drift.
 cdef int64_t REFRESH_ACCEPTS = 65536
+# Renumber nodes and relay the slots out (_relayout) after this many accepted moves per vertex.
+cdef int64_t RELAYOUT_PER_NODE = 32
 
 
 cdef inline double _ell(int64_t e, int64_t N) noexcept nogil:
@@ -41,6 +197,83 @@ def ell(e, N):
     """Profile log-likelihood of one internal node (test helper; e, N integers, 0 <= e <= N)."""
     return _ell(<int64_t>e, <int64_t>N)
 
+
+# ell(e, N) for every N <= SMALL_N and 0 <= e <= N, at SMALL_ELL[N (N + 1) / 2 + e] (the values
+# _ell returns); low internal nodes have small N, and the lookup replaces a log and a log1p.
+cdef enum:
+    SMALL_N = 32
+    SMALL_ELL_SIZE = 561  # (SMALL_N + 1) (SMALL_N + 2) / 2
+cdef double SMALL_ELL[SMALL_ELL_SIZE]
+
+
+cdef void _fill_small_ell() noexcept:
+    cdef int64_t N, e
+    for N in range(SMALL_N + 1):
+        for e in range(N + 1):
+            SMALL_ELL[N * (N + 1) // 2 + e] = _ell(e, N)
+
+
+_fill_small_ell()
+
+
+cdef inline double _ell_lr(int64_t e, int64_t L, int64_t R) noexcept nogil:
+    """ell(e, L R), bit-identical to _ell: from the table SMALL_ELL when N = L R <= SMALL_N (most
+    internal nodes sit low in the tree; the lookup replaces a log and a log1p), else _ell."""
+    cdef int64_t N = L * R
+    if N <= SMALL_N:
+        return SMALL_ELL[N * (N + 1) // 2 + e]
+    return _ell(e, N)
+
+
+def ell_lr(e, L, R):
+    """ell(e, L R) as the chain evaluates it (test helper; 0 <= e <= L R)."""
+    if not 0 <= e <= L * R:
+        raise ValueError("need 0 <= e <= L R")
+    return _ell_lr(<int64_t>e, <int64_t>L, <int64_t>R)
+
+
+
+cdef uint64_t _fixed_word(void *state) noexcept nogil:
+    (<uint64_t *>state)[1] += 1
+    return (<uint64_t *>state)[0]
+
+
+def metropolis(uint64_t w, double y, uint64_t extra):
+    """The chain's acceptance test for log-ratio y < 0 (test helper): node-choice word w, and
+    `extra` as the next generator word (read only when the high 31 bits leave it undecided).
+    Returns (accepted, whether extra was read)."""
+    cdef dpc_words src
+    cdef uint64_t st[2]
+    st[0] = extra
+    st[1] = 0
+    src.chacha = NULL
+    src.next_uint64 = _fixed_word
+    src.state = <void *>st
+    accepted = bool(_metropolis_log(&src, w, y))
+    return accepted, st[1] > 0
+
+
+def scan(lab, int lo, int hi, int s, int r, bint want_r, bint vector=True):
+    """Positions t in [lo, hi) with lab[t] == s and (if want_r) == r, by the kernel's scan
+    (vector=True: the dispatching one, AVX2 when available; False: the scalar loop). Test helper:
+    lab is padded here as the kernel pads it."""
+    cdef int32_t[::1] lv = np.concatenate([np.asarray(lab, dtype=np.int32),
+                                           np.full(8, -1, dtype=np.int32)])
+    cdef int32_t[::1] bs = np.zeros(max(hi - lo, 0) + 8, dtype=np.int32)
+    cdef int32_t[::1] br = np.zeros(max(hi - lo, 0) + 8, dtype=np.int32)
+    cdef int cs = 0, cr = 0
+    if not 0 <= lo <= hi <= lv.shape[0] - 8:
+        raise ValueError("need 0 <= lo <= hi <= len(lab)")
+    if vector:
+        hrg_scan(&lv[0], lo, hi, s, r, want_r, &bs[0], &cs, &br[0], &cr)
+    else:
+        hrg_scan_scalar(&lv[0], lo, hi, s, r, want_r, &bs[0], &cs, &br[0], &cr)
+    return np.asarray(bs[:cs]).copy(), np.asarray(br[:cr]).copy()
+
+
+def scan_is_vectorised():
+    """Whether hrg_scan uses the AVX2 loop on this machine."""
+    return bool(hrg_scan_vector())
 
 cdef inline uint64_t _bounded(dpc_words *src, uint32_t n, uint64_t *word) noexcept nogil:
     """Uniform in {0, ..., n-1} (n < 2**32) from the top 32 bits of a word (Lemire's rejection);
@@ -57,6 +290,28 @@ cdef inline uint64_t _bounded(dpc_words *src, uint32_t n, uint64_t *word) noexce
             low = <uint32_t>prod
     word[0] = w
     return prod >> 32
+
+
+cdef inline bint _metropolis(dpc_words *src, uint64_t w, double x) noexcept nogil:
+    """U < x for U uniform on the multiples of 2**-53 in [0, 1), drawn lazily: the high 31 bits of
+    U are bits 1..31 of w (the node-choice word, whose low 32 bits are unused by the bounded draw
+    except bit 0, the child choice), and its low 22 bits come from a fresh word only when the high
+    part leaves the comparison undecided (probability 2**-31 per test). Same law as comparing a
+    full 53-bit uniform drawn from a fresh word."""
+    cdef double a = <double>((w >> 1) & 0x7FFFFFFF) * TWO_M31
+    if a >= x:
+        return False
+    if a + TWO_M31 <= x:
+        return True
+    return a + <double>(dpc_words_next(src) >> 42) * TWO_M53 < x
+
+
+cdef inline bint _metropolis_log(dpc_words *src, uint64_t w, double y) noexcept nogil:
+    """_metropolis(src, w, exp(y)) for y < 0, without evaluating exp when y < -21.5 (then
+    exp(y) < 2**-31, so every high part but 0 rejects: the same outcome as with exp)."""
+    if y < -21.5 and ((w >> 1) & 0x7FFFFFFF) != 0:
+        return False
+    return _metropolis(src, w, exp(y))
 
 
 cdef class HRGState:
@@ -76,18 +331,20 @@ cdef class HRGState:
     cdef int64_t n_accepted_total
     cdef int64_t n_steps_total
     # Arrays (kept alive here) and raw pointers into them.
-    cdef object _parent, _ch0, _ch1, _nleaves, _vol, _E, _ellc
+    cdef object _nd, _ndsc
     cdef object _indptr, _adj, _eu, _ev, _lca, _lab, _twin, _stack, _bufs, _bufr
     cdef object _order, _pos, _lo, _hi
     cdef object _bparent, _bch0, _bch1
-    cdef int32_t *parent
-    cdef int32_t *ch0
-    cdef int32_t *ch1
-    cdef int64_t *nleaves
-    cdef int64_t *vol
-    cdef int64_t *E
-    cdef double *ellc
+    cdef hrg_node *nd
+    cdef hrg_node *ndsc
     cdef int32_t *indptr
+    cdef int32_t *sb
+    cdef int32_t *se
+    cdef int32_t *newid
+    cdef int32_t *sc32
+    cdef object _sb, _se, _newid, _sc32, _slo, _shi
+    cdef int32_t *slo
+    cdef int32_t *shi
     cdef int32_t *adj
     cdef int32_t *eu
     cdef int32_t *ev
@@ -114,6 +371,7 @@ cdef class HRGState:
     cdef int32_t *logi
     cdef int32_t *logv
     cdef double best_logl
+    cdef int64_t since_layout
 
     def __init__(self, int n, u, v):
         cdef Py_ssize_t nn = 2 * n - 1
@@ -130,20 +388,30 @@ cdef class HRGState:
         ids = np.concatenate([np.arange(self.m, dtype=np.int32)] * 2)
         order = np.argsort(ends, kind="stable")
         self._indptr = indptr
+        # Slots of vertex u: [sb[u], se[u]) (CSR at first; relaid out in leaf order by _relayout).
+        self._sb = indptr[:n].copy()
+        self._se = indptr[1:n + 1].copy()
+        self._newid = np.zeros(nn, dtype=np.int32)
+        # Per node: the slots of all its leaves, when they form one range [slo, shi), else -1.
+        self._slo = np.full(nn, -1, dtype=np.int32)
+        self._shi = np.full(nn, -1, dtype=np.int32)
+        self._sc32 = np.zeros(max(6 * self.m, 1), dtype=np.int32)
         self._adj = np.ascontiguousarray(ids[order], dtype=np.int32)
-        self._parent = np.full(nn, -1, dtype=np.int32)
-        self._ch0 = np.full(nn, -1, dtype=np.int32)
-        self._ch1 = np.full(nn, -1, dtype=np.int32)
-        self._nleaves = np.ones(nn, dtype=np.int64)
-        vol = np.zeros(nn, dtype=np.int64)
-        vol[:n] = deg
-        self._vol = vol
-        self._E = np.zeros(nn, dtype=np.int64)
-        self._ellc = np.zeros(nn, dtype=np.float64)
+        # Per node, one 32-byte record (a move reads and writes few nodes, each one cache line).
+        raw = np.zeros(nn * 32 + 64, dtype=np.uint8)  # records aligned: none straddles two lines
+        off = (-raw.ctypes.data) % 64
+        nd = raw[off:off + nn * 32].view(NODE_DTYPE)
+        nd["parent"] = -1
+        nd["ch0"] = -1
+        nd["ch1"] = -1
+        nd["nleaves"] = 1
+        nd["vol"][:n] = deg
+        self._nd = nd
+        self._ndsc = np.zeros(nn, dtype=NODE_DTYPE)
         self._lca = np.full(self.m, -1, dtype=np.int32)
         # Per incidence slot t (CSR order): the edge's label (a copy of lca, read sequentially in
         # the hot loop) and the slot of the same edge at its other endpoint.
-        self._lab = np.full(max(2 * self.m, 1), -1, dtype=np.int32)
+        self._lab = np.full(2 * self.m + 8, -1, dtype=np.int32)  # + 8: hrg_scan reads ahead
         adj = self._adj
         twin = np.zeros(max(2 * self.m, 1), dtype=np.int32)
         if self.m:
@@ -153,8 +421,8 @@ cdef class HRGState:
             twin[pair[:, 1]] = pair[:, 0]
         self._twin = twin
         self._stack = np.zeros(nn + 1, dtype=np.int32)
-        self._bufs = np.zeros(max(2 * self.m, 1), dtype=np.int32)
-        self._bufr = np.zeros(max(2 * self.m, 1), dtype=np.int32)
+        self._bufs = np.zeros(2 * self.m + 8, dtype=np.int32)  # + 8: hrg_scan writes ahead
+        self._bufr = np.zeros(2 * self.m + 8, dtype=np.int32)
         self._order = np.zeros(n, dtype=np.int32)
         self._pos = np.zeros(n, dtype=np.int32)
         self._lo = np.zeros(nn, dtype=np.int32)
@@ -179,21 +447,23 @@ cdef class HRGState:
 
     cdef void _bind(self):
         cdef int8_t[::1] i8
+        cdef uint8_t[::1] u8
         cdef int32_t[::1] i32
         cdef int64_t[::1] i64
         cdef double[::1] f64
-        i32 = self._parent; self.parent = &i32[0]
-        i32 = self._ch0; self.ch0 = &i32[0]
-        i32 = self._ch1; self.ch1 = &i32[0]
-        i64 = self._nleaves; self.nleaves = &i64[0]
-        i64 = self._vol; self.vol = &i64[0]
-        i64 = self._E; self.E = &i64[0]
-        f64 = self._ellc; self.ellc = &f64[0]
+        u8 = self._nd.view(np.uint8); self.nd = <hrg_node *>&u8[0]
+        u8 = self._ndsc.view(np.uint8); self.ndsc = <hrg_node *>&u8[0]
         i64 = self._cum; self.cum = &i64[0]
         i8 = self._logc; self.logc = &i8[0]
         i32 = self._logi; self.logi = &i32[0]
         i32 = self._logv; self.logv = &i32[0]
         i32 = self._indptr; self.indptr = &i32[0]
+        i32 = self._sb; self.sb = &i32[0]
+        i32 = self._se; self.se = &i32[0]
+        i32 = self._newid; self.newid = &i32[0]
+        i32 = self._slo; self.slo = &i32[0]
+        i32 = self._shi; self.shi = &i32[0]
+        i32 = self._sc32; self.sc32 = &i32[0]
         i32 = self._stack; self.stack = &i32[0]
         i32 = self._bufs; self.bufs = &i32[0]
         i32 = self._bufr; self.bufr = &i32[0]
@@ -235,22 +505,23 @@ cdef class HRGState:
                 act[a] = act[cnt - 1]
                 act[cnt - 1] = node
                 b = <int>_bounded(&src, <uint32_t>(cnt - 1), &w)
-                self.ch0[n + i] = act[cnt - 1]
-                self.ch1[n + i] = act[b]
-                self.parent[act[cnt - 1]] = n + i
-                self.parent[act[b]] = n + i
+                self.nd[n + i].ch0 = act[cnt - 1]
+                self.nd[n + i].ch1 = act[b]
+                self.nd[act[cnt - 1]].parent = n + i
+                self.nd[act[b]].parent = n + i
                 act[b] = n + i
-            self.parent[2 * n - 2] = -1
+            self.nd[2 * n - 2].parent = -1
             self.root = 2 * n - 2
             self._reset_best()
             self._rebuild()
+            self._relayout()
 
     def set_tree(self, parent, ch0, ch1, int root):
         """Load a tree (arrays over the 2n - 1 node ids) and rebuild the bookkeeping from scratch.
         The caller guarantees a full binary tree on the leaves 0..n-1 with internal ids n..2n-2."""
-        self._parent[:] = parent
-        self._ch0[:] = ch0
-        self._ch1[:] = ch1
+        self._nd["parent"] = parent
+        self._nd["ch0"] = ch0
+        self._nd["ch1"] = ch1
         self.root = root
         self._reset_best()
         with nogil:
@@ -283,74 +554,186 @@ cdef class HRGState:
                 continue
             self.lo[node] = nxt
             st[top] = -node - 1
-            st[top + 1] = self.ch1[node]
-            st[top + 2] = self.ch0[node]
+            st[top + 1] = self.nd[node].ch1
+            st[top + 2] = self.nd[node].ch0
             top += 3
         # Volumes from prefix sums of the degrees in leaf order (cum has n + 1 entries).
         self.cum[0] = 0
         for p in range(n):
             u = self.order[p]
-            self.cum[p + 1] = self.cum[p] + (self.indptr[u + 1] - self.indptr[u])
+            self.cum[p + 1] = self.cum[p] + (self.se[u] - self.sb[u])
         for node in range(n, 2 * n - 1):
-            self.nleaves[node] = self.hi[node] - self.lo[node]
-            self.vol[node] = self.cum[self.hi[node]] - self.cum[self.lo[node]]
+            self.nd[node].nleaves = self.hi[node] - self.lo[node]
+            self.nd[node].vol = self.cum[self.hi[node]] - self.cum[self.lo[node]]
         for e in range(self.m):
             self.lca[e] = -1
         for node in range(n, 2 * n - 1):
-            x = self.ch0[node]
-            y = self.ch1[node]
-            if self.vol[x] > self.vol[y]:
+            x = self.nd[node].ch0
+            y = self.nd[node].ch1
+            if self.nd[x].vol > self.nd[y].vol:
                 x, y = y, x
             for p in range(self.lo[x], self.hi[x]):
                 u = self.order[p]
-                for t in range(self.indptr[u], self.indptr[u + 1]):
+                for t in range(self.sb[u], self.se[u]):
                     e = self.adj[t]
                     w = self.eu[e] + self.ev[e] - u
                     if self.lo[y] <= self.pos[w] < self.hi[y]:
                         self.lca[e] = node
         for node in range(2 * n - 1):
-            self.E[node] = 0
-            self.ellc[node] = 0.0
+            self.nd[node].E = 0
+            self.nd[node].ell = 0.0
         for e in range(self.m):
-            self.E[self.lca[e]] += 1
+            self.nd[self.lca[e]].E += 1
         for t in range(2 * self.m):
             self.lab[t] = self.lca[self.adj[t]]
         for node in range(n, 2 * n - 1):
-            self.ellc[node] = _ell(self.E[node], self.nleaves[self.ch0[node]] * self.nleaves[self.ch1[node]])
+            self.nd[node].ell = _ell_lr(self.nd[node].E, self.nd[self.nd[node].ch0].nleaves,
+                                      self.nd[self.nd[node].ch1].nleaves)
+        self._ranges()
         self._refresh()
+
+    cdef void _relayout(self) noexcept nogil:
+        """Renumber the internal nodes in pre-order (the root becomes n) and lay the incidence
+        slots out in the tree's leaf order, so that a subtree's nodes and its leaves' slots sit
+        close together in memory. The dendrogram, every count and every cached value are
+        unchanged; only ids and positions move (O(n + m)). The leaf ids (vertices) never change.
+        A pending best-state undo log refers to the old ids, so it is materialised first."""
+        cdef int n = self.n
+        cdef int nn = 2 * n - 1
+        cdef int top, node, j, p, u, x, y, d, i, pos
+        cdef int32_t *st = self.stack
+        cdef int32_t *nid = self.newid
+        cdef int32_t *newslot
+        cdef int32_t *s_adj
+        cdef int32_t *s_lab
+        if n < 2 or self.root < 0:
+            return
+        if self.logging:
+            self._materialize()
+        self.since_layout = 0
+        # Pre-order numbering of the internal nodes; the leaves in DFS order go to `order`.
+        st[0] = self.root
+        top = 1
+        j = n
+        p = 0
+        while top > 0:
+            top -= 1
+            node = st[top]
+            if node < n:
+                self.order[p] = node
+                p += 1
+                continue
+            nid[node] = j
+            j += 1
+            st[top] = self.nd[node].ch1
+            st[top + 1] = self.nd[node].ch0
+            top += 2
+        for x in range(n):
+            nid[x] = x
+        for x in range(n, nn):
+            y = nid[x] - n
+            self.ndsc[y] = self.nd[x]
+            self.ndsc[y].parent = nid[self.nd[x].parent] if self.nd[x].parent >= 0 else -1
+            self.ndsc[y].ch0 = nid[self.nd[x].ch0]
+            self.ndsc[y].ch1 = nid[self.nd[x].ch1]
+        for x in range(n, nn):
+            self.nd[x] = self.ndsc[x - n]
+        for x in range(n):
+            self.nd[x].parent = nid[self.nd[x].parent]
+        self.root = nid[self.root]
+        if self.m == 0:
+            self._ranges()
+            return
+        # Slots in leaf order (newslot: old slot -> new slot), then the twins re-pointed.
+        newslot = self.sc32
+        s_adj = self.sc32 + 2 * self.m
+        s_lab = self.sc32 + 4 * self.m
+        pos = 0
+        for p in range(n):
+            u = self.order[p]
+            d = self.se[u] - self.sb[u]
+            for i in range(d):
+                newslot[self.sb[u] + i] = pos + i
+                s_adj[pos + i] = self.adj[self.sb[u] + i]
+                s_lab[pos + i] = nid[self.lab[self.sb[u] + i]]
+            self.sb[u] = pos
+            pos += d
+            self.se[u] = pos
+        for i in range(2 * self.m):
+            self.bufs[newslot[i]] = newslot[self.twin[i]]
+        for i in range(2 * self.m):
+            self.twin[i] = self.bufs[i]
+            self.adj[i] = s_adj[i]
+            self.lab[i] = s_lab[i]
+        self._ranges()
+
+    cdef inline void _merge(self, int x, int y, int into) noexcept nogil:
+        """Slot range of node `into` whose children are x and y: their ranges joined when both
+        exist and are adjacent, else none (-1). (Written with selects, not branches: the outcome
+        is data-dependent and unpredictable.)"""
+        cdef int32_t xl = self.slo[x], xh = self.shi[x], yl = self.slo[y], yh = self.shi[y]
+        cdef bint xy = xh == yl
+        cdef bint ok = (xl >= 0) & (yl >= 0) & (xy | (yh == xl))
+        cdef int32_t lo = xl if xy else yl
+        cdef int32_t hi = yh if xy else xh
+        self.slo[into] = lo if ok else -1
+        self.shi[into] = hi if ok else -1
+
+    cdef void _ranges(self) noexcept nogil:
+        """Slot ranges of every node from scratch (leaves: their own slots; internal nodes:
+        _merge of the children, children first)."""
+        cdef int n = self.n
+        cdef int32_t *st = self.stack
+        cdef int32_t *pre = self.newid  # scratch: internal nodes in pre-order
+        cdef int top = 1, cnt = 0, node, i
+        for node in range(n):
+            self.slo[node] = self.sb[node]
+            self.shi[node] = self.se[node]
+        if self.root < n:
+            return
+        st[0] = self.root
+        while top > 0:
+            top -= 1
+            node = st[top]
+            if node < n:
+                continue
+            pre[cnt] = node
+            cnt += 1
+            st[top] = self.nd[node].ch1
+            st[top + 1] = self.nd[node].ch0
+            top += 2
+        for i in range(cnt - 1, -1, -1):
+            node = pre[i]
+            self._merge(self.nd[node].ch0, self.nd[node].ch1, node)
 
     cdef void _refresh(self) noexcept nogil:
         cdef double s = 0.0
         cdef int node
         for node in range(self.n, 2 * self.n - 1):
-            s += self.ellc[node]
+            s += self.nd[node].ell
         self.logl = s
 
     # ------------------------------------------------------------------ the chain
 
     cdef inline void _collect(self, int x, int s, int r, bint want_r, int *ns, int *nr) noexcept nogil:
         """Edges incident to the leaves of subtree x labelled s (into bufs) and, if want_r,
-        labelled r (into bufr)."""
+        labelled r (into bufr). A node whose leaves' slots form one range (slo >= 0; every node
+        right after _relayout, and every node whose leaf set has not changed since) is scanned as
+        that range without descending into it."""
         cdef int32_t *st = self.stack
-        cdef int top = 1, node, t, e, l
+        cdef int top = 1, node
         cdef int cs = 0, cr = 0
         st[0] = x
         while top > 0:
             top -= 1
             node = st[top]
-            if node >= self.n:
-                st[top] = self.ch0[node]
-                st[top + 1] = self.ch1[node]
+            if self.slo[node] < 0:
+                st[top] = self.nd[node].ch1
+                st[top + 1] = self.nd[node].ch0
                 top += 2
                 continue
-            for t in range(self.indptr[node], self.indptr[node + 1]):
-                l = self.lab[t]
-                if l == s:
-                    self.bufs[cs] = t
-                    cs += 1
-                elif want_r and l == r:
-                    self.bufr[cr] = t
-                    cr += 1
+            hrg_scan(self.lab, self.slo[node], self.shi[node], s, r, want_r,
+                     self.bufs, &cs, self.bufr, &cr)
         ns[0] = cs
         nr[0] = cr
 
@@ -358,46 +741,80 @@ cdef class HRGState:
         cdef int n = self.n
         cdef uint32_t ninternal = <uint32_t>(n - 1)
         cdef int64_t step, accepted = 0, since_refresh = 0
-        cdef int r, s, a, b, c, k, mm, g, i, ns, nr
-        cdef uint64_t w
+        cdef int r, s, a, b, c, k, mm, g, i, ns, nr, r1, r2, r3
+        cdef uint64_t w, w1, w2, w3
         cdef bint walk_k, accept
-        cdef int64_t lk, lm, lc, e_kc, e_top, old_nl, old_vol
+        cdef int64_t lk, lm, lc, e_kc, e_top, e_s, old_nl, old_vol
         cdef double l_in, l_top, delta
+        # Accepted moves between two relayouts (O(n + m) each, so O(1) per move amortised); the
+        # count carries over between calls.
+        cdef int64_t relayout_every = RELAYOUT_PER_NODE * <int64_t>n + 1024
         if n < 3:
             return 0
+        # Node draws run three steps ahead so that the nodes a step touches can be prefetched
+        # in stages (the node, then its parent and children, then its sibling). The draw for a
+        # step is independent of everything before it, so drawing it early does not change the
+        # law; the root check is still made when the node is used, against the root then.
+        r1 = n + <int>_bounded(src, ninternal, &w1)
+        r2 = n + <int>_bounded(src, ninternal, &w2)
+        r3 = n + <int>_bounded(src, ninternal, &w3)
         for step in range(n_steps):
-            while True:
+            r = r1
+            w = w1
+            r1 = r2
+            w1 = w2
+            r2 = r3
+            w2 = w3
+            r3 = n + <int>_bounded(src, ninternal, &w3)
+            hrg_prefetch(&self.nd[r3])
+            g = self.nd[r2].parent
+            hrg_prefetch(&self.nd[g if g >= 0 else r2])
+            hrg_prefetch(&self.nd[self.nd[r2].ch0])
+            hrg_prefetch(&self.nd[self.nd[r2].ch1])
+            g = self.nd[r1].parent
+            if g >= 0:
+                hrg_prefetch(&self.nd[self.nd[g].ch0 + self.nd[g].ch1 - r1])
+            while r == self.root:
                 r = n + <int>_bounded(src, ninternal, &w)
-                if r != self.root:
-                    break
-            s = self.parent[r]
-            a = self.ch0[r]
-            b = self.ch1[r]
-            c = self.ch1[s] if self.ch0[s] == r else self.ch0[s]
-            if w & 1:
-                k = a
-                mm = b
+            s = self.nd[r].parent
+            a = self.nd[r].ch0
+            b = self.nd[r].ch1
+            c = self.nd[s].ch0 + self.nd[s].ch1 - r  # the other child of s
+            # k = a, m = b if bit 0 of w is set, else k = b, m = a (branch-free select).
+            i = <int>(w & 1)
+            k = b + i * (a - b)
+            mm = a + b - k
+            lk = self.nd[k].nleaves
+            lm = self.nd[mm].nleaves
+            lc = self.nd[c].nleaves
+            e_s = self.nd[s].E
+            if e_s == 0:
+                # No edge between the subtree of r and c: E_kc = 0 without a walk, and option B
+                # below relabels nothing (the m-c edges number E_s - E_kc = 0).
+                walk_k = False
+                ns = 0
+                e_kc = 0
+                e_top = self.nd[r].E
+                l_in = 0.0
+                l_top = _ell_lr(e_top, lk + lc, lm)
+                delta = l_top - self.nd[r].ell  # ellc[s] = ell(0, .) = 0 exactly
             else:
-                k = b
-                mm = a
-            walk_k = self.vol[k] + self.nleaves[k] <= self.vol[mm] + self.nleaves[mm]
-            if walk_k:
-                self._collect(k, s, r, True, &ns, &nr)
-                e_kc = ns
-            else:
-                self._collect(mm, s, r, False, &ns, &nr)
-                e_kc = self.E[s] - ns
-            lk = self.nleaves[k]
-            lm = self.nleaves[mm]
-            lc = self.nleaves[c]
-            e_top = self.E[r] + self.E[s] - e_kc
-            l_in = _ell(e_kc, lk * lc)
-            l_top = _ell(e_top, (lk + lc) * lm)
-            delta = (l_in + l_top) - (self.ellc[r] + self.ellc[s])
+                walk_k = (self.nd[k].vol + self.nd[k].nleaves
+                          <= self.nd[mm].vol + self.nd[mm].nleaves)
+                if walk_k:
+                    self._collect(k, s, r, True, &ns, &nr)
+                    e_kc = ns
+                else:
+                    self._collect(mm, s, r, False, &ns, &nr)
+                    e_kc = e_s - ns
+                e_top = self.nd[r].E + e_s - e_kc
+                l_in = _ell_lr(e_kc, lk, lc)
+                l_top = _ell_lr(e_top, lk + lc, lm)
+                delta = (l_in + l_top) - (self.nd[r].ell + self.nd[s].ell)
             if delta >= 0.0:
                 accept = True
             else:
-                accept = <double>(dpc_words_next(src) >> 11) * TWO_M53 < exp(temp * delta)
+                accept = _metropolis_log(src, w, temp * delta)
             if accept:
                 if walk_k:
                     # Option A: r becomes (k, c), s stays on top as (r, m).
@@ -413,20 +830,21 @@ cdef class HRGState:
                     self._w(1, s, r)
                     self._w(2, s, mm)
                     self._w(0, mm, s)
-                    self.nleaves[r] = lk + lc
-                    self.vol[r] = self.vol[k] + self.vol[c]
-                    self.E[r] = e_kc
-                    self.E[s] = e_top
-                    self.ellc[r] = l_in
-                    self.ellc[s] = l_top
+                    self.nd[r].nleaves = lk + lc
+                    self.nd[r].vol = self.nd[k].vol + self.nd[c].vol
+                    self.nd[r].E = e_kc
+                    self.nd[s].E = e_top
+                    self.nd[r].ell = l_in
+                    self.nd[s].ell = l_top
+                    self._merge(k, c, r)  # (s keeps its leaf set, hence its range)
                 else:
                     # Option B: s becomes (k, c), r takes s's place as (s, m).
                     for i in range(ns):
                         self.lab[self.bufs[i]] = r
                         self.lab[self.twin[self.bufs[i]]] = r
-                    g = self.parent[s]
-                    old_nl = self.nleaves[s]
-                    old_vol = self.vol[s]
+                    g = self.nd[s].parent
+                    old_nl = self.nd[s].nleaves
+                    old_vol = self.nd[s].vol
                     self._w(1, s, k)
                     self._w(2, s, c)
                     self._w(0, k, s)
@@ -436,18 +854,21 @@ cdef class HRGState:
                     self._w(0, r, g)
                     if g < 0:
                         self._w(3, 0, r)
-                    elif self.ch0[g] == s:
-                        self._w(1, g, r)
-                    else:
-                        self._w(2, g, r)
-                    self.nleaves[r] = old_nl
-                    self.vol[r] = old_vol
-                    self.nleaves[s] = lk + lc
-                    self.vol[s] = self.vol[k] + self.vol[c]
-                    self.E[s] = e_kc
-                    self.E[r] = e_top
-                    self.ellc[s] = l_in
-                    self.ellc[r] = l_top
+                    else:  # ch0 (code 1) or ch1 (code 2, the next field): whichever is s
+                        i = self.nd[g].ch1 == s
+                        self._wp(&self.nd[g].ch0 + i, 1 + i, g, r)
+                    self.nd[r].nleaves = old_nl
+                    self.nd[r].vol = old_vol
+                    self.nd[s].nleaves = lk + lc
+                    self.nd[s].vol = self.nd[k].vol + self.nd[c].vol
+                    self.nd[s].E = e_kc
+                    self.nd[r].E = e_top
+                    self.nd[s].ell = l_in
+                    self.nd[r].ell = l_top
+                    # r takes over s's leaf set, hence its range; s gets k and c.
+                    self.slo[r] = self.slo[s]
+                    self.shi[r] = self.shi[s]
+                    self._merge(k, c, s)
                 self.logl += delta
                 accepted += 1
                 since_refresh += 1
@@ -456,6 +877,9 @@ cdef class HRGState:
                     since_refresh = 0
                 if keep_best and self.logl > self.best_logl:
                     self._new_best()
+                self.since_layout += 1
+                if self.since_layout >= relayout_every:
+                    self._relayout()
         self._refresh()
         return accepted
 
@@ -465,24 +889,28 @@ cdef class HRGState:
     # materialised (O(n)) into the b-arrays and logging stops until the next record, so the copies
     # cost O(1) amortised per accepted move.
     cdef inline void _w(self, int code, int idx, int32_t val) noexcept nogil:
-        cdef int32_t *arr
+        cdef int32_t *ptr
         if code == 0:
-            arr = self.parent
+            ptr = &self.nd[idx].parent
         elif code == 1:
-            arr = self.ch0
+            ptr = &self.nd[idx].ch0
         elif code == 2:
-            arr = self.ch1
+            ptr = &self.nd[idx].ch1
         else:
-            arr = &self.root
+            ptr = &self.root
+        self._wp(ptr, code, idx, val)
+
+    cdef inline void _wp(self, int32_t *ptr, int code, int idx, int32_t val) noexcept nogil:
+        """*ptr = val, where ptr is field `code` of node idx (as in _w), logged when logging."""
         if self.logging:
             if self.log_len + 1 > self.log_cap:
                 self._materialize()
             else:
                 self.logc[self.log_len] = code
                 self.logi[self.log_len] = idx
-                self.logv[self.log_len] = arr[idx]
+                self.logv[self.log_len] = ptr[0]
                 self.log_len += 1
-        arr[idx] = val
+        ptr[0] = val
 
     cdef void _reset_best(self) noexcept nogil:
         self.logging = False
@@ -501,9 +929,9 @@ cdef class HRGState:
         cdef int32_t *arr
         cdef int32_t broot = self.root
         for node in range(2 * self.n - 1):
-            self.bparent[node] = self.parent[node]
-            self.bch0[node] = self.ch0[node]
-            self.bch1[node] = self.ch1[node]
+            self.bparent[node] = self.nd[node].parent
+            self.bch0[node] = self.nd[node].ch0
+            self.bch1[node] = self.nd[node].ch1
         for i in range(self.log_len - 1, -1, -1):
             code = self.logc[i]
             if code == 0:
@@ -532,6 +960,18 @@ cdef class HRGState:
         self.n_accepted_total += acc
         self.n_steps_total += n_steps
         return acc
+
+    def relayout(self):
+        """Renumber the internal nodes in pre-order and re-lay the incidence slots in leaf order
+        (done by random_tree and periodically by run; the dendrogram is unchanged)."""
+        if self.root >= 0:
+            with nogil:
+                self._relayout()
+
+    def slot_ranges(self):
+        """Copies of (sb, se, slo, shi): each vertex's incidence slots [sb, se), and each node's
+        slot range [slo, shi) (-1 when its leaves' slots are not one range)."""
+        return self._sb.copy(), self._se.copy(), self._slo.copy(), self._shi.copy()
 
     def restore_best(self):
         """Load the best state recorded by run(keep_best=True); returns False if none."""
@@ -576,9 +1016,10 @@ cdef class HRGState:
             lca[adj] = lab
             lca[adj[lab != lab[self._twin[:2 * self.m]]]] = -2
         return {
-            "parent": self._parent.copy(), "ch0": self._ch0.copy(), "ch1": self._ch1.copy(),
-            "nleaves": self._nleaves.copy(), "vol": self._vol.copy(), "E": self._E.copy(),
-            "ell": self._ellc.copy(), "lca": lca,
+            "parent": self._nd["parent"].copy(), "ch0": self._nd["ch0"].copy(),
+            "ch1": self._nd["ch1"].copy(), "nleaves": self._nd["nleaves"].astype(np.int64),
+            "vol": self._nd["vol"].astype(np.int64), "E": self._nd["E"].astype(np.int64),
+            "ell": self._nd["ell"].copy(), "lca": lca,
         }
 
     def leaf_ranges(self):
