@@ -592,6 +592,28 @@ cdef class HRGState:
         self._ranges()
         self._refresh()
 
+    cdef int _preorder(self, int32_t *internal, int32_t *leaves) noexcept nogil:
+        """The internal nodes in pre-order (ch0's subtree before ch1's) into ``internal`` and,
+        unless NULL, the leaves in the same DFS order into ``leaves``; returns the number of
+        internal nodes. Uses ``stack``."""
+        cdef int n = self.n, top = 1, cnt = 0, nl = 0, node
+        cdef int32_t *st = self.stack
+        st[0] = self.root
+        while top > 0:
+            top -= 1
+            node = st[top]
+            if node < n:
+                if leaves != NULL:
+                    leaves[nl] = node
+                    nl += 1
+                continue
+            internal[cnt] = node
+            cnt += 1
+            st[top] = self.nd[node].ch1
+            st[top + 1] = self.nd[node].ch0
+            top += 2
+        return cnt
+
     cdef void _relayout(self) noexcept nogil:
         """Renumber the internal nodes in pre-order (the root becomes n) and lay the incidence
         slots out in the tree's leaf order, so that a subtree's nodes and its leaves' slots sit
@@ -600,8 +622,7 @@ cdef class HRGState:
         A pending best-state undo log refers to the old ids, so it is materialised first."""
         cdef int n = self.n
         cdef int nn = 2 * n - 1
-        cdef int top, node, j, p, u, x, y, d, i, pos
-        cdef int32_t *st = self.stack
+        cdef int cnt, j, p, u, x, y, d, i, pos
         cdef int32_t *nid = self.newid
         cdef int32_t *newslot
         cdef int32_t *s_adj
@@ -611,23 +632,11 @@ cdef class HRGState:
         if self.logging:
             self._materialize()
         self.since_layout = 0
-        # Pre-order numbering of the internal nodes; the leaves in DFS order go to `order`.
-        st[0] = self.root
-        top = 1
-        j = n
-        p = 0
-        while top > 0:
-            top -= 1
-            node = st[top]
-            if node < n:
-                self.order[p] = node
-                p += 1
-                continue
-            nid[node] = j
-            j += 1
-            st[top] = self.nd[node].ch1
-            st[top + 1] = self.nd[node].ch0
-            top += 2
+        # Pre-order numbering of the internal nodes (pos: rebuild-time scratch); the leaves in
+        # DFS order go to `order`.
+        cnt = self._preorder(self.pos, self.order)
+        for j in range(cnt):
+            nid[self.pos[j]] = n + j
         for x in range(n):
             nid[x] = x
         for x in range(n, nn):
@@ -683,25 +692,14 @@ cdef class HRGState:
         """Slot ranges of every node from scratch (leaves: their own slots; internal nodes:
         _merge of the children, children first)."""
         cdef int n = self.n
-        cdef int32_t *st = self.stack
         cdef int32_t *pre = self.newid  # scratch: internal nodes in pre-order
-        cdef int top = 1, cnt = 0, node, i
+        cdef int cnt, node, i
         for node in range(n):
             self.slo[node] = self.sb[node]
             self.shi[node] = self.se[node]
         if self.root < n:
             return
-        st[0] = self.root
-        while top > 0:
-            top -= 1
-            node = st[top]
-            if node < n:
-                continue
-            pre[cnt] = node
-            cnt += 1
-            st[top] = self.nd[node].ch1
-            st[top + 1] = self.nd[node].ch0
-            top += 2
+        cnt = self._preorder(pre, NULL)
         for i in range(cnt - 1, -1, -1):
             node = pre[i]
             self._merge(self.nd[node].ch0, self.nd[node].ch1, node)
