@@ -816,12 +816,8 @@ cdef class HRGState:
             if accept:
                 if walk_k:
                     # Option A: r becomes (k, c), s stays on top as (r, m).
-                    for i in range(nr):
-                        self.lab[self.bufr[i]] = s
-                        self.lab[self.twin[self.bufr[i]]] = s
-                    for i in range(ns):
-                        self.lab[self.bufs[i]] = r
-                        self.lab[self.twin[self.bufs[i]]] = r
+                    self._relabel(self.bufr, nr, s)
+                    self._relabel(self.bufs, ns, r)
                     self._w(1, r, k)
                     self._w(2, r, c)
                     self._w(0, c, r)
@@ -837,9 +833,7 @@ cdef class HRGState:
                     self._merge(k, c, r)  # (s keeps its leaf set, hence its range)
                 else:
                     # Option B: s becomes (k, c), r takes s's place as (s, m).
-                    for i in range(ns):
-                        self.lab[self.bufs[i]] = r
-                        self.lab[self.twin[self.bufs[i]]] = r
+                    self._relabel(self.bufs, ns, r)
                     g = self.nd[s].parent
                     old_nl = self.nd[s].nleaves
                     old_vol = self.nd[s].vol
@@ -886,6 +880,13 @@ cdef class HRGState:
     # is the current one with the log undone. When the log would overflow, the best tree is
     # materialised (O(n)) into the b-arrays and logging stops until the next record, so the copies
     # cost O(1) amortised per accepted move.
+    cdef inline void _relabel(self, const int32_t *slots, int cnt, int32_t label) noexcept nogil:
+        """Give the edges at ``slots`` (one incidence slot each) the LCA label, at both ends."""
+        cdef int i
+        for i in range(cnt):
+            self.lab[slots[i]] = label
+            self.lab[self.twin[slots[i]]] = label
+
     cdef inline void _w(self, int code, int idx, int32_t val) noexcept nogil:
         cdef int32_t *ptr
         if code == 0:
