@@ -61,8 +61,6 @@ cdef double SHIFT_TOL = 0.25
 
 
 cdef struct Work:
-    Py_ssize_t d
-    int rmax
     # length d
     double *z           # standard normals
     double *x           # proposal
@@ -519,13 +517,14 @@ cdef void _envelope_proposal(bitgen_t *bg, Work *w, Py_ssize_t d, const double *
         w.x[i] = acc
 
 
-cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, double lo,
-                      double *guess, double *out, bitgen_t *bg, Work *w) noexcept nogil:
-    """Exact draw of a unit x in W^perp with density proportional to exp(x^T diag(lam) x)."""
+cdef int _envelope(const double *lam, Py_ssize_t d, const double *W, int r, double lo,
+                   double *guess, double *s_out, double *b_out, Work *w) noexcept nogil:
+    """The envelope of the column drawn given W: shift s (into s_out), parameter b (b_out) and
+    the set-up of _setup. ``guess`` = [previous shift, previous b] of the column (or [-inf, 0]),
+    updated."""
     cdef Py_ssize_t i
     cdef int a, rc = 0, attempt
-    cdef double s, bb, qd = <double>(d - r), logM, acc, nrm, xlx, xox, logr, scale, span
-
+    cdef double s, bb = 1.0, qd = <double>(d - r), acc, span
     # the shift's slack costs acceptance in proportion to slack / b (the envelope's scale)
     s = _shift(lam, d, W, r, lo, guess[0], SHIFT_TOL * (guess[1] if guess[1] > 1.0 else 1.0), w)
     guess[0] = s
@@ -544,9 +543,21 @@ cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, d
         if rc != -3:
             break
         s += 1e-9 * span * (10.0 ** attempt)  # Omega not positive on S: the shift was too low
+    guess[1] = bb
+    s_out[0] = s
+    b_out[0] = bb
+    return rc
+
+
+cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, double lo,
+                      double *guess, double *out, bitgen_t *bg, Work *w) noexcept nogil:
+    """Exact draw of a unit x in W^perp with density proportional to exp(x^T diag(lam) x)."""
+    cdef Py_ssize_t i
+    cdef int a, rc
+    cdef double s, bb, qd = <double>(d - r), logM, acc, nrm, xlx, xox, logr, scale
+    rc = _envelope(lam, d, W, r, lo, guess, &s, &bb, w)
     if rc != 0:
         return rc
-    guess[1] = bb
     logM = 0.0
     if bb < qd:
         logM = -(qd - bb) / 2.0 + (qd / 2.0) * log(qd / bb)
@@ -580,8 +591,6 @@ cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, d
 cdef int _alloc(Work *w, Py_ssize_t d, int rmax) noexcept nogil:
     cdef int rr = rmax if rmax > 1 else 1
     cdef size_t small
-    w.d = d
-    w.rmax = rmax
     w.nlwork = 64 * (rr + 2)
     small = 3 * rr * rr + 5 * rr + <size_t>w.nlwork
     w.z = <double *>malloc(7 * d * sizeof(double))
@@ -786,24 +795,18 @@ def _test_envelope(const double[::1] lam, const double[:, ::1] W, double lo, Py_
     the rows of W (tests only)."""
     cdef Work w
     cdef int r = W.shape[0], rc
-    cdef Py_ssize_t d = lam.shape[0], i, t, a
-    cdef double s, bb, acc
+    cdef Py_ssize_t d = lam.shape[0], i, t
+    cdef double s, bb
+    cdef double guess[2]
     cdef const double *Wp = &W[0, 0] if r > 0 else NULL
     if _alloc(&w, d, r if r > 0 else 1) != 0:
         _release(&w)
         raise MemoryError()
     out = np.empty((n, d))
     omega = np.empty(d)
-    s = _shift(&lam[0], d, Wp, r, lo, -INFINITY, SHIFT_TOL, &w)
-    s += 1e-12 * (fabs(lam[0]) + fabs(lam[d - 1]) + 1e-300)
-    for i in range(d):
-        acc = 1.0
-        for a in range(r):
-            acc -= W[a, i] * W[a, i]
-        w.p[i] = acc if acc > 0.0 else 0.0
-        w.dplus[i] = s - lam[i] if s > lam[i] else 0.0
-    bb = _solve_b(d, <double>(d - r), &w)
-    rc = _setup(&lam[0], d, Wp, r, s, bb, &w)
+    guess[0] = -INFINITY
+    guess[1] = 0.0
+    rc = _envelope(&lam[0], d, Wp, r, lo, guess, &s, &bb, &w)
     if rc == 0:
         with h.lock:
             random_words(&w.src, h.bitgen)
