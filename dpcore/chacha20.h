@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dpc_bits.h"
+
 #define DPC_CHACHA_BUF_BLOCKS 16
 
 /* Every kernel that cimports _random includes this header but uses only the inline readers. */
@@ -375,20 +377,6 @@ static inline uint64_t dpc_words_next(dpc_words *src)
 
 /* Non-inline refill, whose address `random_words` stores. */
 DPC_MAYBE_UNUSED static void dpc_chacha20_refill_fn(dpc_chacha20_state *st) { dpc_chacha20_refill(st); }
-
-static inline double dpc_u64_as_double(uint64_t bits)
-{
-    double x;
-    memcpy(&x, &bits, sizeof x);
-    return x;
-}
-
-static inline uint64_t dpc_double_as_u64(double x)
-{
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    return bits;
-}
 
 static inline int dpc_clz64(uint64_t w);
 

@@ -96,31 +96,17 @@
 #include <float.h>
 #include <math.h>  /* NAN, INFINITY only */
 #include <stdint.h>
-#include <string.h>
 
 #include "crlog_table.h"
+#include "dpc_bits.h"
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0 && FLT_EVAL_METHOD != -1
 #error "crlog.h needs double operations rounded to double (FLT_EVAL_METHOD == 0), e.g. SSE2"
 #endif
 
-static inline uint64_t dp_crlog_asu64(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline double dp_crlog_asdbl(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static inline void dp_log_dd(double x, double *hi, double *lo, double *err)
 {
-    uint64_t ix = dp_crlog_asu64(x);
+    uint64_t ix = dpc_double_as_u64(x);
     int64_t kbias = 0;
     /* One unsigned test catches 0, subnormals, negatives, +inf and NaN (all rare). */
     if (ix - 0x0010000000000000ULL >= 0x7fe0000000000000ULL) {
@@ -130,7 +116,7 @@ static inline void dp_log_dd(double x, double *hi, double *lo, double *err)
             *err = INFINITY;
             return;
         }
-        ix = dp_crlog_asu64(x * 0x1p54);               /* exact */
+        ix = dpc_double_as_u64(x * 0x1p54);               /* exact */
         kbias = -54;
     }
     const uint64_t tmp = ix - DP_CRLOG_OFF;
@@ -138,8 +124,8 @@ static inline void dp_log_dd(double x, double *hi, double *lo, double *err)
     /* k = tmp >> 52 as a signed 12-bit field (portable: no signed shifts) */
     const int64_t k = (int64_t)(tmp >> 52) - (int64_t)((tmp >> 63) << 12) + kbias;
     const uint64_t iz = ix - (tmp & 0xfff0000000000000ULL);
-    const double z = dp_crlog_asdbl(iz);
-    const double zh = dp_crlog_asdbl(iz & ~DP_CRLOG_SPLIT_MASK);
+    const double z = dpc_u64_as_double(iz);
+    const double zh = dpc_u64_as_double(iz & ~DP_CRLOG_SPLIT_MASK);
     const double zl = z - zh;                          /* exact */
     const dp_crlog_entry *e = &dp_crlog_table[i];
     const double c = e->c;
@@ -150,7 +136,7 @@ static inline void dp_log_dd(double x, double *hi, double *lo, double *err)
     const double w = kd * DP_CRLOG_LN2_HI + e->th;     /* exact */
     const double h1 = w + r;
     const double l1 = r - (h1 - w);                    /* Fast2Sum */
-    const double r1 = dp_crlog_asdbl(dp_crlog_asu64(r) & 0xfffffffff8000000ULL);
+    const double r1 = dpc_u64_as_double(dpc_double_as_u64(r) & 0xfffffffff8000000ULL);
     const double r2 = r - r1;                          /* exact */
     const double q = (-0.5 * r1) * r1;                 /* exact */
     const double h = h1 + q;
@@ -183,10 +169,10 @@ static inline int dp_log_cr_fast(double x, double *out)
         *out = 0.0;
         return 1;
     }
-    const uint64_t ih = dp_crlog_asu64(hi);
+    const uint64_t ih = dpc_double_as_u64(hi);
     const uint64_t ah = ih & 0x7fffffffffffffffULL;
     /* half an ulp of |hi|: |hi| >= 2^-54, so the exponent field minus 53 stays >= 1 */
-    const double up = dp_crlog_asdbl((ah & 0x7ff0000000000000ULL) - (53ULL << 52));
+    const double up = dpc_u64_as_double((ah & 0x7ff0000000000000ULL) - (53ULL << 52));
     const double dn = (ah & 0x000fffffffffffffULL) ? up : 0.5 * up;
     const double l = (ih >> 63) ? -lo : lo;
     /* e = fl(EPS (1 + 2^-48) |hi|) >= err (1 + 2^-48)(1 - u)/(1 + u) >= err (1 + 2^-49); NaN for
