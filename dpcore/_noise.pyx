@@ -20,7 +20,6 @@ Words are read inline from the generator (`Source`, chacha20.h); outcomes that a
 Not constant-time: loop lengths depend on the values drawn (ALGORITHMS 0.3(4)).
 """
 from fractions import Fraction
-import math
 
 import numpy as np
 
@@ -29,9 +28,9 @@ from libc.float cimport DBL_MIN
 from libc.stdint cimport int64_t, uint64_t
 
 from dpcore._random cimport (
-    BitgenHandle, bitgen_handle, bitgen_t, dpc_words, random_words, dpc_words_next, dpc_ustar,
-    dpc_ustar_from, dpc_opaque, dpc_ulp, dpc_floor, dpc_floor_i64, dpc_rint, dpc_u64_as_double,
-    dpc_double_as_u64, random_u64, random_ustar,
+    BitgenHandle, LockedBits, locked_bits, bitgen_handle, bitgen_t, dpc_words, random_words,
+    dpc_words_next, dpc_ustar, dpc_ustar_from, dpc_opaque, dpc_ulp, dpc_floor, dpc_floor_i64,
+    dpc_rint, dpc_u64_as_double, dpc_double_as_u64,
 )
 from dpcore._crlog cimport dp_log_dd, dp_log_cr_fast
 
@@ -658,23 +657,6 @@ cdef Py_ssize_t snap_fill(Source *s, const double *x, double lam, double grid, d
 # Exact finishing of pending draws (GIL held, generator lock held by the caller)
 
 
-cdef class _LockedBits:
-    """Callable drawing raw 64-bit words while the caller already holds the generator's lock."""
-    cdef bitgen_t *bg
-
-    def __call__(self):
-        return random_u64(self.bg)
-
-    def ustar(self):
-        return random_ustar(self.bg)
-
-
-cdef _LockedBits _locked_bits(BitgenHandle h):
-    cdef _LockedBits bits = _LockedBits.__new__(_LockedBits)
-    bits.bg = h.bitgen
-    return bits
-
-
 cdef object _cell(Pending *pd):
     """The exact cell [lo, hi) of the real uniform behind a pending draw, as Fractions."""
     u = Fraction(pd.u)
@@ -689,7 +671,7 @@ cdef object _cell(Pending *pd):
     return u, u + w
 
 
-cdef object _exact_magnitude(Pending *pd, scale, _LockedBits bits):
+cdef object _exact_magnitude(Pending *pd, scale, LockedBits bits):
     lo, hi = _cell(pd)
     return _exact.floor_neglog_scaled(lo, hi, scale, bits)
 
@@ -698,7 +680,7 @@ cdef object _dgauss_gamma(y, sigma2, t):
     return (abs(Fraction(y)) - sigma2 / t) ** 2 / (2 * sigma2)
 
 
-cdef bint _accept_exactly(double u, y, sigma2, t, _LockedBits bits):
+cdef bint _accept_exactly(double u, y, sigma2, t, LockedBits bits):
     return _exact.uniform_below_exp(u, nextafter(u, 2.0), _dgauss_gamma(y, sigma2, t), bits)
 
 
@@ -709,7 +691,7 @@ cdef Py_ssize_t CHUNK = 4096
 
 
 cdef _dlap_block(Source *s, double scale, int64_t *out, Py_ssize_t m, Pending *pend,
-                 scale_exact, _LockedBits bits):
+                 scale_exact, LockedBits bits):
     """Fill out[0:m] with exact discrete Laplace draws (GIL and generator lock held)."""
     cdef Py_ssize_t npend = 0, start = 0, j, idx
     while start < m:
@@ -735,7 +717,7 @@ cdef _dlap_block(Source *s, double scale, int64_t *out, Py_ssize_t m, Pending *p
 
 
 cdef _dgauss_block(Source *s, DGaussParams *p, int64_t *out, Py_ssize_t m, Pending *pend,
-                   sigma2, t, _LockedBits bits):
+                   sigma2, t, LockedBits bits):
     """Fill out[0:m] with exact discrete Gaussian draws (GIL and generator lock held)."""
     cdef Py_ssize_t npend = 0, start = 0, j, idx
     while start < m:
@@ -776,7 +758,7 @@ def discrete_laplace_into(int64_t[::1] out, double scale, random_state=None):
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
-    cdef _LockedBits bits = _locked_bits(h)
+    cdef LockedBits bits = locked_bits(h)
     cdef Source s
     scale_exact = Fraction(scale)
     with h.lock:
@@ -799,14 +781,14 @@ def discrete_laplace_grid_into(double[::1] out, const double[::1] x, double grid
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
-    cdef _LockedBits bits
+    cdef LockedBits bits
     cdef Source s
     cdef int64_t[::1] noise
     if x.shape[0] != n:
         raise ValueError("x and out must have the same length")
     if n == 0:
         return
-    bits = _locked_bits(h)
+    bits = locked_bits(h)
     noise = np.empty(min(n, CHUNK), dtype=np.int64)
     scale_exact = Fraction(scale)
     with h.lock:
@@ -823,7 +805,7 @@ def discrete_gaussian_into(int64_t[::1] out, double sigma, random_state=None):
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
-    cdef _LockedBits bits = _locked_bits(h)
+    cdef LockedBits bits = locked_bits(h)
     cdef DGaussParams p
     cdef Source s
     _dgauss_params(&p, sigma)
@@ -843,7 +825,7 @@ def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double gri
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
-    cdef _LockedBits bits
+    cdef LockedBits bits
     cdef DGaussParams p
     cdef Source s
     cdef int64_t[::1] noise
@@ -852,7 +834,7 @@ def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double gri
         raise ValueError("x and out must have the same length")
     if n == 0:
         return
-    bits = _locked_bits(h)
+    bits = locked_bits(h)
     noise = np.empty(min(n, CHUNK), dtype=np.int64)
     _dgauss_params(&p, sigma)
     sigma2 = Fraction(sigma) ** 2
@@ -871,7 +853,7 @@ cdef dict _pending_copy(Pending *pd):
             "v": pd.v, "nv": pd.nv, "v2": pd.v2, "refined": pd.refined, "y": pd.y}
 
 
-cdef object _finish_dgauss(dict item, sigma2, t, _LockedBits bits):
+cdef object _finish_dgauss(dict item, sigma2, t, LockedBits bits):
     """Finish one pending discrete Gaussian attempt exactly; None if it is rejected."""
     cdef Pending pd
     cdef double u2

@@ -49,6 +49,13 @@ cdef class BitgenHandle:
 
 cpdef BitgenHandle bitgen_handle(object random_state)
 
+# Raw words as a Python callable (bits() -> int, bits.ustar() -> float) for exact fallbacks
+# that run with the GIL while the caller already holds the generator's lock.
+cdef class LockedBits:
+    cdef bitgen_t *bg
+
+cdef LockedBits locked_bits(BitgenHandle h)
+
 # Point `src` at bg's words (call with the lock held; valid while the generator lives).
 cdef void random_words(dpc_words *src, bitgen_t *bg) noexcept nogil
 cdef uint64_t random_u64(bitgen_t *bg) noexcept nogil

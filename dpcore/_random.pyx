@@ -334,6 +334,22 @@ cdef class BitgenHandle:
         return f"BitgenHandle({self.bit_generator!r})"
 
 
+cdef class LockedBits:
+    """Callable drawing raw 64-bit words while the caller already holds the generator's lock."""
+
+    def __call__(self):
+        return random_u64(self.bg)
+
+    def ustar(self):
+        return random_ustar(self.bg)
+
+
+cdef LockedBits locked_bits(BitgenHandle h):
+    cdef LockedBits bits = LockedBits.__new__(LockedBits)
+    bits.bg = h.bitgen
+    return bits
+
+
 cdef bint _is_int_seed(object x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 

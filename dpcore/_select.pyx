@@ -30,7 +30,7 @@ import numpy as np
 from libc.math cimport fabs, INFINITY, exp
 from libc.stdint cimport uint64_t, UINT64_MAX
 
-from dpcore._random cimport BitgenHandle, bitgen_handle, bitgen_t, random_u64, random_ustar
+from dpcore._random cimport BitgenHandle, LockedBits, bitgen_t, locked_bits, random_u64, random_ustar
 from dpcore._crlog cimport dp_log_dd
 
 from dpcore import _exact
@@ -825,19 +825,6 @@ cdef Py_ssize_t exact_run(bitgen_t *bg, const double *u, Py_ssize_t start, Py_ss
 
 # -- exact fallback (GIL held, generator lock held) ------------------------------------------------
 
-cdef class _LockedBits:
-    """Callable drawing raw 64-bit words while the caller holds the generator's lock."""
-    cdef bitgen_t *bg
-
-    def __call__(self):
-        return random_u64(self.bg)
-
-
-cdef _LockedBits _locked_bits(BitgenHandle h):
-    cdef _LockedBits bits = _LockedBits.__new__(_LockedBits)
-    bits.bg = h.bitgen
-    return bits
-
 
 _TWO_64 = 2**64
 _START_DIGITS = 40
@@ -963,10 +950,10 @@ cdef class ExactState:
         """Process one chunk (no NaN or +inf) drawing from h."""
         cdef Py_ssize_t n = u.shape[0], pos = 0, r
         cdef uint64_t word = 0
-        cdef _LockedBits bits
+        cdef LockedBits bits
         if n == 0:
             return
-        bits = _locked_bits(h)
+        bits = locked_bits(h)
         with h.lock:
             while pos < n:
                 with nogil:
@@ -978,7 +965,7 @@ cdef class ExactState:
                 pos = r + 1
         self.offset += n
 
-    cdef _resolve(self, double ur, uint64_t w, Py_ssize_t index, _LockedBits bits):
+    cdef _resolve(self, double ur, uint64_t w, Py_ssize_t index, LockedBits bits):
         """Decide exactly whether candidate `index` beats the best; update the best."""
         self.counts.exact += 1
         d = self.c_exact * (Fraction(ur) - Fraction(self.best.u))
@@ -1095,4 +1082,3 @@ def _cell_bounds(uint64_t w):
 def _gumbel_cell_exact(uint64_t w, digits=60):
     """Exact rational enclosure of G over the cell of word w (None = infinite end)."""
     return _gumbel_cell(_word_cell(w), digits)
-
