@@ -112,6 +112,7 @@ cdef double ZF[ZN + 1]
 
 def _ziggurat_tables():
     import math
+
     def layers(r):
         fr = math.exp(-0.5 * r * r)
         v = r * fr + math.sqrt(math.pi / 2.0) * math.erfc(r / math.sqrt(2.0))

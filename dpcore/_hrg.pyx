@@ -37,7 +37,7 @@ import numpy as np
 from libc.math cimport log, log1p, exp
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from dpcore._random cimport BitgenHandle, bitgen_handle, dpc_words, random_words, dpc_words_next
+from dpcore._random cimport BitgenHandle, dpc_words, random_words, dpc_words_next
 
 cdef extern from * nogil:
     """
@@ -232,7 +232,6 @@ def ell_lr(e, L, R):
     return _ell_lr(<int64_t>e, <int64_t>L, <int64_t>R)
 
 
-
 cdef uint64_t _fixed_word(void *state) noexcept nogil:
     (<uint64_t *>state)[1] += 1
     return (<uint64_t *>state)[0]
@@ -274,6 +273,7 @@ def scan(lab, int lo, int hi, int s, int r, bint want_r, bint vector=True):
 def scan_is_vectorised():
     """Whether hrg_scan uses the AVX2 loop on this machine."""
     return bool(hrg_scan_vector())
+
 
 cdef inline uint64_t _bounded(dpc_words *src, uint32_t n, uint64_t *word) noexcept nogil:
     """Uniform in {0, ..., n-1} (n < 2**32) from the top 32 bits of a word (Lemire's rejection);
@@ -450,7 +450,6 @@ cdef class HRGState:
         cdef uint8_t[::1] u8
         cdef int32_t[::1] i32
         cdef int64_t[::1] i64
-        cdef double[::1] f64
         u8 = self._nd.view(np.uint8); self.nd = <hrg_node *>&u8[0]
         u8 = self._ndsc.view(np.uint8); self.ndsc = <hrg_node *>&u8[0]
         i64 = self._cum; self.cum = &i64[0]
@@ -532,7 +531,6 @@ cdef class HRGState:
         leaf order, O(m log m)), E, cached ell and the log-likelihood."""
         cdef int n = self.n
         cdef int top = 0, nxt = 0, x, y, node, p, t, u, w, e
-        cdef int64_t cnt
         cdef int32_t *st = self.stack
         # Pre-order DFS: each node's leaves are the contiguous range [lo, hi) of `order`.
         # Nodes are pushed with a +1/-1 marker: a negative entry -(node+1) closes the node.
@@ -588,7 +586,7 @@ cdef class HRGState:
             self.lab[t] = self.lca[self.adj[t]]
         for node in range(n, 2 * n - 1):
             self.nd[node].ell = _ell_lr(self.nd[node].E, self.nd[self.nd[node].ch0].nleaves,
-                                      self.nd[self.nd[node].ch1].nleaves)
+                                        self.nd[self.nd[node].ch1].nleaves)
         self._ranges()
         self._refresh()
 
@@ -925,7 +923,6 @@ cdef class HRGState:
 
     cdef void _materialize(self) noexcept nogil:
         cdef int node, i, code
-        cdef int32_t *arr
         cdef int32_t broot = self.root
         for node in range(2 * self.n - 1):
             self.bparent[node] = self.nd[node].parent

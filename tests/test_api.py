@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-import dpcore
 
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from fractions import Fraction
 
 import numpy as np

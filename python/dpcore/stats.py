@@ -46,7 +46,7 @@ from dpcore.selection import ExponentialMechanism
 from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
 
 __all__ = ["count", "sum", "mean", "var", "std", "quantile", "median", "histogram", "histogramdd",
-           "perturbed_histogram"]
+           "perturbed_histogram"]  # noqa: F822 (module __getattr__, lazily: no import cycle)
 
 #: Sums are taken on a grid that puts the noise scale at about 2**GRID_BITS grid units: each
 #: record is rounded by at most 2**-(GRID_BITS + 1) noise scales, so even 10**9 records move the
