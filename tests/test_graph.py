@@ -462,6 +462,50 @@ def test_sample_graph_large_node_complement_path():
     assert abs(cross.var(ddof=1) / 3600 - 1) < 0.5
 
 
+def test_distinct_subsets_uniform_per_owner():
+    # Owners with totals 0, 4, 6, 0 (empty ranges before, between and after) and 2 resp. 3
+    # values to draw: each owner's set must be a uniform k-subset, independently of the other's.
+    from dpcore.graph import _distinct
+
+    totals, counts = [0, 4, 6, 0], [0, 2, 3, 0]
+    rng = dpcore.default_rng(21)
+    subsets_a = list(itertools.combinations(range(4), 2))
+    subsets_b = list(itertools.combinations(range(6), 3))
+    joint = np.zeros((len(subsets_a), len(subsets_b)))
+    reps = 6000
+    for _ in range(reps):
+        owner, value = _distinct(rng, totals, counts)
+        assert np.array_equal(owner, np.repeat([1, 2], [2, 3]))
+        a = tuple(value[owner == 1].tolist())
+        b = tuple(value[owner == 2].tolist())
+        joint[subsets_a.index(a), subsets_b.index(b)] += 1
+    cells = joint.size  # 6 x 20 = 120 equally likely cells, 50 expected each
+    assert chisquare_pvalue(joint.ravel(), np.full(cells, 1 / cells)) > ALPHA
+    # Power: owner 1's first subset made 1.5x as likely as the others is rejected (noncentrality
+    # 6000 * sum (p - q)^2 / q = 139 on 119 degrees of freedom: rejected with probability ~1).
+    tilted = np.full(joint.shape, 1.0)
+    tilted[0] *= 1.5
+    assert chisquare_pvalue(joint.ravel(), (tilted / tilted.sum()).ravel()) < ALPHA
+
+
+def test_complements_against_set_difference():
+    from dpcore.graph import _complements
+
+    rng = np.random.default_rng(5)
+    totals = np.array([3, 0, 7, 5, 1, 9])
+    owner, value = [], []
+    for node, t in enumerate(totals):
+        picked = rng.choice(t, size=rng.integers(0, t + 1), replace=False) if t else []
+        owner += [node] * len(picked)
+        value += sorted(int(x) for x in picked)
+    owner, value = np.array(owner, dtype=np.int64), np.array(value, dtype=np.int64)
+    nodes = np.array([0, 1, 2, 5])
+    got_owner, got_value = _complements(totals, owner, value, nodes)
+    expect = [(node, x) for node in nodes for x in range(totals[node])
+              if x not in set(value[owner == node].tolist())]
+    assert list(zip(got_owner.tolist(), got_value.tolist())) == expect
+
+
 # --------------------------------------------------------------------------- PrivHRG
 
 

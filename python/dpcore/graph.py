@@ -100,12 +100,21 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
     lo = np.minimum(edges[:, 0], edges[:, 1])
     hi = np.maximum(edges[:, 0], edges[:, 1])
     keys = lo * n + hi
-    uniq = np.unique(keys)
+    uniq = _unique(keys)
     if uniq.size != keys.size and not simplify:
         raise ValueError(f"{name} has {keys.size - uniq.size} repeated edge(s): pass simplify=True to drop them")
     u = (uniq // n).astype(np.int32)
     v = (uniq % n).astype(np.int32)
     return n, u, v, labels
+
+
+def _unique(values):
+    """Sorted distinct values of an int64 array (sort and compare neighbours: faster here than
+    numpy.unique, which hashes)."""
+    values = np.sort(values)
+    if values.size:
+        values = values[np.concatenate([[True], values[1:] != values[:-1]])]
+    return values
 
 
 # --------------------------------------------------------------------------- dendrogram
@@ -376,24 +385,55 @@ def fit_hrg(G, *, n_nodes=None, n_steps=None, simplify=False, random_state=None,
 # --------------------------------------------------------------------------- sampling
 
 
+def _owners(base, values):
+    """Index i of the range [base[i], base[i] + totals[i]) holding each value (empty ranges share
+    their base with the next one, so the last range starting at or below the value is its owner)."""
+    return np.searchsorted(base, values, side="right") - 1
+
+
 def _distinct(rng, totals, counts):
     """For each i, counts[i] distinct uniform integers in [0, totals[i]) (counts <= totals), as
-    (owner index, value) arrays: repeated rounds of draws with replacement, keeping first
-    occurrences (the set of the first k distinct values of an i.i.d. uniform sequence is a uniform
-    k-subset)."""
+    (owner index, value) arrays sorted by owner and value: repeated rounds of draws with
+    replacement, keeping first occurrences (the set of the first k distinct values of an i.i.d.
+    uniform sequence is a uniform k-subset). A round draws exactly what each owner still lacks, and
+    only the values of owners still short are merged again, so the work is O(total draws)."""
     totals = np.asarray(totals, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
     base = np.concatenate([[0], np.cumsum(totals)[:-1]]).astype(np.int64)
-    kept = np.empty(0, dtype=np.int64)
+    done = []
+    kept = np.empty(0, dtype=np.int64)  # values of the owners still short
     need = counts.copy()
-    while need.any():
-        owner = np.repeat(np.arange(totals.size), need)
+    active = np.flatnonzero(need > 0)
+    while active.size:
+        owner = np.repeat(active, need[active])
         draws = rng.integers(0, totals[owner], dtype=np.int64) + base[owner]
-        kept = np.unique(np.concatenate([kept, draws]))
-        have = np.bincount(np.searchsorted(base, kept, side="right") - 1, minlength=totals.size)
-        need = counts - have
-    owner = np.searchsorted(base, kept, side="right") - 1
-    return owner, kept - base[owner]
+        kept = _unique(np.concatenate([kept, draws]))
+        own = _owners(base, kept)
+        need[active] = counts[active] - np.bincount(own, minlength=totals.size)[active]
+        full = need[own] == 0
+        done.append(kept[full])
+        kept = kept[~full]
+        active = active[need[active] > 0]
+    values = np.sort(np.concatenate(done)) if done else np.empty(0, dtype=np.int64)
+    owner = _owners(base, values)
+    return owner, values - base[owner]
+
+
+def _complements(totals, owner, values, nodes):
+    """For each node in ``nodes`` (sorted), the values of [0, totals[node]) not among its entries
+    in (owner, values), as (owner, value) arrays: one mask over the nodes' ranges, O(sum of
+    their totals)."""
+    totals = np.asarray(totals, dtype=np.int64)
+    sizes = totals[nodes]
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    slot = np.full(totals.size, -1, dtype=np.int64)
+    slot[nodes] = np.arange(nodes.size)
+    mine = slot[owner] >= 0
+    keep = np.ones(int(sizes.sum()), dtype=bool)
+    keep[start[slot[owner[mine]]] + values[mine]] = False
+    flat = np.flatnonzero(keep)
+    which = np.searchsorted(start, flat, side="right") - 1
+    return nodes[which], flat - start[which]
 
 
 def sample_graph(dendrogram, *, random_state=None, as_networkx=False):
@@ -444,13 +484,10 @@ def sample_graph(dendrogram, *, random_state=None, as_networkx=False):
     flip = k > total // 2
     pick = np.where(flip, total - k, k)
     owner, idx = _distinct(rng, total, pick)
-    parts = [(owner[~flip[owner]], idx[~flip[owner]])]
-    for node in np.flatnonzero(flip & (k > 0)):
-        excluded = idx[owner == node]
-        keep = np.setdiff1d(np.arange(total[node], dtype=np.int64), excluded, assume_unique=True)
-        parts.append((np.full(keep.size, node, dtype=np.int64), keep))
-    owner = np.concatenate([p[0] for p in parts])
-    idx = np.concatenate([p[1] for p in parts])
+    direct = ~flip[owner]
+    c_owner, c_idx = _complements(total, owner, idx, np.flatnonzero(flip & (k > 0)))
+    owner = np.concatenate([owner[direct], c_owner])
+    idx = np.concatenate([idx[direct], c_idx])
     i, j = np.divmod(idx, right[owner])
     a = order[lo[ch[owner, 0]] + i]
     b = order[lo[ch[owner, 1]] + j]
