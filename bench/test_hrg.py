@@ -403,7 +403,57 @@ def utility_table(epsilons=(0.5, 1.0, 2.0, 5.0), reps=3, seed=1):
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python bench/test_hrg.py: the README's utility table
-    print("release_hrg utility, default 1000 n steps, epsilon_split 0.5, mean of 3 releases")
-    print()
-    print(utility_table())
+# --------------------------------------------------------------------------- floor (README)
+
+
+def floor_table(n=1000, steps=TWIN_STEPS, reps=5):
+    """Markdown table: time per step on a graph with no edges (every move accepted, no walk, no
+    logarithm) of the Python twin, the kernel, and hrg_move_floor.c (the pointer work of a move
+    alone, in C, with a fast non-cryptographic generator), each against the twin."""
+    import time
+
+    from dpcore import _hrg, default_rng
+    from dpcore._random import bitgen_handle
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("needs a C compiler for hrg_move_floor.c")
+    exe = os.path.join(tempfile.mkdtemp(prefix="dpcore-floor-"), "hrg_move_floor")
+    subprocess.run([cc, "-O3", "-march=native", os.path.join(_HERE, "hrg_move_floor.c"), "-o", exe],
+                   check=True)
+    empty = np.zeros((0, 2), dtype=np.int64)
+    twin = []
+    for _ in range(reps):
+        chain = PythonChain(n, empty, default_rng(3))
+        t = time.perf_counter()
+        chain.run(steps)
+        twin.append((time.perf_counter() - t) / steps)
+    h = bitgen_handle(2)
+    kernel = []
+    for _ in range(reps * 20):
+        state = _hrg.HRGState(n, empty[:, 0].astype(np.int32), empty[:, 1].astype(np.int32))
+        state.random_tree(h)
+        t = time.perf_counter()
+        state.run(steps, 1.0, h)
+        kernel.append((time.perf_counter() - t) / steps)
+    out = subprocess.run([exe, str(n), str(steps), str(reps * 100)], capture_output=True, text=True,
+                         check=True)
+    floor = float(out.stdout.split()[0]) * 1e-9
+    t_twin, t_kernel = float(np.median(twin)), float(np.median(kernel))
+    lines = [f"Graph with no edges, n = {n}, {steps} steps from a random start (medians)", "",
+             "| implementation | per step | twin / this |", "|---|---|---|"]
+    for name, t in [("Python twin", t_twin), ("dpcore kernel (`HRGState.run`)", t_kernel),
+                    ("`hrg_move_floor.c` (pointer work only)", floor)]:
+        lines.append(f"| {name} | {t * 1e9:.1f} ns | {t_twin / t:.0f}x |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["floor"]:  # python bench/test_hrg.py floor: the floor table (README)
+        print(floor_table())
+    else:  # python bench/test_hrg.py: the README's utility table
+        print("release_hrg utility, default 1000 n steps, epsilon_split 0.5, mean of 3 releases")
+        print()
+        print(utility_table())
