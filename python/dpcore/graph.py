@@ -385,10 +385,15 @@ def fit_hrg(G, *, n_nodes=None, n_steps=None, simplify=False, random_state=None,
 # --------------------------------------------------------------------------- sampling
 
 
-def _owners(base, values):
-    """Index i of the range [base[i], base[i] + totals[i]) holding each value (empty ranges share
-    their base with the next one, so the last range starting at or below the value is its owner)."""
-    return np.searchsorted(base, values, side="right") - 1
+def _starts(sizes):
+    """Where each of consecutive ranges of the given sizes starts (0, then the running sums)."""
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def _owners(starts, values):
+    """Index i of the range [starts[i], starts[i + 1]) holding each value (an empty range shares
+    its start with the next one, so the last range starting at or below the value is its owner)."""
+    return np.searchsorted(starts, values, side="right") - 1
 
 
 def _distinct(rng, totals, counts):
@@ -399,7 +404,7 @@ def _distinct(rng, totals, counts):
     only the values of owners still short are merged again, so the work is O(total draws)."""
     totals = np.asarray(totals, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
-    base = np.concatenate([[0], np.cumsum(totals)[:-1]]).astype(np.int64)
+    base = _starts(totals)
     done = []
     kept = np.empty(0, dtype=np.int64)  # values of the owners still short
     need = counts.copy()
@@ -425,14 +430,14 @@ def _complements(totals, owner, values, nodes):
     their totals)."""
     totals = np.asarray(totals, dtype=np.int64)
     sizes = totals[nodes]
-    start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    start = _starts(sizes)
     slot = np.full(totals.size, -1, dtype=np.int64)
     slot[nodes] = np.arange(nodes.size)
     mine = slot[owner] >= 0
     keep = np.ones(int(sizes.sum()), dtype=bool)
     keep[start[slot[owner[mine]]] + values[mine]] = False
     flat = np.flatnonzero(keep)
-    which = np.searchsorted(start, flat, side="right") - 1
+    which = _owners(start, flat)
     return nodes[which], flat - start[which]
 
 
