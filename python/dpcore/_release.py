@@ -1,0 +1,78 @@
+"""The one path every release takes: validate everything, charge the budget once, then draw.
+
+A release function checks its arguments first (data, bounds, parameters) and computes its
+calibration from public values only. It then calls :func:`release` with the privacy cost, the
+accountant and ``random_state``: the accountant and the generator are checked *before* anything
+is charged, the cost is charged exactly once, and only then is the draw made. So a bad argument
+never costs budget, and a release is never made unpaid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpcore import _validation as check
+from dpcore.random import check_random_state
+
+__all__ = ["Cost", "check_accountant", "release"]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one release is charged: (epsilon, delta)-DP or rho-zCDP (validated on creation)."""
+
+    epsilon: float | None = None
+    delta: float = 0.0
+    rho: float | None = None
+
+    def __post_init__(self):
+        if self.rho is not None:
+            if self.epsilon is not None:
+                raise ValueError("a cost is either rho (zCDP) or (epsilon, delta), not both")
+            object.__setattr__(self, "rho", check.nonnegative(self.rho, "rho"))
+            return
+        if self.epsilon is None:
+            raise ValueError("a cost needs epsilon (with optional delta) or rho")
+        object.__setattr__(self, "epsilon", check.nonnegative(self.epsilon, "epsilon"))
+        object.__setattr__(
+            self, "delta", check.probability(self.delta, "delta", open_low=False)
+        )
+
+    def charge(self, accountant, label):
+        """Charge ``accountant`` (if not None) for this cost, once."""
+        if accountant is None:
+            return None
+        if self.rho is not None:
+            return accountant.charge(rho=self.rho, label=label)
+        return accountant.charge(epsilon=self.epsilon, delta=self.delta, label=label)
+
+
+def check_accountant(accountant):
+    """None, or an object with a ``charge`` method (an Accountant, a parallel block or a
+    partition); anything else is a TypeError naming ``accountant``."""
+    if accountant is not None and not callable(getattr(accountant, "charge", None)):
+        raise TypeError(
+            "accountant must be a dpcore.Accountant (or a parallel block / partition) or None, "
+            f"got {type(accountant).__name__}"
+        )
+    return accountant
+
+
+def release(draw, *, cost, accountant, random_state, label):
+    """Check ``accountant`` and ``random_state``, charge ``cost`` once, then return ``draw(rng)``.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(rng)`` makes the release with the generator ``rng`` (a `numpy.random.Generator`);
+        it must not validate anything that could fail for a bad argument (do that before).
+    cost : Cost
+        The guarantee charged.
+    accountant : Accountant, ParallelBlock, Partition or None
+    random_state : see :func:`dpcore.random.check_random_state`
+    label : str
+        Names the release in the accountant's history.
+    """
+    check_accountant(accountant)
+    rng = check_random_state(random_state)
+    cost.charge(accountant, label)
+    return draw(rng)
