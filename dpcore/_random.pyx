@@ -90,14 +90,22 @@ cdef class ChaCha20(BitGenerator):
         bits from the operating system (`os.urandom`). Anything else is passed to
         `numpy.random.SeedSequence` and the key is ``SeedSequence(seed).generate_state(8,
         numpy.uint32)``: deterministic, for tests and reproducibility only. A seed is not a
-        secret key, and a seeded generator gives no security or privacy guarantee.
+        secret key, and a seeded generator gives no security or privacy guarantee. An empty
+        sequence (``[]``, an empty array, a SeedSequence of one) is refused.
 
     Attributes
     ----------
     lock : threading.RLock
         Held by everyone drawing from this generator (shared with numpy Generators over it).
     os_keyed : bool
-        True when the key came from the OS; such generators are rekeyed in forked children.
+        True when the key came from the OS; such generators are rekeyed in forked children and
+        when copied or pickled.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is an empty sequence ("seed must be non-empty; use None for the secure
+        generator"), or a seed numpy's SeedSequence rejects.
 
     Notes
     -----
@@ -110,8 +118,15 @@ cdef class ChaCha20(BitGenerator):
     parent and child. Locks of all ChaCha20 instances are reset in the child, since a lock held
     by another thread at fork time would never be released there.
 
-    Pickling copies the exact state, key included: the copy emits the same words as the
-    original. To give workers independent streams use `spawn`, not copies.
+    Copies and pickling: an OS-keyed generator (including the process-wide default) is
+    *rekeyed* when pickled (e.g. sent to a joblib worker), copied or deep-copied: the copy is a
+    new ChaCha20 keyed from the OS (``os_keyed`` True) that shares nothing with the original,
+    and its key is never written to the pickle. Two processes or two copies therefore never
+    emit the same noise. A numpy Generator over a ChaCha20 pickles through its bit generator,
+    so the same holds for it. A seeded generator (tests and reproducibility only) is copied
+    exactly: the copy continues the same stream, which is the point of a seed. To copy an
+    OS-keyed stream on purpose, set ``state`` explicitly. To give workers independent streams
+    use `spawn`.
 
     Examples
     --------
@@ -133,6 +148,10 @@ cdef class ChaCha20(BitGenerator):
             BitGenerator.__init__(self, SeedlessSeedSequence())
             self._rekey_from_os()
         else:
+            if _is_empty_seed(seed):
+                raise ValueError(f"seed must be non-empty; use None for the secure generator "
+                                 f"(an empty seed gives a fixed, publicly known stream), "
+                                 f"got {seed!r}")
             BitGenerator.__init__(self, seed)
             self._set_key(self._seed_seq.generate_state(8, np.uint32))
             self._os_keyed = False
@@ -230,6 +249,10 @@ cdef class ChaCha20(BitGenerator):
             self._os_keyed = bool(value.get("os_keyed", False))
 
     def __reduce__(self):
+        # OS-keyed: the copy is a fresh OS-keyed generator (the key is not pickled); seeded:
+        # the exact state and the seed sequence (for spawn). See the class docstring.
+        if self._os_keyed:
+            return (type(self), ())
         return (_chacha20_unpickle, (self.state, self._seed_seq))
 
     def spawn(self, int n_children):
@@ -286,7 +309,12 @@ cdef class ChaCha20(BitGenerator):
 
 
 def _chacha20_unpickle(state, seed_seq):
-    """Rebuild a pickled ChaCha20 with its exact state (and its seed sequence, for spawn)."""
+    """Rebuild a pickled seeded ChaCha20 with its exact state (and its seed sequence, for
+    spawn). A state marked ``os_keyed`` (pickles written before OS-keyed generators pickled
+    without their key) gives a fresh OS-keyed generator instead: copies never share a secure
+    stream."""
+    if isinstance(state, dict) and state.get("os_keyed"):
+        return ChaCha20()
     bg = ChaCha20(seed_seq if isinstance(seed_seq, SeedSequence) else None)
     bg.state = state
     return bg
@@ -354,6 +382,19 @@ cdef bint _is_int_seed(object x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+cdef bint _is_empty_seed(object x):
+    """An empty entropy sequence: [], (), an empty array, or a SeedSequence built from one.
+    SeedSequence accepts them and yields a fixed stream; dpcore refuses them."""
+    if isinstance(x, np.ndarray):
+        return x.size == 0
+    if isinstance(x, (list, tuple, range)):
+        return len(x) == 0
+    if isinstance(x, SeedSequence):
+        entropy = x.entropy
+        return isinstance(entropy, (list, tuple, np.ndarray)) and len(entropy) == 0
+    return False
+
+
 cdef bint _is_seed(object x):
     if _is_int_seed(x) or isinstance(x, ISeedSequence):
         return True
@@ -381,6 +422,10 @@ def _resolve_bit_generator(random_state):
         return random_state.bit_generator
     if isinstance(random_state, RandomState):
         return random_state._bit_generator
+    if _is_empty_seed(random_state):
+        raise ValueError(f"random_state must be non-empty; use None for the secure generator "
+                         f"(an empty seed gives a fixed, publicly known stream), "
+                         f"got {random_state!r}")
     if _is_seed(random_state):
         try:
             return ChaCha20(random_state)

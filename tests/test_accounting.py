@@ -1,14 +1,19 @@
 """The privacy accountant: exact sequential composition, refusal, zCDP, parallel and advanced
 composition, thread safety, reporting and argument errors."""
+import copy
 import dataclasses
+import pickle
+import sys
 import threading
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import dpcore
 from dpcore import calibration
-from dpcore.accounting import Charge
+from dpcore._floats import round_up
+from dpcore.accounting import Charge, ParallelBlock, Partition
 
 
 def _exact_sum(values):
@@ -216,6 +221,170 @@ def test_parallel_block_as_accountant_of_a_release():
     assert 0.49 < acc.spent[0] <= 0.5
 
 
+def test_charges_on_one_partition_sum():
+    """Three releases on one partition cost their sum; the block costs the maximum over
+    partitions (the old block took the maximum over every charge: 0.5 here)."""
+    acc = dpcore.Accountant(1.0)
+    with acc.parallel(label="cells") as block:
+        with block.partition(label="a") as part:
+            for _ in range(3):
+                entry = part.charge(epsilon=0.2, label="step")
+        assert isinstance(part, Partition) and part.label == "a" and part.block is block
+        assert isinstance(block, ParallelBlock)
+        other = block.partition()
+        other.charge(epsilon=0.5)
+    three = round_up(3 * Fraction(0.2))
+    entry = acc.history[-1]
+    assert len(acc.history) == 1 and block.entry == entry
+    assert (entry.kind, entry.count, entry.label) == ("parallel", 2, "cells")
+    assert (entry.epsilon, entry.delta) == (three, 0.0) and entry.epsilon > 0.6 - 1e-12
+    assert acc.spent == (three, 0.0)
+    assert part.total == Charge(three, 0.0, None, "a", "repeated", 3, "basic",
+                                round_up(3 * Fraction(0.2) ** 2 / 2))
+    assert other.total.epsilon == 0.5 and other.total.count == 1
+
+
+def test_partition_deltas_sum_and_maxima_are_taken_separately():
+    acc = dpcore.Accountant(2.0, 1e-5)
+    with acc.parallel() as block:
+        p = block.partition()
+        p.charge(epsilon=0.25, delta=1e-7)
+        p.charge(0.25, 2e-7)
+        q = block.partition()
+        q.charge(epsilon=0.75)
+    entry = acc.history[-1]
+    assert entry.epsilon == 0.75 and entry.delta == round_up(Fraction(1e-7) + Fraction(2e-7))
+    assert entry.count == 2 and entry.rho_implied is None  # p has a delta > 0 charge
+    assert p.total.epsilon == 0.5 and p.total.rho_implied is None
+
+
+def test_direct_block_charges_are_partitions_of_their_own():
+    acc = dpcore.Accountant(1.0)
+    with acc.parallel() as block:
+        block.charge(epsilon=0.5)
+        block.charge(epsilon=0.5)
+        assert acc.history[-1].epsilon == 0.5 and acc.history[-1].count == 2
+        part = block.partition()
+        part.charge(epsilon=0.375)
+        assert acc.history[-1].epsilon == 0.5
+        part.charge(epsilon=0.25)  # this partition now costs 0.625, more than the others
+    assert acc.history[-1].epsilon == 0.625 and acc.history[-1].count == 3
+    assert acc.spent == (0.625, 0.0)
+
+
+def test_refused_partition_charge_records_nothing():
+    acc = dpcore.Accountant(1.0)
+    acc.charge(epsilon=0.125)
+    with acc.parallel() as block:
+        part = block.partition()
+        part.charge(epsilon=0.5)
+        part.charge(epsilon=0.25)
+        before = (acc.spent, acc.history, acc.report(), part.total, block.entry)
+        with pytest.raises(dpcore.BudgetExceeded, match="nothing was charged") as info:
+            part.charge(epsilon=0.25)  # 0.125 + 1.0 > 1
+        assert info.value.charge.kind == "parallel" and info.value.spent[0] == 1.125
+        assert (acc.spent, acc.history, acc.report(), part.total, block.entry) == before
+        empty = block.partition()
+        with pytest.raises(dpcore.BudgetExceeded):
+            empty.charge(epsilon=0.9)
+        assert empty.total is None and acc.history[-1].count == 1
+        part.charge(epsilon=0.125)  # exactly the rest still fits
+        block.partition().charge(epsilon=0.875)  # so does another partition up to the max
+    assert acc.spent == (1.0, 0.0) and acc.history[-1].count == 2
+
+
+def test_partition_rho_implied_is_the_sum_and_the_block_takes_the_max():
+    acc = dpcore.Accountant(10.0, 1e-6)
+    with acc.parallel() as block:
+        a = block.partition()
+        for _ in range(3):
+            a.charge(epsilon=0.2)
+        b = block.partition()
+        b.charge(epsilon=0.3)
+    sum_a = 3 * Fraction(0.2) ** 2 / 2
+    assert sum_a > Fraction(0.3) ** 2 / 2
+    assert a.total.rho_implied == round_up(sum_a)
+    assert b.total.rho_implied == round_up(Fraction(0.3) ** 2 / 2)
+    assert acc.history[-1].rho_implied == round_up(sum_a)
+    # the accountant uses it: 50 charges of 0.1 on one partition, as zCDP, cost less than 5
+    acc = dpcore.Accountant(5.0, 1e-6)
+    with acc.parallel() as block:
+        part = block.partition()
+        for _ in range(50):
+            part.charge(epsilon=0.1)
+        block.charge(epsilon=0.5)
+    assert acc.report()["analysis"] == "pure-as-zcdp"
+    rho = round_up(50 * Fraction(0.1) ** 2 / 2)
+    assert acc.spent[0] == pytest.approx(calibration.zcdp_epsilon(rho, 1e-6), rel=1e-12)
+    assert acc.spent[0] < 4.0
+
+
+def test_zcdp_partitions_sum_and_refuse_mixing():
+    acc = dpcore.Accountant(2.0, 1e-6)
+    with acc.parallel() as block:
+        part = block.partition()
+        part.charge(rho=0.01)
+        part.charge(rho=0.02)
+        block.charge(rho=0.025)
+        before = (acc.history, part.total)
+        with pytest.raises(ValueError, match="mix"):
+            part.charge(epsilon=0.1)
+        with pytest.raises(ValueError, match="mix"):
+            block.partition().charge(epsilon=0.1)
+        assert (acc.history, part.total) == before
+    entry = acc.history[-1]
+    assert entry.rho == round_up(Fraction(0.01) + Fraction(0.02)) and entry.count == 2
+    assert entry.epsilon is None and part.total.rho == entry.rho and part.total.count == 2
+
+
+def test_closed_blocks_and_partitions_refuse_charges():
+    acc = dpcore.Accountant(1.0)
+    with acc.parallel() as block:
+        with block.partition() as part:
+            part.charge(epsilon=0.25)
+        with pytest.raises(RuntimeError, match="partition is closed"):
+            part.charge(epsilon=0.25)
+        open_part = block.partition()
+    with pytest.raises(RuntimeError, match="block is closed"):
+        open_part.charge(epsilon=0.25)
+    with pytest.raises(RuntimeError, match="block is closed"):
+        block.partition()
+    assert acc.spent == (0.25, 0.0) and acc.history[-1].count == 1
+
+
+def test_partition_as_accountant_of_releases():
+    acc = dpcore.Accountant(1.0)
+    with acc.parallel(label="sectors") as block:
+        for value in (3.0, 5.0):
+            with block.partition() as part:
+                dpcore.laplace(value, sensitivity=1.0, epsilon=0.25, accountant=part,
+                               random_state=1)
+                dpcore.laplace(value, sensitivity=1.0, epsilon=0.25, accountant=part,
+                               random_state=1)
+    assert len(acc.history) == 1 and acc.history[-1].count == 2
+    assert 0.49 < acc.spent[0] <= 0.5
+
+
+def test_concurrent_partition_charges_sum_exactly():
+    acc = dpcore.Accountant(100.0)
+    block = acc.parallel()
+    parts = [block.partition() for _ in range(4)]
+    barrier = threading.Barrier(len(parts))
+
+    def run(part, n):
+        barrier.wait()
+        for _ in range(n):
+            part.charge(epsilon=0.125)
+
+    threads = [threading.Thread(target=run, args=(p, 50 + 10 * i)) for i, p in enumerate(parts)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.total.count for p in parts] == [50, 60, 70, 80]
+    assert acc.spent == (10.0, 0.0) and acc.history[-1].count == 4
+
+
 # ---------------------------------------------------------------------------------------------
 # advanced composition
 
@@ -364,13 +533,128 @@ def test_constructor_and_method_errors():
         acc.charge(epsilon=0.1, label=3)
 
 
-def test_pickle_copies_budget_and_history():
-    import pickle
+def test_module_all():
+    assert {"Accountant", "BudgetExceeded", "Charge", "ParallelBlock", "Partition"} <= set(
+        dpcore.accounting.__all__)
+    for name in dpcore.accounting.__all__:
+        assert hasattr(dpcore.accounting, name)
 
+
+# ---------------------------------------------------------------------------------------------
+# copies and pickling: one budget, never duplicated
+
+
+def test_copy_and_deepcopy_return_the_accountant_itself():
+    acc = dpcore.Accountant(1.0)
+    assert copy.copy(acc) is acc and copy.deepcopy(acc) is acc
+    holder = copy.deepcopy({"a": acc, "b": [acc]})
+    assert holder["a"] is acc and holder["b"][0] is acc
+    copy.deepcopy(acc).charge(epsilon=0.25)
+    assert acc.spent == (0.25, 0.0) and not acc.detached
+
+
+def test_sklearn_clone_shares_the_accountant():
+    base = pytest.importorskip("sklearn.base")
+    acc = dpcore.Accountant(1.0)
+    est = _ChargingEstimator(accountant=acc)
+    twin = base.clone(est)
+    assert twin.accountant is acc
+    twin.fit(np.zeros((4, 1)), np.zeros(4))
+    assert acc.spent == (0.1, 0.0)
+
+
+def _detached_copy():
     acc = dpcore.Accountant(1.0, 1e-6)
     acc.charge(epsilon=0.25, label="a")
     acc.charge(rho=0.01, label="b")
-    copy = pickle.loads(pickle.dumps(acc))
-    assert copy.spent == acc.spent and copy.history == acc.history and copy.budget == acc.budget
-    copy.charge(epsilon=0.1)  # the copy has its own lock and state
-    assert len(copy.history) == 3 and len(acc.history) == 2
+    return acc, pickle.loads(pickle.dumps(acc))
+
+
+def test_pickled_accountant_is_detached_and_readable():
+    acc, dup = _detached_copy()
+    assert dup is not acc and dup.detached and not acc.detached
+    assert dup.spent == acc.spent and dup.remaining == acc.remaining
+    assert dup.history == acc.history and dup.budget == acc.budget
+    assert dup.report() == acc.report() and dup.share(2) == acc.share(2)
+    assert repr(dup) == repr(acc)[:-1] + ", detached)"
+    with pytest.raises(AttributeError):
+        dup.detached = False
+    again = pickle.loads(pickle.dumps(dup))
+    assert again.detached
+    with pytest.raises(dpcore.BudgetExceeded, match="pickled copy"):
+        again.charge(epsilon=0.01)
+
+
+@pytest.mark.parametrize("how", ["charge", "charge_zcdp", "charge_repeated", "block", "partition"])
+def test_pickled_accountant_refuses_every_charge(how):
+    acc, dup = _detached_copy()
+    charges = {
+        "charge": lambda a: a.charge(epsilon=0.01),
+        "charge_zcdp": lambda a: a.charge(rho=0.0001),
+        "charge_repeated": lambda a: a.charge_repeated(0.01, k=2, delta_prime=1e-9),
+        "block": lambda a: a.parallel().charge(epsilon=0.01),
+        "partition": lambda a: a.parallel().partition().charge(epsilon=0.01),
+    }
+    before = (acc.report(), dup.report())
+    with pytest.raises(dpcore.BudgetExceeded,
+                       match=r"pickled copy.*would not reach the original budget.*n_jobs=1"):
+        charges[how](dup)
+    assert (acc.report(), dup.report()) == before
+    charges[how](acc)  # the original still charges
+    assert len(acc.history) == 3 and len(dup.history) == 2
+
+
+def test_pickled_accountant_refuses_releases():
+    _, dup = _detached_copy()
+    with pytest.raises(dpcore.BudgetExceeded, match="pickled copy"):
+        dpcore.laplace(1.0, sensitivity=1.0, epsilon=0.1, accountant=dup, random_state=1)
+    assert len(dup.history) == 2
+
+
+try:
+    from sklearn.base import BaseEstimator as _EstimatorBase
+except ImportError:  # pragma: no cover - the tests using it skip without scikit-learn
+    _EstimatorBase = object
+
+
+class _ChargingEstimator(_EstimatorBase):
+    """A minimal scikit-learn estimator whose fit is a release charged to ``accountant``."""
+
+    def __init__(self, accountant=None):
+        self.accountant = accountant
+
+    def fit(self, X, y):
+        self.accountant.charge(epsilon=0.1, label="fit")
+        self.mean_ = float(np.mean(y))
+        return self
+
+    def score(self, X, y):
+        return -float(np.mean((np.asarray(y) - self.mean_) ** 2))
+
+
+def test_cross_val_score_in_workers_releases_nothing_unpaid():
+    """n_jobs=2 sends pickled (detached) accountants to worker processes: their fits are
+    refused, and the original budget is not bypassed."""
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    try:  # the pickler of joblib's worker processes: vendored before joblib 1.5
+        from joblib.externals import cloudpickle
+    except ImportError:
+        cloudpickle = pytest.importorskip("cloudpickle")
+    X = np.arange(20.0).reshape(-1, 1)
+    y = np.arange(20.0)
+    acc = dpcore.Accountant(1.0)
+    # the worker processes cannot import this test module: send the estimator class by value
+    module = sys.modules[_ChargingEstimator.__module__]
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        with pytest.raises(dpcore.BudgetExceeded, match="pickled copy"):
+            model_selection.cross_val_score(_ChargingEstimator(accountant=acc), X, y, cv=5,
+                                            n_jobs=2, error_score="raise")
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+    assert acc.spent == (0.0, 0.0) and acc.history == []
+    # in the process holding the accountant, the five fits are charged to it
+    scores = model_selection.cross_val_score(_ChargingEstimator(accountant=acc), X, y, cv=5,
+                                             n_jobs=1, error_score="raise")
+    assert len(scores) == 5 and len(acc.history) == 5
+    assert acc.spent[0] == pytest.approx(0.5)

@@ -5,6 +5,7 @@ fork, threads, random_state rules), the exact map from bits to values of each C 
 replaying chosen words), and the laws of the samplers against their exact distributions at a
 stated alpha (ALGORITHMS 0.4), each with a power test that feeds the same test a wrong law.
 """
+import copy
 import math
 import os
 import pickle
@@ -157,20 +158,83 @@ def test_default_rng():
     np.testing.assert_array_equal(default_rng(5).random(10), default_rng(5).random(10))
 
 
-@pytest.mark.parametrize("seed", [None, 77])
+_COPIES = {
+    "pickle": lambda x: pickle.loads(pickle.dumps(x)),
+    "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
+}
+
+
+@pytest.mark.parametrize("how", sorted(_COPIES))
+@pytest.mark.parametrize("seed", [77, [1, 2], np.random.SeedSequence(5)])
 @pytest.mark.parametrize("skip", [0, 5, 8, 100])
-def test_pickle_round_trip_continues_the_stream(seed, skip):
+def test_copies_of_a_seeded_generator_continue_the_stream(how, seed, skip):
+    dup = _COPIES[how]
     bg = ChaCha20(seed)
     bg.random_raw(skip)
     bg.ctypes.next_uint32(bg.ctypes.state)  # leaves a buffered half word
-    clone = pickle.loads(pickle.dumps(bg))
-    assert clone.state == bg.state
-    assert clone.os_keyed == bg.os_keyed
+    clone = dup(bg)
+    assert clone is not bg and clone.state == bg.state and not clone.os_keyed
     assert clone.ctypes.next_uint32(clone.ctypes.state) == bg.ctypes.next_uint32(bg.ctypes.state)
     np.testing.assert_array_equal(clone.random_raw(77), bg.random_raw(77))
     g = np.random.Generator(bg)
-    g2 = pickle.loads(pickle.dumps(g))
+    g2 = pickle.loads(pickle.dumps(g)) if how == "pickle" else copy.deepcopy(g)
     np.testing.assert_array_equal(g2.normal(size=10), g.normal(size=10))
+
+
+@pytest.mark.parametrize("how", sorted(_COPIES))
+@pytest.mark.parametrize("make", [ChaCha20, default_bit_generator], ids=["new", "default"])
+def test_copies_of_an_os_keyed_generator_are_rekeyed(how, make):
+    """A pickled or copied secure generator (e.g. sent to a joblib worker) must not emit the
+    original's words: it is a new OS-keyed generator."""
+    bg = make()
+    bg.random_raw(5)
+    twin = _COPIES[how](bg)
+    assert isinstance(twin, ChaCha20) and twin is not bg and twin.os_keyed and bg.os_keyed
+    assert twin.state["state"]["key"] != bg.state["state"]["key"]
+    assert not np.array_equal(twin.random_raw(16), bg.random_raw(16))
+    assert default_bit_generator() is not twin
+
+
+def test_pickle_of_an_os_keyed_generator_holds_no_key():
+    bg = default_bit_generator()
+    key = bg.state["state"]["key"].to_bytes(32, "little")
+    data = pickle.dumps(bg) + pickle.dumps(np.random.Generator(bg))
+    assert key[:16] not in data and key[16:] not in data
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_copies_of_a_secure_numpy_generator_are_rekeyed(how):
+    g = default_rng()
+    g.random(3)
+    twin = _COPIES[how](g)
+    assert isinstance(twin.bit_generator, ChaCha20) and twin.bit_generator.os_keyed
+    assert not np.array_equal(twin.random(16), g.random(16))
+    # the process-wide generator behind random_state=None
+    g = check_random_state(None)
+    twin = _COPIES[how](g)
+    assert twin.bit_generator is not default_bit_generator() and twin.bit_generator.os_keyed
+    assert not np.array_equal(twin.integers(0, 2**62, 16), g.integers(0, 2**62, 16))
+
+
+def test_old_pickles_of_os_keyed_generators_are_rekeyed():
+    """A pickle that still carries an OS-keyed state (the format before rekeying) loads as a
+    fresh OS-keyed generator, not as a copy of the stream."""
+    bg = ChaCha20()
+    twin = _random._chacha20_unpickle(bg.state, None)
+    assert twin.os_keyed and twin.state["state"]["key"] != bg.state["state"]["key"]
+    seeded = ChaCha20(3)
+    seeded.random_raw(9)
+    again = _random._chacha20_unpickle(seeded.state, seeded.seed_seq)
+    np.testing.assert_array_equal(again.random_raw(8), seeded.random_raw(8))
+
+
+def test_state_setter_still_copies_an_os_keyed_stream_on_purpose():
+    bg = ChaCha20()
+    twin = ChaCha20()
+    twin.state = bg.state
+    assert twin.os_keyed
+    np.testing.assert_array_equal(twin.random_raw(8), bg.random_raw(8))
 
 
 def test_state_setter_round_trip_and_validation():
@@ -278,7 +342,7 @@ def test_check_random_state():
     np.testing.assert_array_equal(check_random_state(3).random(5), default_rng(3).random(5))
 
 
-@pytest.mark.parametrize("bad", [1.5, "seed", True, np.bool_(False), {}, object(), [], [1.0],
+@pytest.mark.parametrize("bad", [1.5, "seed", True, np.bool_(False), {}, object(), [1.0],
                                  [True], np.array([0.5]), b"abc"])
 @pytest.mark.parametrize("fn", [_random.bitgen_handle, check_random_state])
 def test_invalid_random_state_raises_type_error(fn, bad):
@@ -290,6 +354,19 @@ def test_invalid_random_state_raises_type_error(fn, bad):
 def test_negative_seed_raises_value_error(fn):
     with pytest.raises(ValueError, match="random_state"):
         fn(-1)
+
+
+@pytest.mark.parametrize("empty", [[], (), np.array([], dtype=np.int64), np.array([]),
+                                   np.random.SeedSequence([])],
+                         ids=["list", "tuple", "int-array", "float-array", "SeedSequence"])
+def test_empty_seed_raises_value_error(empty):
+    """numpy turns an empty entropy sequence into a fixed, publicly known stream: refused."""
+    for fn in (ChaCha20, default_rng):
+        with pytest.raises(ValueError, match="seed must be non-empty; use None for the secure"):
+            fn(empty)
+    for fn in (check_random_state, _random.bitgen_handle):
+        with pytest.raises(ValueError, match="random_state must be non-empty; use None"):
+            fn(empty)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -328,7 +405,8 @@ def _in_child(draw, timeout=20):
 def test_fork_rekeys_the_default_generator():
     bg = default_bit_generator()
     bg.random_raw(3)
-    twin = pickle.loads(pickle.dumps(bg))  # what bg would emit without a rekey
+    twin = ChaCha20()
+    twin.state = bg.state  # what bg would emit without a rekey
     child = np.frombuffer(_in_child(lambda: bg.random_raw(64).tobytes()), dtype=np.uint64)
     parent = bg.random_raw(64)
     np.testing.assert_array_equal(parent, twin.random_raw(64))  # the parent is untouched

@@ -6,11 +6,16 @@ records nothing, so the release is never made. Supported compositions:
 
 * sequential (basic) composition of pure and approximate DP charges (summation);
 * rho-zCDP charges (summed, converted to (epsilon, delta) with the tight conversion);
-* parallel composition over disjoint partitions (:meth:`Accountant.parallel`);
+* parallel composition over disjoint partitions (:meth:`Accountant.parallel`), the charges
+  on one partition summed (:meth:`ParallelBlock.partition`);
 * advanced composition of k repeated releases (:meth:`Accountant.charge_repeated`).
 
 All sums are kept exactly (as the rationals the doubles represent) and the budget check is
 exact; the accountant's decisions depend only on the public charge parameters, never on data.
+
+An accountant is a handle on one budget: ``copy.copy`` and ``copy.deepcopy`` return it itself,
+and a pickled copy (what a joblib worker receives) is *detached*: it refuses every charge (see
+:class:`Accountant`, "Copies, pickling and n_jobs").
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._floats import round_down as _down, round_up as _up
 
-__all__ = ["Accountant", "BudgetExceeded", "Charge", "ParallelBlock"]
+__all__ = ["Accountant", "BudgetExceeded", "Charge", "ParallelBlock", "Partition"]
 
 _ZERO = Fraction(0)
 #: Relative amount by which a total may exceed the budget: the binary representation error of
@@ -69,16 +74,19 @@ class Charge:
     label : str or None
         Free text naming the release.
     kind : {"single", "parallel", "repeated"}
-        One release; the maximum over disjoint partitions (``count`` partitions); or ``count``
-        repetitions composed (basic or advanced, see ``composition``).
+        One release; the maximum over disjoint partitions (``count`` partitions, each the sum
+        of its own charges); or ``count`` repetitions composed (basic or advanced, see
+        ``composition``).
     count : int
-        Number of partitions (parallel) or repetitions (repeated); 1 for a single release.
+        Number of partitions charged (parallel) or repetitions (repeated); 1 for a single
+        release.
     composition : {"basic", "advanced"} or None
         For a repeated charge: which composition theorem gave its (epsilon, delta).
     rho_implied : float or None
         For charges that are pure DP release by release (delta = 0 for each release): the zCDP
-        parameter they also satisfy (epsilon**2 / 2 per release, summed over repetitions, max
-        over partitions). The accountant may count them this way when it is tighter.
+        parameter they also satisfy (epsilon**2 / 2 per release, summed over repetitions and
+        over the charges of one partition, max over partitions). The accountant may count them
+        this way when it is tighter.
     """
 
     epsilon: float | None
@@ -144,6 +152,8 @@ class Accountant:
     ----------
     epsilon, delta : float
         The budget (read-only).
+    detached : bool
+        True for a pickled copy, which refuses every charge (read-only; see below).
 
     Privacy
     -------
@@ -180,6 +190,16 @@ class Accountant:
 
     Thread safety: a lock covers every check-and-charge, so concurrent charges never overspend.
 
+    Copies, pickling and n_jobs: an accountant is a handle on one budget, so ``copy.copy(acc)``
+    and ``copy.deepcopy(acc)`` return ``acc`` itself (sharing is the only sound copy; this also
+    makes scikit-learn's ``clone`` share it). Pickling (``pickle``, joblib workers, e.g.
+    ``cross_val_score(..., n_jobs=2)``) gives a *detached* copy: it keeps the budget and the
+    history for reading (``spent``, ``remaining``, :meth:`report`, ``history``), but every
+    charge on it (:meth:`charge`, :meth:`charge_repeated`, parallel block and partition charges)
+    raises :class:`BudgetExceeded` and records nothing, because its charges would never reach the
+    original budget. Releases must run in the process holding the original accountant
+    (``n_jobs=1`` in scikit-learn). A detached copy pickled again stays detached.
+
     Examples
     --------
     >>> import dpcore
@@ -198,6 +218,11 @@ class Accountant:
     refused
     >>> len(acc.history)
     2
+    >>> import copy, pickle
+    >>> copy.deepcopy(acc) is acc
+    True
+    >>> pickle.loads(pickle.dumps(acc)).detached
+    True
     """
 
     def __init__(self, epsilon, delta=0.0):
@@ -212,6 +237,7 @@ class Accountant:
         self._history: list[Charge] = []
         self._sums = _Sums()
         self._spent = _Spent("basic", _ZERO, _ZERO, _ZERO)
+        self._detached = False
 
     # ----------------------------------------------------------------------------------------
     # reading
@@ -225,6 +251,11 @@ class Accountant:
     def delta(self):
         """The delta budget (read-only)."""
         return self._delta
+
+    @property
+    def detached(self):
+        """True for a pickled copy: it reads as the original did but refuses every charge."""
+        return self._detached
 
     @property
     def budget(self):
@@ -311,23 +342,34 @@ class Accountant:
                 "history": [asdict(c) for c in self._history],
             }
 
+    def __copy__(self):
+        """The accountant itself: a copy with its own budget would duplicate the budget."""
+        return self
+
+    def __deepcopy__(self, memo):
+        """The accountant itself (see ``__copy__``)."""
+        return self
+
     def __getstate__(self):
-        """Pickling copies the budget and the history (not the lock): the copy is a separate
-        accountant, so charges to it do not reach the original."""
+        """Pickling gives a detached copy: the budget and the history for reading, no charges
+        (charges on it could not reach the original budget)."""
         with self._lock:
             state = self.__dict__.copy()
         del state["_lock"]
+        state["_detached"] = True
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._detached = True  # whatever the pickle says: an unpickled accountant is a copy
         self._lock = threading.RLock()
 
     def __repr__(self):
         eps, delta = self.spent
         return (
             f"Accountant(epsilon={self.epsilon!r}, delta={self.delta!r}; "
-            f"spent=({eps!r}, {delta!r}), charges={len(self._history)})"
+            f"spent=({eps!r}, {delta!r}), charges={len(self._history)}"
+            f"{', detached' if self._detached else ''})"
         )
 
     # ----------------------------------------------------------------------------------------
@@ -355,7 +397,8 @@ class Accountant:
         Raises
         ------
         BudgetExceeded
-            If the total would exceed the budget; nothing is recorded.
+            If the total would exceed the budget, or the accountant is detached (a pickled
+            copy); nothing is recorded.
         ValueError, TypeError
             Invalid parameters (naming the parameter).
         """
@@ -392,7 +435,7 @@ class Accountant:
         Raises
         ------
         BudgetExceeded
-            If neither composition fits; nothing is recorded.
+            If neither composition fits, or the accountant is detached; nothing is recorded.
 
         Examples
         --------
@@ -434,12 +477,14 @@ class Accountant:
     def parallel(self, label=None):
         """A block for releases on disjoint partitions of the data (parallel composition).
 
-        Inside ``with acc.parallel() as block:``, charge each partition's release to ``block``
-        (``block.charge(...)``, or pass ``accountant=block`` to a release function). The
-        accountant holds one entry for the whole block: the maximum epsilon and delta (or rho)
-        over the partitions charged so far. Each partition charge is checked and recorded when
-        it is made (so a release is never made unpaid) and nothing is refunded if the block ends
-        early or by an exception.
+        Inside ``with acc.parallel() as block:``, open one ``block.partition()`` per partition
+        and charge every release on that partition to it (``part.charge(...)``, or pass
+        ``accountant=part`` to a release function): charges on one partition add up. The
+        accountant holds one entry for the whole block: the maximum over partitions of each
+        partition's total (epsilon and delta maxima, or the rho maximum). ``block.charge(...)``
+        is one release on a partition of its own (``block.partition().charge(...)``). Each
+        charge is checked and recorded when it is made (so a release is never made unpaid) and
+        nothing is refunded if the block ends early or by an exception.
 
         Parameters
         ----------
@@ -455,10 +500,15 @@ class Accountant:
         Valid only if the partitions are disjoint and each record's partition is decided by a
         public rule applied to that record alone (e.g. a public attribute such as a sector or a
         fixed grid cell), never by the data set as a whole. Under add/remove neighbours one
-        record touches one partition, so the block costs the maximum over partitions. Under
-        replace-one neighbours a changed record can move between two partitions: charge twice
-        the block (or use add/remove sensitivities). Partitions charged in one block must all be
-        (epsilon, delta) charges or all zCDP charges.
+        record touches one partition, so the block costs the maximum over partitions of what
+        that partition's releases cost together. Several releases on one partition (a learner
+        that charges each of its statistics, a pipeline of two private steps) compose
+        sequentially on it: charge them to one ``block.partition()``, where epsilons and deltas
+        (or rhos) sum; charged to the block directly, each would count as a partition of its
+        own and the block would be under-charged. Under replace-one neighbours a changed record
+        can move between two partitions: charge twice the block (or use add/remove
+        sensitivities). Charges in one block must all be (epsilon, delta) charges or all zCDP
+        charges.
 
         Examples
         --------
@@ -466,9 +516,22 @@ class Accountant:
         >>> acc = dpcore.Accountant(1.0)
         >>> with acc.parallel(label="per-sector counts") as block:
         ...     for eps in (0.5, 0.3, 0.5):
-        ...         _ = block.charge(epsilon=eps)
+        ...         _ = block.charge(epsilon=eps)     # one release per sector
         >>> acc.spent
         (0.5, 0.0)
+        >>> acc.history[-1].count
+        3
+
+        Two releases on each sector: they add up on their partition.
+
+        >>> acc = dpcore.Accountant(1.0)
+        >>> with acc.parallel(label="per-sector mean and count") as block:
+        ...     for sector in ("a", "b", "c"):
+        ...         with block.partition(label=sector) as part:
+        ...             _ = part.charge(epsilon=0.25, label="sum")
+        ...             _ = part.charge(epsilon=0.125, label="count")
+        >>> acc.spent
+        (0.375, 0.0)
         >>> acc.history[-1].count
         3
         """
@@ -528,20 +591,27 @@ class Accountant:
         if replace_index is not None:
             sums = sums.add(self._history[replace_index], sign=-1)
         spent = self._evaluate(sums)
+        total = (math.inf, self.delta) if spent is None else (_up(spent.epsilon), _up(spent.delta))
+        what = (f"rho={entry.rho!r}" if entry.rho is not None
+                else f"epsilon={entry.epsilon!r}, delta={entry.delta!r}")
+        what += f" ({entry.label})" if entry.label else ""
+        if self._detached:
+            raise BudgetExceeded(
+                f"charge {what} refused: this accountant is a pickled copy (detached), and its "
+                "charges would not reach the original budget; releases must run in the process "
+                "holding the original accountant (n_jobs=1 in scikit-learn); nothing was charged",
+                charge=entry, spent=total, budget=self.budget,
+            )
         if (spent is None or spent.epsilon > self._limit_eps or spent.delta > self._limit_delta):
             if spent is None:
-                total = (math.inf, self.delta)
                 why = ("zCDP charges need a delta budget left for the conversion to "
                        "(epsilon, delta)" if self._budget_delta > sums.delta else
                        "the delta budget is exhausted")
             else:
-                total = (_up(spent.epsilon), _up(spent.delta))
                 why = f"the total would be epsilon={total[0]!r}, delta={total[1]!r}"
-            what = (f"rho={entry.rho!r}" if entry.rho is not None
-                    else f"epsilon={entry.epsilon!r}, delta={entry.delta!r}")
             raise BudgetExceeded(
-                f"charge {what}{' (' + entry.label + ')' if entry.label else ''} refused: {why}, "
-                f"over the budget epsilon={self.epsilon!r}, delta={self.delta!r}; nothing was charged",
+                f"charge {what} refused: {why}, over the budget epsilon={self.epsilon!r}, "
+                f"delta={self.delta!r}; nothing was charged",
                 charge=entry, spent=total, budget=self.budget,
             )
         self._sums = sums
@@ -553,11 +623,37 @@ class Accountant:
         return replace_index
 
 
+@dataclass(frozen=True)
+class _PartSum:
+    """Exact totals of one partition's charges (basic composition: everything sums)."""
+
+    n: int = 0  # number of charges
+    zcdp: bool = False  # rho charges (a block never mixes the two kinds)
+    eps: Fraction = _ZERO
+    delta: Fraction = _ZERO
+    rho: Fraction = _ZERO
+    rho_implied: Fraction | None = _ZERO  # sum of eps**2 / 2; None after a delta > 0 charge
+
+    def add(self, c: Charge) -> _PartSum:
+        if c.rho is not None:
+            return _PartSum(self.n + 1, True, rho=self.rho + Fraction(c.rho), rho_implied=None)
+        implied = None
+        if self.rho_implied is not None and c.delta == 0.0:
+            implied = self.rho_implied + Fraction(c.epsilon) ** 2 / 2
+        return _PartSum(self.n + 1, False, self.eps + Fraction(c.epsilon),
+                        self.delta + Fraction(c.delta), _ZERO, implied)
+
+
+def _max_implied(a, b):
+    return None if a is None or b is None else max(a, b)
+
+
 class ParallelBlock:
     """Charges for releases on disjoint partitions; see :meth:`Accountant.parallel`.
 
-    Use as a context manager; :meth:`charge` has the signature of :meth:`Accountant.charge`,
-    so a block can be passed as ``accountant=`` to release functions.
+    Use as a context manager. :meth:`partition` opens a partition whose charges sum;
+    :meth:`charge` (the signature of :meth:`Accountant.charge`, so a block can be passed as
+    ``accountant=`` to release functions) is one release on a partition of its own.
     """
 
     def __init__(self, accountant, label=None):
@@ -566,6 +662,11 @@ class ParallelBlock:
         self._index = None
         self._entry = None
         self._closed = False
+        self._zcdp = None  # kind of the block's charges, fixed by the first accepted one
+        # maxima over partitions of their exact totals; partitions' totals only grow, so the
+        # maxima are updated from the partition charged
+        self._count = 0
+        self._max = _PartSum()
 
     def __enter__(self):
         return self
@@ -579,8 +680,36 @@ class ParallelBlock:
         """The block's current :class:`Charge` (None before the first partition charge)."""
         return self._entry
 
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this parallel block is closed; open a new one with accountant.parallel()")
+
+    def partition(self, label=None):
+        """Open a partition of the block: the charges made on it add up.
+
+        Parameters
+        ----------
+        label : str, optional
+            Names the partition (shown in its repr).
+
+        Returns
+        -------
+        Partition
+            Pass it as ``accountant=`` to every release on this partition, or use
+            ``with block.partition() as part:``.
+
+        Raises
+        ------
+        RuntimeError
+            If the block has been closed.
+        """
+        label = self._acc._check_label(label)
+        self._check_open()
+        return Partition(self, label)
+
     def charge(self, epsilon=None, delta=None, *, rho=None, label=None):
-        """Charge one partition's release; the block's entry becomes the maximum so far.
+        """Charge one release on a partition of its own (``self.partition().charge(...)``);
+        the block's entry becomes the maximum over partitions.
 
         Returns
         -------
@@ -590,39 +719,127 @@ class ParallelBlock:
         Raises
         ------
         BudgetExceeded
-            If the raised maximum does not fit; nothing changes.
+            If the raised maximum does not fit, or the accountant is detached; nothing changes.
         RuntimeError
             If the block has been closed.
         ValueError
             When mixing zCDP and (epsilon, delta) charges in one block, or invalid parameters.
         """
-        if self._closed:
-            raise RuntimeError("this parallel block is closed; open a new one with accountant.parallel()")
-        part = self._acc._make_entry(epsilon, delta, rho, label)
+        return self.partition().charge(epsilon, delta, rho=rho, label=label)
+
+    def _charge(self, part, epsilon, delta, rho, label):
+        """Add a charge to ``part``'s total and re-record the block's entry (see
+        :meth:`Partition.charge`)."""
+        self._check_open()
+        part._check_open()
+        c = self._acc._make_entry(epsilon, delta, rho, label)
+        zcdp = c.rho is not None
         with self._acc._lock:
-            old = self._entry
-            if old is None:
-                count = 1
-                if part.rho is not None:
-                    new = Charge(None, None, part.rho, self._label, "parallel", count)
-                else:
-                    new = Charge(part.epsilon, part.delta, None, self._label, "parallel", count,
-                                 None, part.rho_implied)
+            self._check_open()
+            part._check_open()
+            if self._zcdp is not None and self._zcdp != zcdp:
+                raise ValueError(
+                    "cannot mix zCDP (rho) and (epsilon, delta) charges in one parallel block"
+                )
+            total = part._sum.add(c)
+            count = self._count + (part._sum.n == 0)
+            if zcdp:
+                m = _PartSum(rho=max(self._max.rho, total.rho), rho_implied=None)
+                new = Charge(None, None, _up(m.rho), self._label, "parallel", count)
             else:
-                if (old.rho is None) != (part.rho is None):
-                    raise ValueError(
-                        "cannot mix zCDP (rho) and (epsilon, delta) charges in one parallel block"
-                    )
-                count = old.count + 1
-                if part.rho is not None:
-                    new = Charge(None, None, max(old.rho, part.rho), self._label, "parallel",
-                                 count)
-                else:
-                    implied = None
-                    if old.rho_implied is not None and part.rho_implied is not None:
-                        implied = max(old.rho_implied, part.rho_implied)
-                    new = Charge(max(old.epsilon, part.epsilon), max(old.delta, part.delta), None,
-                                 self._label, "parallel", count, None, implied)
+                m = _PartSum(eps=max(self._max.eps, total.eps),
+                             delta=max(self._max.delta, total.delta),
+                             rho_implied=_max_implied(self._max.rho_implied, total.rho_implied))
+                implied = None if m.rho_implied is None else _up(m.rho_implied)
+                new = Charge(_up(m.eps), min(1.0, _up(m.delta)), None, self._label, "parallel",
+                             count, None, implied)
             self._index = self._acc._commit(new, replace_index=self._index)
-            self._entry = new
+            part._sum = total
+            self._count, self._max, self._zcdp, self._entry = count, m, zcdp, new
         return new
+
+
+class Partition:
+    """One partition of a :class:`ParallelBlock`; open it with :meth:`ParallelBlock.partition`.
+
+    The charges on a partition compose sequentially (basic composition: epsilons sum, deltas
+    sum; or rhos sum), and the block's entry is the maximum of the partitions' totals. Charge
+    every release that reads this partition's records here. :meth:`charge` has the signature
+    of :meth:`Accountant.charge`, so a partition can be passed as ``accountant=`` to release
+    functions. Usable as a context manager: leaving the ``with`` closes the partition (later
+    charges raise ``RuntimeError``), as does closing its block.
+
+    Attributes
+    ----------
+    label : str or None
+    block : ParallelBlock
+    total : Charge or None
+        This partition's charges composed (``kind="repeated"``, ``composition="basic"``,
+        ``count`` charges); None before the first charge.
+    """
+
+    def __init__(self, block, label=None):
+        self._block = block
+        self._label = label
+        self._sum = _PartSum()
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._closed = True
+        return False
+
+    def __repr__(self):
+        label = f"{self._label!r}, " if self._label is not None else ""
+        t = self.total
+        what = "no charges" if t is None else (
+            f"rho={t.rho!r}" if t.rho is not None else f"epsilon={t.epsilon!r}, delta={t.delta!r}")
+        return f"Partition({label}{what}{', closed' if self._closed else ''})"
+
+    @property
+    def label(self):
+        return self._label
+
+    @property
+    def block(self):
+        return self._block
+
+    @property
+    def total(self):
+        with self._block._acc._lock:
+            t = self._sum
+        if t.n == 0:
+            return None
+        if t.zcdp:
+            return Charge(None, None, _up(t.rho), self._label, "repeated", t.n, "basic")
+        implied = None if t.rho_implied is None else _up(t.rho_implied)
+        return Charge(_up(t.eps), min(1.0, _up(t.delta)), None, self._label, "repeated", t.n,
+                      "basic", implied)
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this partition is closed; open a new one with block.partition()")
+
+    def charge(self, epsilon=None, delta=None, *, rho=None, label=None):
+        """Charge one release on this partition; its total grows by the charge.
+
+        Parameters are those of :meth:`Accountant.charge`.
+
+        Returns
+        -------
+        Charge
+            The block's entry after this charge.
+
+        Raises
+        ------
+        BudgetExceeded
+            If the block's new maximum does not fit the budget, or the accountant is detached;
+            nothing changes (neither this partition's total nor the block's entry).
+        RuntimeError
+            If this partition or its block has been closed.
+        ValueError
+            When mixing zCDP and (epsilon, delta) charges in one block, or invalid parameters.
+        """
+        return self._block._charge(self, epsilon, delta, rho, label)

@@ -9,7 +9,16 @@ across threads (draws hold its lock).
 Seeds (an ``int``, a sequence of ints, a `numpy.random.SeedSequence`) and caller-supplied numpy
 generators are accepted for tests and reproducibility only: a seeded stream is predictable by
 anyone who knows or guesses the seed, so noise drawn from it protects nothing. Never pass a seed
-in production.
+in production. An empty seed (``[]``, an empty array) is refused with a ValueError: numpy would
+turn it into a fixed, publicly known stream.
+
+Copies and pickling: an OS-keyed ChaCha20, including the process-wide default generator and a
+numpy Generator over one (it pickles through its bit generator), is *rekeyed* when pickled
+(e.g. sent to a joblib worker with ``n_jobs=2``), copied or deep-copied: the copy is a new
+OS-keyed ChaCha20 sharing nothing with the original, so two processes never draw the same
+noise, and the key is never written to the pickle. A seeded ChaCha20 is copied exactly (the
+copy continues the same stream, as a seed promises). Setting ``state`` explicitly still copies
+a stream exactly, for whoever needs that on purpose.
 """
 from __future__ import annotations
 
@@ -34,7 +43,14 @@ def default_rng(seed=None):
     Returns
     -------
     numpy.random.Generator
-        A generator whose ``bit_generator`` is a `ChaCha20`.
+        A generator whose ``bit_generator`` is a `ChaCha20`. When ``seed`` is None, pickled or
+        copied generators are rekeyed from the OS (see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is an empty sequence ("seed must be non-empty; use None for the secure
+        generator") or a seed numpy's SeedSequence rejects (e.g. a negative int).
 
     Examples
     --------
@@ -73,7 +89,8 @@ def check_random_state(random_state):
     TypeError
         For any other type (bools and floats included); the message names ``random_state``.
     ValueError
-        For a seed numpy's SeedSequence rejects (e.g. a negative int).
+        For an empty seed sequence ("random_state must be non-empty; use None for the secure
+        generator") or a seed numpy's SeedSequence rejects (e.g. a negative int).
 
     Examples
     --------
