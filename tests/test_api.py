@@ -7,6 +7,15 @@ import re
 
 import pytest
 
+# Modules that need the optional scikit-learn: their tests skip, with the reason, without it.
+NEEDS_SKLEARN = {"dpcore.learn", "dpcore.learn._pca"}
+
+
+def _import(module_name):
+    if module_name in NEEDS_SKLEARN:
+        pytest.importorskip("sklearn", reason=f"{module_name} needs scikit-learn ('.[learn]')")
+    return importlib.import_module(module_name)
+
 
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
@@ -30,7 +39,7 @@ RELEASE_FUNCTIONS = [pair for m in RELEASE_MODULES for pair in _public_functions
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
 def test_all_names_exist(module_name):
-    module = importlib.import_module(module_name)
+    module = _import(module_name)
     assert module.__all__, module_name
     for name in module.__all__:
         assert hasattr(module, name), f"{module_name}.{name} in __all__ but missing"
@@ -65,6 +74,6 @@ def test_privacy_check_can_fail():
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES[1:])
 def test_docstring_examples(module_name):
-    module = importlib.import_module(module_name)
+    module = _import(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
