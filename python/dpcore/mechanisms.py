@@ -20,6 +20,7 @@ import numpy as np
 from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
+from dpcore._release import Cost, release
 from dpcore._floats import pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 __all__ = [
@@ -212,16 +213,15 @@ class LaplaceMechanism:
         bound = math.inf if self.bound is None else self.bound
         if self.method == "discrete":
             _check_grid_range(flat, self.grid, bound)  # before charging or drawing anything
-        if accountant is not None:
-            accountant.charge(
-                epsilon=self.epsilon_effective, delta=self.delta_effective, label=f"laplace/{self.method}"
-            )
-        if self.method == "discrete":
-            # One fused pass: clip, round to the grid, add the exact noise, convert back; the
-            # same values as _to_grid / discrete_laplace_into / _from_grid.
-            out = np.empty(flat.shape, dtype=np.float64)
-            _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, random_state)
-        else:
+        cost = Cost(self.epsilon_effective, self.delta_effective)
+
+        def draw(rng):
+            if self.method == "discrete":
+                # One fused pass: clip, round to the grid, add the exact noise, convert back;
+                # the same values as _to_grid / discrete_laplace_into / _from_grid.
+                out = np.empty(flat.shape, dtype=np.float64)
+                _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
+                return out
             # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
             # with dividing by the power of two unit (exact and monotone; an overflow to inf is
             # clamped the same), so clip(x, -B, B) / unit == clamp(x / unit, -B/unit, B/unit).
@@ -229,8 +229,12 @@ class LaplaceMechanism:
                 scaled = flat / self.unit  # exact: unit is a power of two
             out = np.empty_like(scaled)
             grid_units = self.grid / self.unit
-            _noise.snapping_into(out, scaled, self.scale, grid_units, self.bound / self.unit, random_state)
+            _noise.snapping_into(out, scaled, self.scale, grid_units, self.bound / self.unit, rng)
             out *= self.unit
+            return out
+
+        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
+                      label=f"laplace/{self.method}")
         return _shaped(out.reshape(values.shape), values.ndim == 0)
 
 
@@ -407,14 +411,16 @@ class GaussianMechanism:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
         flat = np.ascontiguousarray(values.reshape(-1))
         _check_grid_range(flat, self.grid)  # before charging or drawing anything
-        if accountant is not None:
-            if self.epsilon is None:
-                accountant.charge(rho=self.rho, label="gaussian")
-            else:
-                accountant.charge(epsilon=self.epsilon, delta=self.delta, label="gaussian")
-        # One fused pass (same values as _to_grid / discrete_gaussian_into / _from_grid).
-        out = np.empty(flat.shape, dtype=np.float64)
-        _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, random_state)
+        cost = Cost(rho=self.rho) if self.epsilon is None else Cost(self.epsilon, self.delta)
+
+        def draw(rng):
+            # One fused pass (same values as _to_grid / discrete_gaussian_into / _from_grid).
+            out = np.empty(flat.shape, dtype=np.float64)
+            _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
+            return out
+
+        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
+                      label="gaussian")
         return _shaped(out.reshape(values.shape), values.ndim == 0)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from dpcore import _select
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
+from dpcore._release import Cost, release
 from dpcore._floats import round_down as _round_down, round_up as _round_up
 
 __all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS"]
@@ -117,12 +118,13 @@ class ExponentialMechanism:
         if self.k is not None:
             raise ValueError("this mechanism was calibrated for top-k; use select_top_k")
         source = _Source(utility)
-        handle = bitgen_handle(random_state)  # validates random_state; draws nothing
-        if accountant is not None:
-            accountant.charge(epsilon=self.epsilon_effective, label=f"exponential/{self.method}")
         if self.method == "inverse-cdf":
-            index = _inverse_cdf(source, self.scale, handle)
-        else:
+            source.require_rereadable("method='inverse-cdf'")  # before anything is charged
+
+        def draw(rng):
+            handle = bitgen_handle(rng)
+            if self.method == "inverse-cdf":
+                return _inverse_cdf(source, self.scale, handle)
             if self.method == "exact":
                 state = _select.ExactState(self.scale)
             else:
@@ -130,7 +132,10 @@ class ExponentialMechanism:
                 state = _select.ArgmaxState(self.scale, noise)
             for chunk, top in source.chunks():
                 state.feed(chunk, top, handle)
-            index = state.index
+            return state.index
+
+        index = release(draw, cost=Cost(self.epsilon_effective), accountant=accountant,
+                        random_state=random_state, label=f"exponential/{self.method}")
         if index < 0:
             raise source.nothing_selectable()
         return int(index)
@@ -147,12 +152,16 @@ class ExponentialMechanism:
                     f"k must be at most the number of candidates not excluded (-inf), got "
                     f"k={self.k} with {available} available"
                 )
-        handle = bitgen_handle(random_state)
-        if accountant is not None:
-            accountant.charge(epsilon=self.epsilon_effective, label=f"top_k/{self.method}")
-        state = _select.TopKState(self.scale, self.k)
-        for chunk, top in source.chunks():
-            state.feed(chunk, top, handle)
+
+        def draw(rng):
+            handle = bitgen_handle(rng)
+            state = _select.TopKState(self.scale, self.k)
+            for chunk, top in source.chunks():
+                state.feed(chunk, top, handle)
+            return state
+
+        state = release(draw, cost=Cost(self.epsilon_effective), accountant=accountant,
+                        random_state=random_state, label=f"top_k/{self.method}")
         if state.size < self.k:
             raise ValueError(
                 f"k must be at most the number of candidates not excluded (-inf): the stream gave "
@@ -201,10 +210,6 @@ class _Source:
                 raise ValueError("utility: every candidate is excluded (all utilities are -inf)")
             self.array, self.top = arr, top
 
-    @property
-    def rereadable(self):
-        return self.iterator is None
-
     def chunks(self):
         """Yield (chunk, its maximum) in order."""
         if self.array is not None:
@@ -224,6 +229,13 @@ class _Source:
         for i, chunk in enumerate(iterator):
             yield _chunk(chunk, f"utility (chunk {i} of the stream)")
 
+    def require_rereadable(self, what):
+        if self.iterator is not None:
+            raise ValueError(
+                f"{what} reads the utilities twice: pass an array or a callable returning a "
+                "fresh iterable of chunks, not an iterator (or use a one-pass method)"
+            )
+
     def nothing_selectable(self):
         return ValueError(
             "utility must contain at least one candidate that is not excluded (-inf); the "
@@ -232,11 +244,6 @@ class _Source:
 
 
 def _inverse_cdf(source, scale, handle):
-    if not source.rereadable:
-        raise ValueError(
-            "method='inverse-cdf' reads the utilities twice: pass an array or a callable "
-            "returning a fresh iterable of chunks, not an iterator (or use a one-pass method)"
-        )
     state = _select.InverseCDFState(scale)
     for chunk, top in source.chunks():
         state.feed(chunk, top)

@@ -42,6 +42,7 @@ from dpcore.mechanisms import (
     discrete_laplace,
 )
 from dpcore.random import check_random_state
+from dpcore._release import Cost, check_accountant
 from dpcore.selection import ExponentialMechanism
 from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
 
@@ -98,8 +99,7 @@ def _privacy(mechanism, epsilon, delta):
 
 
 def _charge(accountant, epsilon, delta, label):
-    if accountant is not None:
-        accountant.charge(epsilon=epsilon, delta=delta, label=label)
+    Cost(epsilon, delta).charge(check_accountant(accountant), label)
 
 
 # ------------------------------------------------------------------------------------------------
