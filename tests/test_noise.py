@@ -2,6 +2,7 @@
 the exact fallback paths taken and right."""
 import math
 from contextlib import contextmanager
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -428,26 +429,36 @@ def test_grid_kernels_match_unfused_computation(n, exact):
         assert gen_a.random_raw() == gen_b.random_raw()  # the same words were used
 
 
-def test_release_checks_grid_range_before_charging_or_drawing():
-    acc = dpcore.Accountant(10.0, 1e-3)
-    gen, twin = dpcore.ChaCha20(4), dpcore.ChaCha20(4)
-    big = np.array([1.0, 2.0**70, -3.0])
-    with pytest.raises(ValueError, match="too large for the chosen grid"):
-        dpcore.laplace(big, sensitivity=1.0, epsilon=1.0, accountant=acc, random_state=gen)
-    with pytest.raises(ValueError, match="too large for the chosen grid"):
-        dpcore.gaussian(-big, sensitivity=1.0, rho=0.5, accountant=acc, random_state=gen)
-    assert acc.spent[0] == 0 and not acc.history
-    assert gen.random_raw() == twin.random_raw()  # nothing was drawn
-    # the limit is on rint(clip(x) / grid): a clamp bound brings the value back in range
-    out = dpcore.laplace(big, sensitivity=1.0, epsilon=1.0, bound=10.0, random_state=gen)
-    assert np.all(np.abs(out) < 1e3)
-    # just below 2**62 grid units is fine, 2**62 is not (rint is half to even)
-    from dpcore.mechanisms import LaplaceMechanism
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_huge_values_are_released_exactly_not_refused(kind):
+    """Values beyond the fused kernels' 2**62 grid units are released with the same law (no
+    error that would depend on the private value): grid * (rint(v / grid) + k), rounded once."""
+    big = np.array([1.0, 2.0**70, -3.0, 1.7e308])
+    if kind == "laplace":
+        out = dpcore.laplace(big, sensitivity=1.0, epsilon=1.0, random_state=dpcore.ChaCha20(4))
+        mech = dpcore.mechanisms.LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=1.0, size=big.size)
+        noise = dpcore.discrete_laplace(mech.scale, size=big.size, random_state=dpcore.ChaCha20(4))
+    else:
+        out = dpcore.gaussian(big, sensitivity=1.0, rho=0.5, random_state=dpcore.ChaCha20(4))
+        mech = dpcore.mechanisms.GaussianMechanism.calibrate(sensitivity=1.0, rho=0.5, size=big.size)
+        noise = dpcore.discrete_gaussian(mech.sigma, size=big.size, random_state=dpcore.ChaCha20(4))
+    grid = Fraction(mech.grid)
+    expect = [float((round(Fraction(v) / grid) + int(k)) * grid) for v, k in zip(big, noise)]
+    np.testing.assert_array_equal(out, expect)
+    assert np.all(np.isfinite(out))
 
-    m = LaplaceMechanism.calibrate(sensitivity=2.0**20, epsilon=1.0, size=1, granularity=1.0)
-    m.release(2.0**62 - 512, random_state=gen)
-    with pytest.raises(ValueError, match="too large"):
-        m.release(2.0**62, random_state=gen)
+
+def test_exact_path_equals_the_fused_kernel():
+    from dpcore.mechanisms import _exact_grid_release
+
+    x = np.random.default_rng(3).normal(0, 1e3, 500)
+    mech = dpcore.mechanisms.LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5, size=x.size, bound=900.0)
+    fused = mech.release(x, random_state=dpcore.ChaCha20(9))
+    noise = dpcore.discrete_laplace(mech.scale, size=x.size, random_state=dpcore.ChaCha20(9))
+    np.testing.assert_array_equal(fused, _exact_grid_release(x, mech.grid, 900.0, noise))
+    # beyond the double range the exact sum rounds to infinity
+    assert _exact_grid_release(np.array([1.7976931348623157e308]), 2.0**970, math.inf,
+                               np.array([2**60])) [0] == math.inf
 
 
 def test_discrete_gaussian_exact_path_large_sigma():

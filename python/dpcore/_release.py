@@ -8,12 +8,15 @@ never costs budget, and a release is never made unpaid.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+
+import numpy as np
 
 from dpcore import _validation as check
 from dpcore.random import check_random_state
 
-__all__ = ["Cost", "check_accountant", "release"]
+__all__ = ["Cost", "check_accountant", "public_arithmetic", "release"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +79,21 @@ def release(draw, *, cost, accountant, random_state, label):
     rng = check_random_state(random_state)
     cost.charge(accountant, label)
     return draw(rng)
+
+
+@contextlib.contextmanager
+def public_arithmetic(names):
+    """Calibration arithmetic on public parameters: an overflow, underflow to zero or division
+    by zero there means the parameters are out of the supported range. Raise that as a
+    ValueError naming them (never a FloatingPointError/OverflowError/ZeroDivisionError), before
+    anything is charged. Use only around computations on public values: the message says which
+    parameters, never a data value."""
+    try:
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            yield
+    except ArithmeticError as exc:  # FloatingPointError, OverflowError, ZeroDivisionError
+        raise ValueError(
+            f"{names} are out of the supported range: the calibration overflows "
+            f"({type(exc).__name__}); use values of moderate magnitude (e.g. epsilon <= 100, "
+            "sensitivity and bounds within 1e-150..1e150)"
+        ) from None

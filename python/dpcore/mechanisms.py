@@ -20,7 +20,7 @@ import numpy as np
 from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
-from dpcore._release import Cost, release
+from dpcore._release import Cost, public_arithmetic, release
 from dpcore._floats import pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 __all__ = [
@@ -57,37 +57,35 @@ def _check_granularity(granularity):
     return g
 
 
-def _to_grid(values, grid):
-    """Round values to integers in grid units (half to even); exact for a power-of-two grid."""
-    with np.errstate(over="raise"):
-        units = np.rint(values / grid)
-    if np.any(np.abs(units) >= 2.0**62):
-        raise ValueError(
-            "value is too large for the chosen grid (more than 2**62 grid units); "
-            "pass a coarser granularity"
-        )
-    return units.astype(np.int64)
+# Values whose grid units stay below this go through the fused int64 kernels; beyond it (huge
+# values or very fine grids) the same release is computed in exact integer arithmetic.
+_FAST_UNITS = 2.0**62
 
 
-def _from_grid(units, grid):
-    """Integer grid units back to doubles: one correctly rounded conversion (post-processing)."""
-    return units.astype(np.float64) * grid
-
-
-def _check_grid_range(flat, grid, bound=math.inf):
-    """Raise (as `_to_grid` would) when some rint(clip(flat, -bound, bound) / grid) reaches 2**62.
-
-    rint is monotone and odd, and dividing by the power of two grid is exact, so the largest
-    |rint(v / grid)| is rint(max|v| / grid): one pass for the maximum instead of a rounded copy.
-    """
+def _fits_fast_path(flat, grid, bound=math.inf):
+    """True when every |rint(clip(flat, -bound, bound) / grid)| < 2**62 (the fused kernels' int64
+    range). rint is monotone and odd and dividing by the power-of-two grid is exact, so the
+    largest is rint(max|v| / grid): one pass for the maximum instead of a rounded copy. Which
+    path runs does not change the output's law, only its speed (the releases are not
+    constant-time)."""
     largest = min(max(abs(float(flat.max())), abs(float(flat.min()))), bound)
-    with np.errstate(over="raise"):
-        units = np.rint(np.float64(largest) / grid)
-    if units >= 2.0**62:
-        raise ValueError(
-            "value is too large for the chosen grid (more than 2**62 grid units); "
-            "pass a coarser granularity"
-        )
+    with np.errstate(over="ignore"):
+        return bool(np.rint(np.float64(largest) / grid) < _FAST_UNITS)
+
+
+def _exact_grid_release(flat, grid, bound, noise):
+    """grid * (rint(clip(v) / grid) + k) for each value v and integer noise k, in exact rational
+    arithmetic, rounded once to the nearest double (inf beyond the double range): the same
+    release as the fused kernels, for values of any magnitude. Rounding half to even, as rint."""
+    g = Fraction(grid)
+    out = np.empty(flat.size, dtype=np.float64)
+    for i, (v, k) in enumerate(zip(flat.tolist(), noise.tolist())):
+        units = round(Fraction(min(max(v, -bound), bound)) / g) + k
+        try:
+            out[i] = float(units * g)
+        except OverflowError:  # beyond the largest double: rounds to infinity
+            out[i] = math.copysign(math.inf, units)
+    return out
 
 
 def _shaped(result, scalar):
@@ -211,14 +209,16 @@ class LaplaceMechanism:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
         flat = np.ascontiguousarray(values.reshape(-1))
         bound = math.inf if self.bound is None else self.bound
-        if self.method == "discrete":
-            _check_grid_range(flat, self.grid, bound)  # before charging or drawing anything
         cost = Cost(self.epsilon_effective, self.delta_effective)
 
         def draw(rng):
             if self.method == "discrete":
-                # One fused pass: clip, round to the grid, add the exact noise, convert back;
-                # the same values as _to_grid / discrete_laplace_into / _from_grid.
+                if not _fits_fast_path(flat, self.grid, bound):
+                    noise = np.empty(flat.shape, dtype=np.int64)
+                    _noise.discrete_laplace_into(noise, self.scale, rng)
+                    return _exact_grid_release(flat, self.grid, bound, noise)
+                # One fused pass: clip, round to the grid, add the exact noise, convert back
+                # (the same values as _exact_grid_release).
                 out = np.empty(flat.shape, dtype=np.float64)
                 _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
                 return out
@@ -326,10 +326,11 @@ def laplace(value, *, sensitivity, epsilon, bound=None, method="discrete", granu
     True
     """
     values = check.finite_array(value, "value")
-    mech = LaplaceMechanism.calibrate(
-        sensitivity=sensitivity, epsilon=epsilon, size=max(values.size, 1), bound=bound,
-        method=method, granularity=granularity,
-    )
+    with public_arithmetic("sensitivity, epsilon and bound"):
+        mech = LaplaceMechanism.calibrate(
+            sensitivity=sensitivity, epsilon=epsilon, size=max(values.size, 1), bound=bound,
+            method=method, granularity=granularity,
+        )
     if values.size == 0:
         return values.copy()
     return mech.release(values, random_state=random_state, accountant=accountant)
@@ -410,11 +411,14 @@ class GaussianMechanism:
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
         flat = np.ascontiguousarray(values.reshape(-1))
-        _check_grid_range(flat, self.grid)  # before charging or drawing anything
         cost = Cost(rho=self.rho) if self.epsilon is None else Cost(self.epsilon, self.delta)
 
         def draw(rng):
-            # One fused pass (same values as _to_grid / discrete_gaussian_into / _from_grid).
+            if not _fits_fast_path(flat, self.grid):
+                noise = np.empty(flat.shape, dtype=np.int64)
+                _noise.discrete_gaussian_into(noise, self.sigma, rng)
+                return _exact_grid_release(flat, self.grid, math.inf, noise)
+            # One fused pass (the same values as _exact_grid_release).
             out = np.empty(flat.shape, dtype=np.float64)
             _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
             return out
@@ -486,10 +490,11 @@ def gaussian(value, *, sensitivity, epsilon=None, delta=None, rho=None, granular
     (2,)
     """
     values = check.finite_array(value, "value")
-    mech = GaussianMechanism.calibrate(
-        sensitivity=sensitivity, epsilon=epsilon, delta=delta, rho=rho,
-        size=max(values.size, 1), granularity=granularity,
-    )
+    with public_arithmetic("sensitivity, epsilon, delta and rho"):
+        mech = GaussianMechanism.calibrate(
+            sensitivity=sensitivity, epsilon=epsilon, delta=delta, rho=rho,
+            size=max(values.size, 1), granularity=granularity,
+        )
     if values.size == 0:
         return values.copy()
     return mech.release(values, random_state=random_state, accountant=accountant)
