@@ -84,3 +84,45 @@ def test_demo_reads_parquet_or_says_what_is_missing(tmp_path):
     pq.write_table(table, path)
     result = run_demo(epsilon=100.0, data=str(path), random_state=4)
     assert abs(result["releases"]["count"] - 20) < 5
+
+
+def test_demo_seed_gives_one_stream_for_all_releases(monkeypatch):
+    """--seed must not restart the same stream at every release (identical noise)."""
+    import dpcore
+    from dpcore import cli
+
+    seen = []
+    for name in ("laplace", "gaussian"):
+        real = getattr(dpcore, name)
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append(kwargs["random_state"])
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(cli.dpcore, name, spy)
+    cli.run_demo(1.0, 1e-6, None, 7)
+    assert len(seen) >= 4
+    assert all(r is seen[0] for r in seen) and not isinstance(seen[0], int)
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["demo", "--epsilon", "1e308"], "epsilon"),
+    (["demo", "--data", "/nonexistent/demo.csv"], "cannot read --data"),
+    (["demo", "--data", "/"], "cannot read --data"),
+])
+def test_demo_bad_input_is_one_line(argv, match):
+    from dpcore.cli import main
+
+    with pytest.raises(SystemExit, match=match) as info:
+        main(argv)
+    assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
+
+
+def test_demo_errors_do_not_quote_private_cells(tmp_path):
+    from dpcore.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("age,hours_per_week,income,sector\n41,40,secret-value,private\n")
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--data", str(data)])
+    assert "secret-value" not in str(info.value) and "income" in str(info.value)

@@ -34,15 +34,48 @@ def test_graph_writes_edges_and_json_summary(ring, tmp_path, capsys):
 def test_graph_text_summary_progress_and_labels(tmp_path, capsys):
     path = tmp_path / "names.txt"
     path.write_text("alice bob\nbob carol\ncarol alice\ncarol dave\n")
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("alice\nbob\ncarol\ndave\nerin\n")  # public, including an isolated vertex
     out = tmp_path / "o.txt"
-    assert main(["graph", str(path), "-o", str(out), "--epsilon", "2", "--steps", "100"]) == 0
+    assert main(["graph", str(path), "-o", str(out), "--epsilon", "2", "--steps", "100",
+                 "--node-list", str(nodes)]) == 0
     captured = capsys.readouterr()
     assert "privacy spent: epsilon = 2" in captured.out
-    assert "100/100 steps" in captured.err and "vertex set" in captured.err
+    assert "guarantee: edge-DP" in captured.out and "stationary law" in captured.out
+    assert "100/100 steps" in captured.err
     assert "likelihood" not in captured.err + captured.out  # never the private likelihood
     for line in out.read_text().splitlines():
         a, b = line.split()
-        assert {a, b} <= {"alice", "bob", "carol", "dave"}
+        assert {a, b} <= {"alice", "bob", "carol", "dave", "erin"}
+
+
+def test_graph_requires_a_public_vertex_set(ring, capsys):
+    """Without --nodes the vertex set would come from the edges (edge-DP broken by an edge to a
+    new vertex): refused (issue 14)."""
+    with pytest.raises(SystemExit) as info:
+        main(["graph", str(ring), "-o", "-", "--epsilon", "1"])
+    assert info.value.code == 2
+    assert "--nodes" in capsys.readouterr().err
+
+
+def test_graph_huge_vertex_count_is_refused_before_reading(ring):
+    with pytest.raises(SystemExit, match="--nodes must be in"):
+        main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "3000000000"])
+
+
+def test_graph_errors_do_not_quote_the_private_file(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n12345\n")
+    with pytest.raises(SystemExit) as info:
+        main(["graph", str(bad), "-o", "-", "--epsilon", "1", "--nodes", "5"])
+    assert "12345" not in str(info.value)
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("alice zoe\n")
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("alice\nbob\ncarol\n")
+    with pytest.raises(SystemExit) as info:
+        main(["graph", str(unknown), "-o", "-", "--epsilon", "1", "--node-list", str(nodes)])
+    assert "zoe" not in str(info.value) and "not in --node-list" in str(info.value)
 
 
 def test_graph_stdout_output_puts_summary_on_stderr(ring, capsys):
@@ -56,25 +89,25 @@ def test_graph_stdout_output_puts_summary_on_stderr(ring, capsys):
 def test_graph_errors(tmp_path, ring):
     bad = tmp_path / "bad.txt"
     bad.write_text("0 1\n2\n")
-    with pytest.raises(SystemExit, match="expected two vertex labels"):
-        main(["graph", str(bad), "-o", "-", "--epsilon", "1"])
+    with pytest.raises(SystemExit, match="without two vertex labels"):
+        main(["graph", str(bad), "-o", "-", "--epsilon", "1", "--nodes", "5"])
     loops = tmp_path / "loops.txt"
     loops.write_text("0 1\n1 1\n1 2\n")
     with pytest.raises(SystemExit, match="self-loop"):
-        main(["graph", str(loops), "-o", "-", "--epsilon", "1", "--quiet"])
+        main(["graph", str(loops), "-o", "-", "--epsilon", "1", "--quiet", "--nodes", "3"])
     assert main(["graph", str(loops), "-o", str(tmp_path / "x"), "--epsilon", "1", "--quiet",
-                 "--simplify", "--steps", "10"]) == 0
-    with pytest.raises(SystemExit, match="epsilon"):
-        main(["graph", str(ring), "-o", "-", "--epsilon", "-1", "--quiet"])
+                 "--simplify", "--steps", "10", "--nodes", "3"]) == 0
+    for eps in ("-1", "1e308"):
+        with pytest.raises(SystemExit, match="epsilon"):
+            main(["graph", str(ring), "-o", "-", "--epsilon", eps, "--quiet", "--nodes", "30"])
     with pytest.raises(SystemExit, match="outside"):
         main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "10", "--quiet"])
     with pytest.raises(SystemExit):
-        main(["graph", str(ring), "--epsilon", "1"])  # -o is required
+        main(["graph", str(ring), "--epsilon", "1", "--nodes", "30"])  # -o is required
 
 
-def test_read_edge_list_integer_labels_sorted(tmp_path):
+def test_read_edge_list_public_vertex_sets(tmp_path):
     path = tmp_path / "e.txt"
     path.write_text("10 2\n2 7\n")
-    edges, labels = _read_edge_list(str(path))
-    assert labels == [2, 7, 10]
-    assert edges.tolist() == [[2, 0], [0, 1]]
+    assert _read_edge_list(str(path), 11).tolist() == [[10, 2], [2, 7]]
+    assert _read_edge_list(str(path), None, ["7", "2", "10"]).tolist() == [[2, 1], [1, 0]]

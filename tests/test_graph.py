@@ -663,3 +663,31 @@ def test_graph_doctests():
 
     failures, _ = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert failures == 0
+
+
+def test_release_hrg_refuses_before_charging():
+    """Arguments that would fail after the chain are refused before the charge (issue 14)."""
+    ring = np.array([[i, (i + 1) % 12] for i in range(12)])
+    acc = dpcore.Accountant(10.0)
+    for bad in (dict(epsilon_split=1 - 2.0**-53), dict(epsilon=1e-300), dict(n_nodes=2**26 + 1),
+                dict(random_state="seed")):
+        kwargs = dict(n_nodes=12, epsilon=1.0, n_steps=10, accountant=acc)
+        kwargs.update(bad)
+        with pytest.raises((ValueError, TypeError)):
+            dpcore.graph.release_hrg(ring, **kwargs)
+    assert acc.history == []
+
+
+def test_graph_errors_do_not_quote_private_counts():
+    edges = np.array([[0, 1], [1, 2], [2, 2], [2, 2], [0, 1], [0, 1], [0, 1]])
+    for exc_edges in (edges[:4], np.array([[0, 1], [0, 1], [0, 1], [1, 2]])):
+        with pytest.raises(ValueError) as info:
+            dpcore.graph.release_hrg(exc_edges, n_nodes=5, epsilon=1.0, n_steps=10)
+        assert not any(ch.isdigit() for ch in str(info.value).split("simplify")[0])
+
+
+def test_release_states_its_guarantee():
+    ring = np.array([[i, (i + 1) % 12] for i in range(12)])
+    rel = dpcore.graph.release_hrg(ring, n_nodes=12, epsilon=1.0, n_steps=100, random_state=2)
+    assert "stationary" in rel.guarantee and "edge-DP" in rel.guarantee
+    assert "100 steps" in rel.guarantee

@@ -31,11 +31,13 @@ class Cost:
         if self.rho is not None:
             if self.epsilon is not None:
                 raise ValueError("a cost is either rho (zCDP) or (epsilon, delta), not both")
-            object.__setattr__(self, "rho", check.nonnegative(self.rho, "rho"))
+            object.__setattr__(self, "rho", check.privacy_loss(self.rho, "rho", check.MAX_RHO))
             return
         if self.epsilon is None:
             raise ValueError("a cost needs epsilon (with optional delta) or rho")
-        object.__setattr__(self, "epsilon", check.nonnegative(self.epsilon, "epsilon"))
+        object.__setattr__(
+            self, "epsilon", check.privacy_loss(self.epsilon, "epsilon", check.MAX_EPSILON)
+        )
         object.__setattr__(
             self, "delta", check.probability(self.delta, "delta", open_low=False)
         )

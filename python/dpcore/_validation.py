@@ -21,7 +21,16 @@ __all__ = [
     "finite_array",
     "bounds_pair",
     "size_shape",
+    "privacy_loss",
+    "MAX_EPSILON",
+    "MAX_RHO",
 ]
+
+#: Largest epsilon (and rho) a release may be charged: far beyond any meaningful guarantee, and
+#: small enough that the accountant's exact arithmetic (epsilon**2 / 2, conversions) cannot
+#: overflow a double.
+MAX_EPSILON = 2.0**40
+MAX_RHO = 2.0**80
 
 
 def real(value, name):
@@ -122,3 +131,11 @@ def size_shape(size, name="size"):
     if isinstance(size, (tuple, list)):
         return tuple(integer(s, name, minimum=0) for s in size)
     return (integer(size, name, minimum=0),)
+
+
+def privacy_loss(value, name, maximum):
+    """A privacy parameter (epsilon or rho): finite, >= 0 and <= ``maximum``."""
+    value = nonnegative(value, name)
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum!r} (no meaningful guarantee above), got {value!r}")
+    return value

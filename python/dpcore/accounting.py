@@ -445,7 +445,7 @@ class Accountant:
         >>> c.composition, round(c.epsilon, 3), c.delta
         ('advanced', 6.308, 1e-06)
         """
-        epsilon = check.nonnegative(epsilon, "epsilon")
+        epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
         delta = check.probability(delta, "delta", open_low=False)
         k = check.integer(k, "k", minimum=1)
         if delta_prime is not None:
@@ -551,11 +551,11 @@ class Accountant:
         if rho is not None:
             if epsilon is not None or delta is not None:
                 raise ValueError("give either rho (zCDP) or epsilon and delta, not both")
-            rho = check.nonnegative(rho, "rho")
+            rho = check.privacy_loss(rho, "rho", check.MAX_RHO)
             return Charge(None, None, rho, label, kind)
         if epsilon is None:
             raise ValueError("epsilon (with optional delta) or rho is required")
-        epsilon = check.nonnegative(epsilon, "epsilon")
+        epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
         delta = 0.0 if delta is None else check.probability(delta, "delta", open_low=False)
         rho_implied = _up(Fraction(epsilon) ** 2 / 2) if delta == 0.0 else None
         return Charge(epsilon, delta, None, label, kind, 1, None, rho_implied)

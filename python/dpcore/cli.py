@@ -16,6 +16,7 @@ from importlib import resources
 import numpy as np
 
 import dpcore
+from dpcore import _validation as check
 from dpcore.accounting import Accountant
 
 DEMO_BOUNDS = {"age": (18.0, 100.0), "hours_per_week": (0.0, 100.0), "income": (0.0, 250000.0)}
@@ -45,7 +46,12 @@ def _load_demo(path=None):
     missing = {"age", "hours_per_week", "income", "sector"} - set(rows[0] if rows else {})
     if missing:
         raise SystemExit(f"dpcore demo: data file lacks columns {sorted(missing)}")
-    columns = {name: np.array([float(r[name]) for r in rows]) for name in DEMO_BOUNDS}
+    columns = {}
+    for name in DEMO_BOUNDS:
+        try:
+            columns[name] = np.array([float(r[name]) for r in rows])
+        except (TypeError, ValueError):  # the message would quote a private cell: not kept
+            raise ValueError(f"data column {name!r} holds a value that is not a number") from None
     sectors = [str(r["sector"]) for r in rows]
     columns["sector"] = np.array([x if x in DEMO_SECTORS else "other" for x in sectors])
     return columns
@@ -60,10 +66,12 @@ def run_demo(epsilon=1.0, delta=1e-6, data=None, random_state=None):
     Laplace), 15% and half of delta for the clipped income sum (discrete Gaussian); 5% is left
     unspent as headroom. Means are post-processing of a sum and the noisy count.
     """
+    epsilon = check.privacy_loss(epsilon, "--epsilon", check.MAX_EPSILON)
     cols = _load_demo(data)
     acc = Accountant(epsilon, delta)
     releases = {}
-    kw = {"random_state": random_state, "accountant": acc}
+    # One generator for every release: a seed must not restart the same stream for each.
+    kw = {"random_state": dpcore.random.check_random_state(random_state), "accountant": acc}
     releases["count"] = float(dpcore.laplace(len(cols["age"]), sensitivity=1.0, epsilon=0.2 * epsilon, **kw))
     sectors = DEMO_SECTORS
     counts = np.array([np.sum(cols["sector"] == s) for s in sectors], dtype=float)
@@ -108,66 +116,78 @@ def _print_demo(result):
     )
 
 
-def _read_edge_list(path, n_nodes=None):
-    """(edges, labels) from a text edge list: one edge per line, two vertex labels separated by
-    whitespace or a comma; blank lines and lines starting with '#' are skipped. With ``n_nodes``
-    the labels must be the integers 0..n_nodes-1; otherwise the vertex set is the labels seen
-    (integers sorted numerically when all labels are integers, else as text)."""
-    pairs = []
+def _read_node_list(path):
+    """The public vertex labels, one per line (blank lines and '#' comments skipped)."""
+    with open(path) as handle:
+        labels = [line.strip() for line in handle]
+    labels = [x for x in labels if x and not x.startswith("#")]
+    if len(set(labels)) != len(labels):
+        raise ValueError("--node-list repeats a label")
+    return labels
+
+
+def _read_edge_list(path, n_nodes=None, labels=None):
+    """An (m, 2) int64 edge array from a text edge list: one edge per line, two vertex labels
+    separated by whitespace or a comma; blank lines and lines starting with '#' are skipped.
+    The vertex set is public and given apart from the edges: the integers 0..n_nodes-1, or the
+    ``labels`` of a node list. Errors never quote the file's contents (they are private)."""
+    index = None if labels is None else {label: i for i, label in enumerate(labels)}
+    flat = []
     with (sys.stdin if path == "-" else open(path)) as handle:
-        for lineno, line in enumerate(handle, 1):
+        for line in handle:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
             parts = line.replace(",", " ").split()
             if len(parts) < 2:
-                raise ValueError(f"{path}:{lineno}: expected two vertex labels, got {line!r}")
-            pairs.append((parts[0], parts[1]))
-    tokens = [t for pair in pairs for t in pair]
-    try:
-        ints = [int(t) for t in tokens]
-    except ValueError:
-        ints = None
-    if n_nodes is not None:
-        if ints is None:
-            raise ValueError("--nodes needs integer vertex labels 0..N-1")
-        labels = list(range(n_nodes))
-        edges = np.array(ints, dtype=np.int64).reshape(-1, 2)
-        return edges, labels
-    if ints is not None:
-        labels = sorted(set(ints))
-        keys = ints
-    else:
-        labels = sorted(set(tokens))
-        keys = tokens
-    index = {label: i for i, label in enumerate(labels)}
-    edges = np.array([index[k] for k in keys], dtype=np.int64).reshape(-1, 2)
-    return edges, labels
+                raise ValueError("the edge list has a line without two vertex labels")
+            for token in parts[:2]:
+                if index is not None:
+                    if token not in index:
+                        raise ValueError("the edge list names a vertex that is not in --node-list")
+                    flat.append(index[token])
+                    continue
+                try:
+                    flat.append(int(token))
+                except ValueError:
+                    raise ValueError("with --nodes the vertex labels must be the integers "
+                                     "0..N-1; use --node-list for other labels") from None
+    edges = np.array(flat, dtype=np.int64).reshape(-1, 2)
+    if index is None and edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
+        raise ValueError(f"the edge list names a vertex outside 0..{n_nodes - 1} (--nodes {n_nodes})")
+    return edges
 
 
 def run_graph(args):
     """Release a synthetic graph from an edge list with PrivHRG (edge differential privacy)."""
-    from dpcore.graph import release_hrg
+    from dpcore.graph import MAX_NODES, release_hrg
 
-    edges, labels = _read_edge_list(args.input, args.nodes)
-    if args.nodes is None:
-        print("warning: the vertex set is taken from the edge list and treated as public; "
-              "give --nodes N to fix it independently of the edges", file=sys.stderr)
+    if args.node_list is not None:
+        labels = _read_node_list(args.node_list)
+        n_nodes = len(labels)
+    else:
+        labels, n_nodes = None, args.nodes
+    if not 3 <= n_nodes <= MAX_NODES:  # public: checked before the private edge list is read
+        raise ValueError(f"--nodes must be in [3, {MAX_NODES}] (MAX_NODES), got {n_nodes}")
+    edges = _read_edge_list(args.input, n_nodes, labels)
     rel = release_hrg(
-        edges, n_nodes=len(labels), epsilon=args.epsilon, epsilon_split=args.epsilon_split,
+        edges, n_nodes=n_nodes, epsilon=args.epsilon, epsilon_split=args.epsilon_split,
         n_steps=args.steps, simplify=args.simplify, random_state=args.seed,
         progress=not args.quiet,
     )
     out = sys.stdout if args.output == "-" else open(args.output, "w")
     try:
         for u, v in rel.edges:
-            out.write(f"{labels[u]} {labels[v]}\n")
+            if labels is None:
+                out.write(f"{u} {v}\n")
+            else:
+                out.write(f"{labels[u]} {labels[v]}\n")
     finally:
         if out is not sys.stdout:
             out.close()
     counts = rel.dendrogram.edge_counts
     summary = {
-        "nodes": len(labels),
+        "nodes": n_nodes,
         "synthetic_edges": int(rel.edges.shape[0]),
         "noisy_edge_count": int(np.sum(counts)),
         "mcmc_steps": rel.n_steps,
@@ -177,7 +197,7 @@ def run_graph(args):
             "epsilon_dendrogram": rel.epsilon_dendrogram,
             "epsilon_counts": rel.epsilon_counts,
             "neighbouring": "edge-DP: graphs on the same public vertex set differing in one edge",
-            "caveat": "the dendrogram's guarantee holds for the MCMC's stationary law",
+            "guarantee": rel.guarantee,
         },
     }
     stream = sys.stderr if args.output == "-" else sys.stdout
@@ -191,8 +211,8 @@ def run_graph(args):
         print(f"  noisy edge count           {summary['noisy_edge_count']:12d}", file=stream)
         print(f"  MCMC steps                 {summary['mcmc_steps']:12d}", file=stream)
         print(f"privacy spent: epsilon = {rel.epsilon:.4g} (dendrogram {rel.epsilon_dendrogram:.4g}, "
-              f"counts {rel.epsilon_counts:.4g}; edge-DP, dendrogram at the chain's stationary law)",
-              file=stream)
+              f"counts {rel.epsilon_counts:.4g})", file=stream)
+        print(f"guarantee: {rel.guarantee}", file=stream)
     return summary
 
 
@@ -216,8 +236,10 @@ def build_parser():
     graph.add_argument("--epsilon-split", type=float, default=0.5,
                        help="fraction of epsilon for the dendrogram (default 0.5)")
     graph.add_argument("--steps", type=int, help="MCMC steps (default 1000 per vertex)")
-    graph.add_argument("--nodes", type=int, help="vertex count N (labels 0..N-1); the vertex set "
-                       "is public")
+    vertices = graph.add_mutually_exclusive_group(required=True)
+    vertices.add_argument("--nodes", type=int, help="vertex count N (labels 0..N-1); the vertex "
+                          "set is public and must not be taken from the edges")
+    vertices.add_argument("--node-list", help="file of the public vertex labels, one per line")
     graph.add_argument("--simplify", action="store_true", help="drop self-loops and repeated edges")
     graph.add_argument("--json", action="store_true", help="machine-readable summary")
     graph.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -235,6 +257,10 @@ def main(argv=None):
             result = run_demo(args.epsilon, args.delta, args.data, args.seed)
         except (ValueError, TypeError) as exc:
             raise SystemExit(f"dpcore demo: {exc}") from None
+        except ArithmeticError as exc:  # a last line of defence: never a traceback
+            raise SystemExit(f"dpcore demo: a parameter is out of the supported range ({type(exc).__name__})") from None
+        except OSError as exc:  # a missing file, a directory: the path is the caller's own
+            raise SystemExit(f"dpcore demo: cannot read --data {args.data}: {exc.strerror}") from None
         if args.json:
             json.dump(result, sys.stdout, indent=2)
             print()
@@ -246,6 +272,10 @@ def main(argv=None):
                   file=sys.stderr)
         try:
             run_graph(args)
-        except (ValueError, TypeError, OSError) as exc:
+        except (ValueError, TypeError) as exc:
             raise SystemExit(f"dpcore graph: {exc}") from None
+        except ArithmeticError as exc:  # a last line of defence: never a traceback
+            raise SystemExit(f"dpcore graph: a parameter is out of the supported range ({type(exc).__name__})") from None
+        except OSError as exc:
+            raise SystemExit(f"dpcore graph: cannot read {exc.filename}: {exc.strerror}") from None
     return 0

@@ -32,8 +32,9 @@ import numpy as np
 from dpcore import _hrg
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
-from dpcore.mechanisms import discrete_laplace
+from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.random import check_random_state
+from dpcore._release import Cost, release
 from dpcore._floats import round_up as _round_up
 
 __all__ = [
@@ -44,12 +45,15 @@ __all__ = [
     "sample_graph",
     "log_likelihood_sensitivity",
     "DEFAULT_STEPS_PER_NODE",
+    "MAX_NODES",
 ]
 
 #: Default number of MCMC steps per vertex (public: the step count is ``1000 * n``), the lower end
 #: of PrivHRG's stopping rule (between 1000 n and 3000 n steps).
 DEFAULT_STEPS_PER_NODE = 1000
-_MAX_NODES = 2**30
+#: Largest vertex count accepted (checked before anything is built): the chain's state takes
+#: about 100 bytes per vertex, so 2**26 vertices need some 7 GB.
+MAX_NODES = 2**26
 _CHUNK = 2**20  # steps per kernel call (about 0.3 s)
 
 
@@ -74,6 +78,8 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
         if n_nodes is None:
             raise TypeError(f"n_nodes is required when {name} is an edge array (the vertex set is public)")
         n = check.integer(n_nodes, "n_nodes", minimum=3)
+        if n > MAX_NODES:  # before touching the edges: the vertex count is public
+            raise ValueError(f"n_nodes must be at most MAX_NODES = 2**26 (about 7 GB of chain state), got {n}")
         try:
             edges = np.asarray(G)
         except Exception as exc:
@@ -90,19 +96,19 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
         labels = None
     if n < 3:
         raise ValueError(f"{name} must have at least 3 vertices, got {n}")
-    if n > _MAX_NODES:
-        raise ValueError(f"{name} must have at most 2**30 vertices, got {n}")
+    if n > MAX_NODES:
+        raise ValueError(f"n_nodes must be at most MAX_NODES = 2**26 (about 7 GB of chain state), got {n}")
     loops = edges[:, 0] == edges[:, 1]
     if loops.any():
         if not simplify:
-            raise ValueError(f"{name} has {int(loops.sum())} self-loop(s): pass simplify=True to drop them")
+            raise ValueError(f"{name} has self-loops: pass simplify=True to drop them")
         edges = edges[~loops]
     lo = np.minimum(edges[:, 0], edges[:, 1])
     hi = np.maximum(edges[:, 0], edges[:, 1])
     keys = lo * n + hi
     uniq = _unique(keys)
     if uniq.size != keys.size and not simplify:
-        raise ValueError(f"{name} has {keys.size - uniq.size} repeated edge(s): pass simplify=True to drop them")
+        raise ValueError(f"{name} has repeated edges: pass simplify=True to drop them")
     u = (uniq // n).astype(np.int32)
     v = (uniq % n).astype(np.int32)
     return n, u, v, labels
@@ -529,6 +535,8 @@ class HRGRelease:
         Delta_u, the log-likelihood's sensitivity.
     n_steps : int
         MCMC steps run (public).
+    guarantee : str
+        What is proven about this release (see :func:`release_hrg`, Privacy).
     """
 
     dendrogram: Dendrogram
@@ -539,6 +547,15 @@ class HRGRelease:
     temperature: float
     sensitivity: float
     n_steps: int
+
+    @property
+    def guarantee(self):
+        return (
+            f"edge-DP (graphs on the same public vertex set differing in one edge): the noisy "
+            f"edge counts are exactly {self.epsilon_counts:.6g}-DP given the dendrogram; the "
+            f"dendrogram's {self.epsilon_dendrogram:.6g}-DP holds for the MCMC chain's stationary "
+            f"law only, not proven for the finite run of {self.n_steps} steps"
+        )
 
     def to_networkx(self):
         """The synthetic graph as a networkx Graph on the original labels."""
@@ -634,27 +651,35 @@ def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, si
     steps = _steps(n_steps, n)
     eps1 = epsilon * split
     eps2 = epsilon - eps1
-    if not (eps1 > 0 and eps2 > 0):
-        raise ValueError(f"epsilon_split leaves no budget for one stage: eps1={eps1!r}, eps2={eps2!r}")
     du = log_likelihood_sensitivity(n)
     temperature = math.nextafter(eps1 / (2.0 * du), 0.0)  # rounded down: never hotter than eps1
+    if not (temperature > 0 and eps2 > 0):
+        raise ValueError(f"epsilon_split leaves no budget for one stage: eps1={eps1!r}, eps2={eps2!r}")
     scale = _round_up(1 / Fraction(eps2))  # rounded up: never less noise than 1 / eps2
-    if accountant is not None:
-        accountant.charge(epsilon=epsilon, label="release_hrg")
-    rng = check_random_state(random_state)  # one generator for every stage
-    h = bitgen_handle(rng)
-    state = _hrg.HRGState(n, u, v)
-    state.random_tree(h)
-    _run_chain(state, steps, temperature, h, progress, label="release_hrg")
-    exact = state.arrays()["E"][n:]
-    noisy = exact + np.asarray(discrete_laplace(scale, size=exact.size, random_state=rng), dtype=np.int64)
-    del exact
-    d = _dendrogram_from_state(
-        state, labels, counts=noisy, private=True,
-        info={"epsilon": epsilon, "n_steps": steps, "temperature": temperature},
-    )
-    del state
-    edges = sample_graph(d, random_state=rng)
+    if scale > MAX_DISCRETE_LAPLACE_SCALE:
+        raise ValueError(
+            f"epsilon * (1 - epsilon_split) = {eps2!r} is too small: the count noise scale 1 / eps2 "
+            f"must be <= {MAX_DISCRETE_LAPLACE_SCALE!r}"
+        )
+
+    def draw(rng):  # one generator for every stage
+        h = bitgen_handle(rng)
+        state = _hrg.HRGState(n, u, v)
+        state.random_tree(h)
+        _run_chain(state, steps, temperature, h, progress, label="release_hrg")
+        exact = state.arrays()["E"][n:]
+        noise = discrete_laplace(scale, size=exact.size, random_state=rng)
+        noisy = exact + np.asarray(noise, dtype=np.int64)
+        del exact
+        d = _dendrogram_from_state(
+            state, labels, counts=noisy, private=True,
+            info={"epsilon": epsilon, "n_steps": steps, "temperature": temperature},
+        )
+        del state
+        return d, sample_graph(d, random_state=rng)
+
+    d, edges = release(draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
+                       label="release_hrg")
     return HRGRelease(
         dendrogram=d, edges=edges, epsilon=epsilon, epsilon_dendrogram=eps1, epsilon_counts=eps2,
         temperature=temperature, sensitivity=du, n_steps=steps,
