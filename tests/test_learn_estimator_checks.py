@@ -20,15 +20,26 @@ ESTIMATORS = [
     GaussianNB(epsilon=1e9, bounds=(-100.0, 100.0), random_state=0),
     RandomFourierFeatures(gamma=0.1, n_components=20, random_state=0),
     PrivateGridSearch(LogisticRegression(data_norm=100.0, alpha=1e-4, random_state=0),
-                      {"alpha": [1e-4, 1e-3]}, epsilon=1e9, random_state=0),
+                      {"alpha": [1e-4, 1e-3]}, epsilon=1e9, classes=[0, 1, 2], random_state=0),
 ]
 
-# Expected failures, with reasons. None are needed at present: the learners take no
+# Expected failures, with reasons. PrivateGridSearch needs the public label set (classes), so
+# the check fitting string labels fails on its labels, and its error for too few samples does
+# not quote the sample count (it may be private). Otherwise none: the learners take no
 # sample_weight (weights would change the sensitivity, so fit has no such argument and the
 # weight checks are skipped by scikit-learn), every randomised step is driven by random_state
 # (the checks pass an int seed, so fits are reproducible), and the huge epsilon above keeps the
 # accuracy checks meaningful. A check that starts failing must be listed here with its reason.
-EXPECTED_FAILURES = {}
+_NO_N_ITER = ("n_iter_ is not stored: the optimiser's iteration count is an exact function of "
+              "the private data (issue 14)")
+EXPECTED_FAILURES = {
+    "LogisticRegression": {"check_non_transformer_estimators_n_iter": _NO_N_ITER},
+    "LinearSVC": {"check_non_transformer_estimators_n_iter": _NO_N_ITER},
+    "PrivateGridSearch": {
+        "check_dtype_object": "labels outside the public classes are refused",
+        "check_fit2d_1sample": "the error does not quote the (possibly private) sample count",
+    },
+}
 
 
 def _expected_failures(estimator):

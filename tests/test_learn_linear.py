@@ -165,7 +165,6 @@ def test_huge_epsilon_matches_nonprivate_minimiser(cancer, method):
     n, alpha, dn = X.shape[0], 0.01, 6.0
     clf = LogisticRegression(epsilon=1e9, data_norm=dn, alpha=alpha, method=method,
                              random_state=0).fit(X, y)
-    assert clf.converged_
     Xs = clf._design(X, dn)
     ref = SkLR(C=1.0 / (n * alpha), fit_intercept=False, tol=1e-12, max_iter=10000).fit(Xs, y)
     s = math.sqrt(dn ** 2 + 1)                         # rows [x, 1] / s have norm <= 1
@@ -364,3 +363,22 @@ def test_clone_shares_accountant_and_generator(make, cancer):
     assert acc.spent[0] == pytest.approx(1.0)
     seeded = clone(make(None, 3))
     assert seeded.random_state == 3 and seeded.accountant is None
+
+
+@pytest.mark.parametrize("method", ["objective", "output"])
+def test_no_noiseless_diagnostics_are_stored(cancer, method):
+    """Gradient norms and iteration counts of the optimiser are exact functions of the data:
+    a fitted model must not carry them (issue 14)."""
+    X, y = cancer
+    clf = LogisticRegression(epsilon=1.0, data_norm=6.0, method=method, random_state=0).fit(X, y)
+    for name in ("gradient_norm_", "n_iter_", "converged_"):
+        assert not hasattr(clf, name)
+
+
+def test_label_errors_do_not_quote_labels(cancer):
+    X, y = cancer
+    y = y.copy()
+    y[0] = 987
+    with pytest.raises(ValueError, match="outside classes") as info:
+        LogisticRegression(epsilon=1.0, data_norm=6.0, classes=[0, 1]).fit(X, y)
+    assert "987" not in str(info.value)

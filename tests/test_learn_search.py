@@ -22,7 +22,7 @@ def test_budget_is_epsilon_via_parallel_block(data):
     X, y = data
     acc = dpcore.Accountant(1.0)
     s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
-                          epsilon=1.0, random_state=0, accountant=acc).fit(X, y)
+                          epsilon=1.0, classes=[0, 1], random_state=0, accountant=acc).fit(X, y)
     assert acc.spent[0] == pytest.approx(1.0)
     assert s.n_candidates_ == 3 and s.best_params_ in [{"alpha": a} for a in (1e-3, 1e-2, 1e-1)]
     assert s.score(X, y) > 0.85
@@ -40,7 +40,7 @@ def test_each_candidate_fits_on_its_own_part(monkeypatch, data):
 
     monkeypatch.setattr(LogisticRegression, "fit", spy)
     PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
-                      epsilon=1.0, random_state=0).fit(X, y)
+                      epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     assert sizes == [1500, 1500, 1500]      # 6000 records in m + 1 = 4 parts
 
 
@@ -56,7 +56,7 @@ def test_selection_prefers_the_best_candidate(monkeypatch, data):
 
     monkeypatch.setattr(_search, "validation_errors", spy)
     s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 10.0]},
-                          epsilon=1e6, random_state=1).fit(X, y)
+                          epsilon=1e6, classes=[0, 1], random_state=1).fit(X, y)
     assert s.best_index_ == int(np.argmin(seen["errors"]))
 
 
@@ -68,7 +68,8 @@ def test_errors(data):
     with pytest.raises(ValueError, match="no epsilon parameter"):
         PrivateGridSearch(SkLR(), {"C": [1.0]}).fit(X, y)
     with pytest.raises(ValueError, match="samples"):
-        PrivateGridSearch(LogisticRegression(data_norm=1.0), {"alpha": [1.0, 2.0]}).fit(X[:2], y[:2])
+        PrivateGridSearch(LogisticRegression(data_norm=1.0), {"alpha": [1.0, 2.0]},
+                          classes=[0, 1]).fit(X[:2], y[:2])
 
 
 def test_candidates_never_share_noise(monkeypatch, data):
@@ -85,7 +86,7 @@ def test_candidates_never_share_noise(monkeypatch, data):
 
     monkeypatch.setattr(_linear, "_noise_vector", spy)
     PrivateGridSearch(LogisticRegression(data_norm=4.0, random_state=0), {"alpha": [0.01, 0.01]},
-                      epsilon=1.0, random_state=0).fit(X, y)
+                      epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     assert len(drawn) == 2 and not np.allclose(drawn[0], drawn[1])
 
 
@@ -99,7 +100,51 @@ def test_pipeline_with_random_fourier_features(data):
     pipe = make_pipeline(RandomFourierFeatures(gamma=0.1, n_components=50, random_state=0),
                          LinearSVC(data_norm=1.0))
     s = PrivateGridSearch(pipe, {"linearsvc__alpha": [1e-3, 1e-2]}, epsilon=2.0, random_state=0,
-                          accountant=acc).fit(X, y)
+                          classes=[0, 1], accountant=acc).fit(X, y)
     assert acc.spent[0] == pytest.approx(2.0)
     assert s.best_estimator_.steps[1][1].epsilon == 2.0
     assert s.score(X, y) > 0.75
+
+
+def test_classes_are_public_and_required(data):
+    """np.unique(y) would reveal the private label set (issue 14): classes is required and a
+    label outside it is refused without quoting it."""
+    X, y = data
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError, match="classes is required"):
+        PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01]},
+                          accountant=acc).fit(X, y)
+    y7 = y.copy()
+    y7[0] = 7
+    with pytest.raises(ValueError, match="outside classes") as info:
+        PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01]}, classes=[0, 1],
+                          accountant=acc).fit(X, y7)
+    assert "7" not in str(info.value)
+    s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01, 0.1]},
+                          classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert s.classes_.tolist() == [0, 1, 2]   # the public set, not the labels seen
+    assert acc.history == []
+
+
+def test_multi_charge_fits_sum_on_their_partition(data):
+    """GaussianNB's fit is charged once for epsilon; inside the search each candidate's charges
+    sum on its own partition, so the search costs epsilon (not epsilon / 3)."""
+    from dpcore.learn._naive_bayes import GaussianNB
+    X, y = data
+    acc = dpcore.Accountant(5.0)
+    PrivateGridSearch(GaussianNB(bounds=(-4.0, 4.0)), {"var_floor": [1e-3, 1e-2]}, epsilon=1.0,
+                      classes=[0, 1], random_state=0, accountant=acc).fit(X, y)
+    assert acc.spent[0] == pytest.approx(1.0)
+    assert acc.history[-1].count == 3   # two candidates and the selection
+
+
+def test_candidate_parameters_checked_before_the_charge(data):
+    X, y = data
+    acc = dpcore.Accountant(5.0)
+    with pytest.raises(ValueError):
+        PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01, -1.0]},
+                          classes=[0, 1], accountant=acc).fit(X, y)
+    with pytest.raises((ValueError, TypeError)):
+        PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01]},
+                          classes=[0, 1], random_state="seed", accountant=acc).fit(X, y)
+    assert acc.history == []

@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
-from dpcore.learn._linear import _validate_data
+from dpcore.learn import _base
 from dpcore.random import check_random_state
 
 __all__ = ["RandomFourierFeatures"]
@@ -62,7 +62,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         """Draw the frequencies (only the number of columns of X is used). Returns self."""
         gamma = check.positive(self.gamma, "gamma")
         D = check.integer(self.n_components, "n_components", minimum=1)
-        X = _validate_data(self, X, reset=True, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
         rng = check_random_state(self.random_state)
         self.frequencies_ = rng.normal(0.0, np.sqrt(2.0 * gamma), size=(X.shape[1], D))
         return self
@@ -70,7 +70,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """The feature map, shape (n_samples, 2 n_components)."""
         check_is_fitted(self)
-        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         proj = X @ self.frequencies_
         scale = 1.0 / np.sqrt(self.frequencies_.shape[1])
         return np.hstack([np.cos(proj), np.sin(proj)]) * scale

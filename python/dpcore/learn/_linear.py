@@ -15,18 +15,14 @@ import math
 
 import numpy as np
 from scipy import linalg
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
+from dpcore.learn import _base
+from dpcore._release import Cost, release
 from dpcore.mechanisms import laplace
-from dpcore.random import check_random_state
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _sk_validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    _sk_validate_data = None
 
 __all__ = [
     "LogisticRegression",
@@ -38,37 +34,6 @@ __all__ = [
 ]
 
 _METHODS = ("objective", "output")
-
-
-_NO_Y = object()
-
-
-def _validate_data(est, X, y=_NO_Y, *, reset, **kw):
-    """scikit-learn's input validation (sets/checks n_features_in_); y=None in fit raises."""
-    if _sk_validate_data is not None:
-        if y is _NO_Y:
-            return _sk_validate_data(est, X, reset=reset, **kw)
-        return _sk_validate_data(est, X, y, reset=reset, **kw)
-    if y is _NO_Y:  # pragma: no cover
-        return est._validate_data(X, reset=reset, **kw)
-    return est._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
-
-
-class _SharedStateCloneMixin:
-    """``sklearn.base.clone`` that shares the accountant and a generator instead of copying them.
-
-    scikit-learn deep-copies non-estimator parameters: a copied Accountant would record charges
-    that the caller never sees (and it holds a lock, which cannot be copied), and a copied numpy
-    Generator would make every clone draw the same noise. Both are kept by reference; every
-    other parameter is cloned as scikit-learn does.
-    """
-
-    def __sklearn_clone__(self):
-        params = self.get_params(deep=False)
-        shared = {"accountant"}
-        if isinstance(params.get("random_state"), (np.random.Generator, np.random.BitGenerator)):
-            shared.add("random_state")
-        return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,24 +111,6 @@ def functional_mechanism_sensitivity(d):
     """
     d = check.integer(d, "d", minimum=1)
     return 2.0 * (d * d + 2 * d)
-
-
-# Public cap on the number of records: every released count/sum/coefficient has |value| <=
-# 2 * _MAX_RECORDS, which fixes the coarsest grid the learners may need independently of the data.
-_MAX_RECORDS = 2**36
-
-
-def _laplace_grid(sensitivity, epsilon):
-    """Power-of-two grid for :func:`dpcore.laplace`: its default (sensitivity/epsilon * 2^-30),
-    but never finer than 2^-23, so that any |value| <= 2 * 2^36 stays below 2^60 grid units
-    (a huge epsilon would otherwise make the grid too fine). Independent of the data."""
-    fine = 2.0 ** math.floor(math.log2(sensitivity / epsilon) - 30)
-    return max(fine, 2.0 ** (37 - 60))
-
-
-def _check_n(n):
-    if n > _MAX_RECORDS:
-        raise ValueError(f"at most 2**36 records are supported, got {n}")
 
 
 def _noise_vector(d, scale, rng, size=None):
@@ -258,7 +205,7 @@ def _minimise(loss_fn, Z, lam, b, tol, max_iter):
 # ERM classifiers
 # --------------------------------------------------------------------------------------------
 
-class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
+class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _loss_name = None
 
     @abstractmethod
@@ -313,17 +260,14 @@ class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimat
         self
         """
         epsilon, data_norm, alpha, tol, max_iter = self._check_params()
-        X, y = _validate_data(self, X, y, reset=True, dtype=np.float64)
+        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
         check_classification_targets(y)
         if self.classes is None:
             classes = np.unique(y)
         else:
             classes = np.unique(np.asarray(self.classes))
-            unknown = ~np.isin(y, classes)
-            if np.any(unknown):
-                raise ValueError(
-                    f"y contains labels outside classes={list(classes)}: {list(np.unique(y[unknown]))[:5]}"
-                )
+            if not np.all(np.isin(y, classes)):
+                raise ValueError("y contains labels outside classes")  # never quote a private label
         if classes.size < 2:
             raise ValueError(f"need at least 2 classes, got {classes.size} class (classes={list(classes)})")
         n = X.shape[0]
@@ -343,26 +287,29 @@ class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimat
             eps_p, delta = objective_perturbation_calibration(eps_model, n, alpha, c)
             scale = 2.0 / eps_p
             calib = {"epsilon_prime": eps_p, "Delta": delta}
-        if self.accountant is not None:
-            label = f"{type(self).__name__}({self.method}, {k} model{'s' if k > 1 else ''})"
-            self.accountant.charge(epsilon=epsilon, label=label)
-        rng = check_random_state(self.random_state)
         loss_fn = self._loss()
-        coefs = np.empty((k, d))
-        grad_norms = np.empty(k)
-        n_iter = np.empty(k, dtype=int)
-        Z = None
-        for j in range(k):
-            pos = classes[1] if k == 1 else classes[j]
-            signs = np.where(y == pos, 1.0, -1.0)
-            Z = np.multiply(Xs, signs[:, None], out=Z)
-            if self.method == "output":
-                w, gn, it = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
-                w = w + _noise_vector(d, scale, rng)
-            else:
-                b = _noise_vector(d, scale, rng)
-                w, gn, it = _minimise(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
-            coefs[j], grad_norms[j], n_iter[j] = w, gn, it
+
+        def draw(rng):
+            coefs = np.empty((k, d))
+            Z = None
+            for j in range(k):
+                pos = classes[1] if k == 1 else classes[j]
+                signs = np.where(y == pos, 1.0, -1.0)
+                Z = np.multiply(Xs, signs[:, None], out=Z)
+                if self.method == "output":
+                    w, _, _ = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
+                    w = w + _noise_vector(d, scale, rng)
+                else:
+                    b = _noise_vector(d, scale, rng)
+                    w, _, _ = _minimise(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
+                # The optimiser's gradient norms and iteration counts are functions of the data
+                # that carry no noise of their own: they are not kept (issue 14).
+                coefs[j] = w
+            return coefs
+
+        label = f"{type(self).__name__}({self.method}, {k} model{'s' if k > 1 else ''})"
+        coefs = release(draw, cost=Cost(epsilon), accountant=self.accountant,
+                        random_state=self.random_state, label=label)
         self.classes_ = classes
         scale = self._row_scale(data_norm)
         if self.fit_intercept:
@@ -371,9 +318,6 @@ class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimat
         else:
             self.coef_ = coefs / scale
             self.intercept_ = np.zeros(k)
-        self.n_iter_ = n_iter
-        self.gradient_norm_ = grad_norms
-        self.converged_ = bool(np.all(grad_norms <= tol * (alpha + calib.get("Delta", 0.0))))
         self.calibration_ = calib
         self.epsilon_per_model_ = eps_model
         return self
@@ -381,7 +325,7 @@ class _PrivateERMClassifier(_SharedStateCloneMixin, ClassifierMixin, BaseEstimat
     def decision_function(self, X):
         """Signed score(s): shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
         check_is_fitted(self)
-        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -441,10 +385,6 @@ class LogisticRegression(_PrivateERMClassifier):
     coef_ : ndarray, shape (1, n_features) or (k, n_features)
         In the units of the raw X.
     intercept_ : ndarray, shape (1,) or (k,)
-    n_iter_, gradient_norm_ : ndarray
-        Newton iterations and final gradient norms per model.
-    converged_ : bool
-        Whether every model met the tolerance.
     calibration_ : dict
         ``beta`` (output) or ``epsilon_prime`` and ``Delta`` (objective) per model.
     epsilon_per_model_ : float
@@ -463,7 +403,9 @@ class LogisticRegression(_PrivateERMClassifier):
 
     Inexact minimisation: the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
-    suggestion, ALGORITHMS 6.1), provided the optimiser converged (``converged_``). For
+    suggestion, ALGORITHMS 6.1), provided the optimiser reaches tol within ``max_iter`` Newton
+    steps (it does for this smooth, strongly convex objective at the defaults; its iteration
+    counts and gradient norms are not stored: they are exact functions of the data). For
     objective perturbation the paper's proof needs the exact minimiser of the perturbed
     objective; the released model is within tol of it, and the extra leakage of that
     deterministic error is not accounted (stated plainly: treat tol as part of the trust
@@ -600,24 +542,7 @@ class LinearSVC(_PrivateERMClassifier):
 # Functional mechanism
 # --------------------------------------------------------------------------------------------
 
-def _bounds_array(bounds, name, d):
-    if bounds is None:
-        raise ValueError(
-            f"{name} is required: give public bounds (lower, upper), scalars or arrays of length "
-            f"n_features; they are never inferred from the data"
-        )
-    try:
-        lower, upper = bounds
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair (lower, upper), got {bounds!r}") from None
-    lower = np.broadcast_to(check.finite_array(lower, f"{name}[0]"), (d,)).astype(float)
-    upper = np.broadcast_to(check.finite_array(upper, f"{name}[1]"), (d,)).astype(float)
-    if np.any(lower >= upper):
-        raise ValueError(f"{name} must satisfy lower < upper for every feature")
-    return lower, upper
-
-
-class LinearRegression(_SharedStateCloneMixin, RegressorMixin, BaseEstimator):
+class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimator):
     """Least-squares linear regression with epsilon-DP by the functional mechanism.
 
     Features are clipped to ``bounds_X`` and labels to ``bounds_y`` and mapped affinely to
@@ -714,9 +639,9 @@ class LinearRegression(_SharedStateCloneMixin, RegressorMixin, BaseEstimator):
         if self.bounds_y is None:
             raise ValueError("bounds_y is required: give public target bounds (lower, upper); "
                              "they are never inferred from the data")
-        X, y = _validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
+        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         d = X.shape[1]
-        lx, ux = _bounds_array(self.bounds_X, "bounds_X", d)
+        lx, ux = _base.bounds_array(self.bounds_X, "bounds_X", d)
         ly, uy = check.bounds_pair(self.bounds_y, "bounds_y")
         if self.fit_intercept:
             mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
@@ -734,8 +659,8 @@ class LinearRegression(_SharedStateCloneMixin, RegressorMixin, BaseEstimator):
         iu = np.triu_indices(p, k=1)
         coeffs = np.concatenate([lin, np.diag(M), 2.0 * M[iu]])
         sens = functional_mechanism_sensitivity(p)
-        _check_n(Xs.shape[0])
-        grid = _laplace_grid(sens, epsilon)  # every |coefficient| <= 2 n
+        _base.check_n(Xs.shape[0])
+        grid = _base.laplace_grid(sens, epsilon)  # every |coefficient| <= 2 n
         noisy = np.asarray(laplace(coeffs, sensitivity=sens, epsilon=epsilon, granularity=grid,
                                    random_state=self.random_state, accountant=self.accountant),
                            dtype=float)
@@ -766,5 +691,5 @@ class LinearRegression(_SharedStateCloneMixin, RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Predicted targets."""
         check_is_fitted(self)
-        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_ + self.intercept_

@@ -8,20 +8,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
-from dpcore.learn._linear import (
-    _bounds_array,
-    _check_n,
-    _laplace_grid,
-    _SharedStateCloneMixin,
-    _validate_data,
-)
+from dpcore.learn import _base
+from dpcore._release import Cost, release
 from dpcore.mechanisms import laplace
-from dpcore.random import check_random_state
 
 __all__ = ["GaussianNB"]
 
 
-class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     """Gaussian naive Bayes with epsilon-DP (Vaidya et al. 2013; the construction of ALGORITHMS 6.5).
 
     Each feature k is clipped to the public ``bounds`` [l_k, u_k] and rescaled to
@@ -98,19 +92,16 @@ class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         if self.bounds is None:
             raise ValueError("bounds is required: give public feature bounds (lower, upper); "
                              "they are never inferred from the data")
-        X, y = _validate_data(self, X, y, reset=True, dtype=np.float64)
+        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
         check_classification_targets(y)
         d = X.shape[1]
-        lower, upper = _bounds_array(self.bounds, "bounds", d)
+        lower, upper = _base.bounds_array(self.bounds, "bounds", d)
         if self.classes is None:
             classes = np.unique(y)
         else:
             classes = np.unique(np.asarray(self.classes))
-            unknown = ~np.isin(y, classes)
-            if np.any(unknown):
-                raise ValueError(
-                    f"y contains labels outside classes={list(classes)}: {list(np.unique(y[unknown]))[:5]}"
-                )
+            if not np.all(np.isin(y, classes)):
+                raise ValueError("y contains labels outside classes")  # never quote a private label
         k = classes.size
         priors = None
         if self.priors is not None:
@@ -126,18 +117,20 @@ class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         np.add.at(sums, idx, Z)
         np.add.at(squares, idx, Z * Z)
         e3 = epsilon / 3.0
-        _check_n(X.shape[0])  # every |count|, |sum|, sum of squares <= n <= 2**36
-        # One generator for the three draws (an int seed reused three times would repeat noise).
-        rs = check_random_state(self.random_state)
-        counts_n = np.asarray(laplace(counts, sensitivity=1.0, epsilon=e3,
-                                      granularity=_laplace_grid(1.0, e3), random_state=rs,
-                                      accountant=self.accountant), dtype=float)
-        sums_n = np.asarray(laplace(sums, sensitivity=float(d), epsilon=e3,
-                                    granularity=_laplace_grid(float(d), e3), random_state=rs,
-                                    accountant=self.accountant), dtype=float)
-        squares_n = np.asarray(laplace(squares, sensitivity=float(d), epsilon=e3,
-                                       granularity=_laplace_grid(float(d), e3), random_state=rs,
-                                       accountant=self.accountant), dtype=float)
+        _base.check_n(X.shape[0])  # every |count|, |sum|, sum of squares <= n <= 2**36
+
+        def draw(rng):  # one generator for the three draws, charged once as a whole
+            return [
+                np.asarray(laplace(stat, sensitivity=sens, epsilon=e3,
+                                   granularity=_base.laplace_grid(sens, e3), random_state=rng),
+                           dtype=float)
+                for stat, sens in ((counts, 1.0), (sums, float(d)), (squares, float(d)))
+            ]
+
+        counts_n, sums_n, squares_n = release(
+            draw, cost=Cost(epsilon), accountant=self.accountant, random_state=self.random_state,
+            label="GaussianNB",
+        )
         n_c = np.maximum(counts_n, 1.0)
         mean = np.clip(sums_n / n_c[:, None], -1.0, 1.0)
         var = np.clip(squares_n / n_c[:, None] - mean ** 2, var_floor, 1.0)
@@ -150,7 +143,7 @@ class GaussianNB(_SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
 
     def _joint_log_likelihood(self, X):
         check_is_fitted(self)
-        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         with np.errstate(divide="ignore"):
             log_prior = np.log(self.class_prior_)
         ll = -0.5 * np.sum(np.log(2.0 * np.pi * self.var_), axis=1)

@@ -11,7 +11,7 @@ from dpcore import _bingham
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore.bingham import _uniform_frame, bingham
-from dpcore.learn._linear import _validate_data
+from dpcore.learn import _base
 from dpcore.calibration import zcdp_rho_for
 from dpcore.mechanisms import gaussian, laplace
 from dpcore.random import check_random_state
@@ -176,7 +176,7 @@ class PCA(TransformerMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate(self, X):
-        X = _validate_data(self, X, reset=True, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
         X = check.finite_array(X, "X")
         n, d = X.shape
         if self.method not in _METHODS:
@@ -301,7 +301,7 @@ class PCA(TransformerMixin, BaseEstimator):
         """Project X on the components: (X - mean_) @ components_.T."""
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "components_")
-        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         return (X - self.mean_) @ self.components_.T
 
     def inverse_transform(self, Z):

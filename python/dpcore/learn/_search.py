@@ -1,14 +1,15 @@
 """Private hyper-parameter selection (Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 3)."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
-from dpcore.learn._linear import _SharedStateCloneMixin, _validate_data
-from dpcore.random import check_random_state
+from dpcore.learn import _base
 from dpcore.tuning import select_candidate, validation_errors
 
 __all__ = ["PrivateGridSearch"]
@@ -18,7 +19,7 @@ def _keys(params, name):
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
-class PrivateGridSearch(_SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimator):
+class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimator):
     """Choose hyper-parameters privately: fit each candidate on its own part, select by the EM.
 
     With m candidates from ``param_grid``, the records are split by a uniformly random
@@ -41,11 +42,17 @@ class PrivateGridSearch(_SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimato
     epsilon : float, default=1.0
         Privacy parameter of every fit and of the selection, > 0. The whole search costs
         ``epsilon`` (see Privacy).
+    classes : array_like, default=None
+        The public label set, required for classifiers (unless the estimator has its own
+        ``classes``): taking it from y would reveal which labels occur in the private data.
+        Every fit uses it.
     random_state : None, int, numpy Generator or BitGenerator, default=None
         Drives the split, the fits and the selection. None: dpcore's secure generator.
     accountant : dpcore.Accountant, default=None
-        The m fits and the selection are charged to one ``accountant.parallel()`` block, so
-        the accountant records their maximum, ``epsilon``.
+        The m fits and the selection are charged to one ``accountant.parallel()`` block, each
+        to its own partition (a fit that charges several times sums on its partition), so the
+        accountant records the maximum over partitions, ``epsilon``. Every argument and every
+        candidate's parameters are checked before anything is charged.
 
     Attributes
     ----------
@@ -54,6 +61,7 @@ class PrivateGridSearch(_SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimato
     best_estimator_ : estimator
         The chosen candidate, fitted on its part (about n / (m + 1) records).
     classes_ : ndarray
+        The public ``classes`` (classifiers only).
     n_candidates_ : int
 
     Privacy
@@ -85,72 +93,92 @@ class PrivateGridSearch(_SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimato
     >>> X = rng.normal(size=(6000, 3)); y = (X[:, 0] - X[:, 2] > 0).astype(int)
     >>> acc = dpcore.Accountant(1.0)
     >>> search = PrivateGridSearch(LogisticRegression(data_norm=4.0),
-    ...                            {"alpha": [0.001, 0.01, 0.1]}, epsilon=1.0,
+    ...                            {"alpha": [0.001, 0.01, 0.1]}, epsilon=1.0, classes=[0, 1],
     ...                            random_state=0, accountant=acc).fit(X, y)
     >>> search.score(X, y) > 0.85, acc.spent
     (True, (1.0, 0.0))
     """
 
-    def __init__(self, estimator, param_grid, *, epsilon=1.0, random_state=None, accountant=None):
+    def __init__(self, estimator, param_grid, *, epsilon=1.0, classes=None, random_state=None,
+                 accountant=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
+        self.classes = classes
         self.random_state = random_state
         self.accountant = accountant
 
-    def _fit_all(self, X, y, classes, candidates, epsilon, rng, block):
-        n = X.shape[0]
-        m = len(candidates)
-        if n < m + 1:
-            raise ValueError(
-                f"need at least m + 1 = {m + 1} samples for {m} candidates (one part each plus a "
-                f"validation part), got {n} sample(s)"
-            )
-        parts = np.array_split(rng.permutation(n), m + 1)
+    def _candidates(self, classes, epsilon):
+        """Every candidate estimator, built and checked before anything is charged; their
+        accountant and random_state are set at fit time."""
+        grid = list(ParameterGrid(self.param_grid))
+        if not grid:
+            raise ValueError("param_grid must give at least one candidate")
         models = []
-        for i, params in enumerate(candidates):
+        for params in grid:
             est = clone(self.estimator).set_params(**params)
             own = est.get_params()
             extra = {k: epsilon for k in _keys(own, "epsilon")}
             if not extra:
                 raise ValueError("estimator has no epsilon parameter: PrivateGridSearch needs a private learner")
             for k in _keys(own, "classes"):
-                if own[k] is None:  # one label set for all parts (None reveals the labels of y)
+                if own[k] is None:
                     extra[k] = classes
-            for k in _keys(own, "epsilon"):
-                # every private step draws from the search's generator and charges the block:
-                # a seed shared by the candidates would repeat their noise across the parts
-                prefix = k[: -len("epsilon")]
-                for sibling, value in (("accountant", block), ("random_state", rng)):
-                    if prefix + sibling in own:
-                        extra[prefix + sibling] = value
             est.set_params(**extra)
-            models.append(est.fit(X[parts[i]], y[parts[i]]))
-        errors = validation_errors(models, X[parts[m]], y[parts[m]])
-        best = select_candidate(errors, epsilon=epsilon, sensitivity=1.0, higher_is_better=False,
-                                random_state=rng, accountant=block)
-        return models, best
+            for step in [est] + [v for v in est.get_params().values() if hasattr(v, "_check_params")]:
+                if hasattr(step, "_check_params"):
+                    step._check_params()  # parameter ranges, before the charge
+            models.append(est)
+        return grid, models
+
+    @staticmethod
+    def _wire(est, accountant, rng):
+        """Every private step draws from the search's generator and charges ``accountant`` (a
+        seed shared by the candidates would repeat their noise across the parts)."""
+        own = est.get_params()
+        extra = {}
+        for k in _keys(own, "epsilon"):
+            prefix = k[: -len("epsilon")]
+            for sibling, value in (("accountant", accountant), ("random_state", rng)):
+                if prefix + sibling in own:
+                    extra[prefix + sibling] = value
+        return est.set_params(**extra)
 
     def fit(self, X, y):
         """Run the search (see the class docstring). Returns self."""
         epsilon = check.positive(self.epsilon, "epsilon")
-        candidates = list(ParameterGrid(self.param_grid))
-        if not candidates:
-            raise ValueError("param_grid must give at least one candidate")
-        X, y = _validate_data(self, X, y, reset=True, dtype=None)
-        classes = np.unique(y)
-        rng = check_random_state(self.random_state)
-        if self.accountant is not None:
-            with self.accountant.parallel(label=f"PrivateGridSearch({len(candidates)} candidates)") as block:
-                models, best = self._fit_all(X, y, classes, candidates, epsilon, rng, block)
-        else:
-            models, best = self._fit_all(X, y, classes, candidates, epsilon, rng, None)
+        X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
+        needs_classes = bool(_keys(self.estimator.get_params(), "classes"))
+        classes = None
+        if needs_classes:
+            own = [v for k, v in self.estimator.get_params().items()
+                   if k.endswith("classes") and v is not None]
+            classes = _base.check_labels(y, self.classes if self.classes is not None
+                                         else (own[0] if own else None))
+        grid, models = self._candidates(classes, epsilon)
+        m = len(models)
+        if X.shape[0] < m + 1:  # n is not quoted: it may be private
+            raise ValueError(f"need at least m + 1 = {m + 1} samples for {m} candidates (one part "
+                             "each plus a validation part)")
+        rng = _base.release_rng(self.random_state, self.accountant)
+        parts = np.array_split(rng.permutation(X.shape[0]), m + 1)
+        charged = (contextlib.nullcontext() if self.accountant is None else
+                   self.accountant.parallel(label=f"PrivateGridSearch({m} candidates)"))
+        with charged as block:
+            for i, est in enumerate(models):
+                part = None if block is None else block.partition(label=f"candidate {i}")
+                self._wire(est, part, rng).fit(X[parts[i]], y[parts[i]])
+            errors = validation_errors(models, X[parts[m]], y[parts[m]])
+            selection = None if block is None else block.partition(label="selection")
+            best = select_candidate(errors, epsilon=epsilon, sensitivity=1.0, higher_is_better=False,
+                                    random_state=rng, accountant=selection)
         self.best_index_ = int(best)
-        self.best_params_ = candidates[best]
-        self.best_estimator_ = models[best]
-        self.n_candidates_ = len(candidates)
-        if hasattr(self.best_estimator_, "classes_"):
-            self.classes_ = self.best_estimator_.classes_
+        self.best_params_ = grid[best]
+        # a refit of the chosen model is charged to the search's own accountant
+        self.best_estimator_ = self._wire(models[best], self.accountant, self.random_state)
+        self.n_candidates_ = m
+        if classes is not None:
+            self.classes_ = classes
         return self
 
     def predict(self, X):
