@@ -212,10 +212,33 @@ def test_accountant_charged_before_release():
     assert not hasattr(pca, "components_")
 
 
-def test_gibbs_trace_recorded():
+def test_no_exact_utility_stored_or_printed(capsys):
+    """The Gibbs trace tr(V^T C V) is an exact function of the data (its last value is the
+    private utility): it is neither stored nor printed (issue 14)."""
     X = _spiked(n=300, d=6)
-    pca = PCA(2, epsilon=5.0, data_norm=10.0, n_sweeps=25, random_state=0).fit(X)
-    assert pca.trace_.shape == (25,)
+    pca = PCA(2, epsilon=5.0, data_norm=10.0, sampler="gibbs", n_sweeps=25, random_state=0,
+              progress=True).fit(X)
+    assert not hasattr(pca, "trace_")
+    err = capsys.readouterr().err
+    assert "sweep 25/25" in err
+    assert "tr(" not in err and "acceptance" not in err
+    for line in err.splitlines():  # only the counters "sweep i/n"
+        assert line.startswith("bingham: sweep ") and "." not in line
+
+
+def test_default_sampler_is_exact():
+    """The default is the exact deflation sampler; the Gibbs chain (stationary-law only for
+    k > 1) runs only on request."""
+    assert PCA().sampler == "deflation"
+
+
+def test_clone_shares_accountant_and_generator():
+    acc = dpcore.Accountant(10.0)
+    rng = dpcore.default_rng()
+    twin = clone(PCA(2, epsilon=1.0, data_norm=10.0, random_state=rng, accountant=acc))
+    assert twin.accountant is acc and twin.random_state is rng
+    twin.fit(_spiked(n=300, d=6))
+    assert acc.spent[0] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [

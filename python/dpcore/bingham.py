@@ -17,7 +17,7 @@ from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore.random import check_random_state
 
-__all__ = ["bingham"]
+__all__ = ["bingham", "bingham_sequential", "uniform_frame"]
 
 _METHODS = ("auto", "exact", "gibbs")
 
@@ -32,8 +32,46 @@ def _symmetric_matrix(A, name="A"):
     return 0.5 * (A + A.T)
 
 
+def uniform_frame(d, k, *, random_state=None):
+    """A uniformly distributed d x k matrix with orthonormal columns (Haar measure).
+
+    Parameters
+    ----------
+    d, k : int
+        1 <= k <= d.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's secure generator. Seeds are for tests only.
+
+    Returns
+    -------
+    ndarray of shape (d, k)
+
+    Notes
+    -----
+    QR of a d x k standard Gaussian matrix with the signs of R's diagonal fixed positive, which
+    makes Q Haar-distributed.
+
+    Privacy
+    -------
+    Uses no data: the frame is public randomness (e.g. the noisy power method's start), and
+    nothing is charged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.bingham import uniform_frame
+    >>> Q = uniform_frame(5, 2, random_state=0)
+    >>> bool(np.allclose(Q.T @ Q, np.eye(2)))
+    True
+    """
+    d = check.integer(d, "d", minimum=1)
+    k = check.integer(k, "k", minimum=1)
+    if k > d:
+        raise ValueError(f"k must be <= d = {d}, got {k}")
+    return _uniform_frame(check_random_state(random_state), d, k)
+
+
 def _uniform_frame(rng, d, k):
-    """A uniformly distributed d x k frame (Haar): QR of a Gaussian matrix, signs fixed."""
     G = rng.standard_normal((d, k))
     Q, R = np.linalg.qr(G)
     signs = np.sign(np.diag(R))
@@ -184,13 +222,64 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
         _bingham.gibbs(lam, Vt, m, h, trace[done:done + m], counters)
         done += m
         if progress:
-            print(f"bingham: sweep {done}/{n_sweeps}, tr(V^T A V) = {trace[done - 1]:.6g}, "
-                  f"acceptance {counters[1] / max(counters[0], 1):.3f}", file=sys.stderr, flush=True)
+            # counters only: the trace and the acceptance rate are functions of A, which may
+            # be computed from private data without noise
+            print(f"bingham: sweep {done}/{n_sweeps}", file=sys.stderr, flush=True)
     V = U @ Vt.T
     # the kernel keeps the columns orthonormal to rounding; polish against drift of U @ (.)
     Q, R = np.linalg.qr(V)
     V = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
     return (V, trace) if return_trace else V
+
+
+def bingham_sequential(A, k, *, random_state=None):
+    """k exact draws, one column at a time: column j from the vector Bingham density
+    proportional to exp(v^T A v) on the unit vectors orthogonal to columns 1..j-1.
+
+    This is the "deflation" sampler of private PCA: each column alone is an exact exponential
+    mechanism draw, so k draws with A = (epsilon / (2 k)) X^T X compose to epsilon-DP exactly
+    (no Markov chain).
+
+    Parameters
+    ----------
+    A : array_like of shape (d, d)
+        Symmetric, finite.
+    k : int
+        Number of columns, 1 <= k < d.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's secure generator. Seeds are for tests only.
+
+    Returns
+    -------
+    ndarray of shape (d, k)
+        Orthonormal columns, in the order drawn.
+
+    Privacy
+    -------
+    A sampler, not a release: with A = (epsilon_j / 2) X^T X / L^2 for rows of norm <= L, column
+    j is epsilon_j-DP under replace-one given the earlier columns (Chaudhuri-Sarwate-Sinha with
+    k = 1 on the complement), and the k columns compose to sum_j epsilon_j. Each draw is exact
+    (Kent-Ganeiber-Mardia rejection) up to floating-point rounding; nothing is charged here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.bingham import bingham_sequential
+    >>> V = bingham_sequential(np.diag([20.0, 5.0, 0.0]), 2, random_state=0)
+    >>> bool(np.allclose(V.T @ V, np.eye(2)))
+    True
+    """
+    A = _symmetric_matrix(A)
+    d = A.shape[0]
+    k = check.integer(k, "k", minimum=1)
+    if k >= d:
+        raise ValueError(f"k must be < d = {d}, got {k}")
+    h = bitgen_handle(check_random_state(random_state))
+    lam, U = np.linalg.eigh(A)
+    lam, U = np.ascontiguousarray(lam[::-1]), U[:, ::-1]
+    Vt = np.zeros((k, d))
+    _bingham.sequential(lam, Vt, 0, h, np.zeros(3))
+    return U @ Vt.T
 
 
 # ------------------------------------------------------------------------------------------------

@@ -7,14 +7,12 @@ import numpy as np
 from scipy.linalg.blas import dsyrk
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from dpcore import _bingham
 from dpcore import _validation as check
-from dpcore._random import bitgen_handle
-from dpcore.bingham import _uniform_frame, bingham
+from dpcore._release import Cost, release
+from dpcore.bingham import bingham, bingham_sequential, uniform_frame
 from dpcore.learn import _base
 from dpcore.calibration import zcdp_rho_for
 from dpcore.mechanisms import gaussian, laplace
-from dpcore.random import check_random_state
 
 __all__ = ["PCA"]
 
@@ -45,7 +43,7 @@ def _second_moment(Xs):
     return np.triu(upper) + np.triu(upper, 1).T
 
 
-class PCA(TransformerMixin, BaseEstimator):
+class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     """Principal component analysis with differential privacy.
 
     Parameters
@@ -66,11 +64,12 @@ class PCA(TransformerMixin, BaseEstimator):
         the matrix Bingham distribution. "sulq": Gaussian noise on the second-moment matrix, then
         its eigenvectors (Blum-Dwork-McSherry-Nissim / Analyze Gauss). "power": the noisy power
         method (Hardt-Price).
-    sampler : {"gibbs", "deflation"}, default="gibbs"
-        "ppca" only. "gibbs": one draw of the k-dimensional subspace from the matrix Bingham
-        by the Gibbs chain (MCMC: see Privacy). "deflation": k exact draws, one component at a
-        time from the vector Bingham on the complement of the components already drawn, each with
-        a share of epsilon (exact, at the cost of more noise per component).
+    sampler : {"deflation", "gibbs"}, default="deflation"
+        "ppca" only. "deflation" (default): k exact draws, one component at a time from the
+        vector Bingham on the complement of the components already drawn, each with epsilon / k
+        (exactly epsilon-DP, at the cost of more noise per component). "gibbs": one draw of the
+        k-dimensional subspace from the matrix Bingham by the Gibbs chain, whose guarantee is
+        proven only for the chain's stationary law when k > 1 (see Privacy); only on request.
     n_sweeps : int, default=200
         Gibbs sweeps for "ppca" with the "gibbs" sampler (k > 1).
     n_iter : int, default=10
@@ -88,7 +87,7 @@ class PCA(TransformerMixin, BaseEstimator):
     accountant : dpcore.Accountant, optional
         Charged with the fit's total guarantee before anything is drawn.
     progress : bool, default=False
-        Print the Gibbs chain's progress to stderr.
+        Print the Gibbs chain's progress (sweep counts only) to stderr.
 
     Attributes
     ----------
@@ -100,8 +99,6 @@ class PCA(TransformerMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
         The public centre used (zeros when ``mean`` is None).
     n_components_, n_features_in_ : int
-    trace_ : ndarray
-        "ppca" with the Gibbs sampler: tr(V^T C V) after each sweep (burn-in diagnostic).
 
     Privacy
     -------
@@ -122,8 +119,8 @@ class PCA(TransformerMixin, BaseEstimator):
       chain's stationary distribution.** For k = 1 the draw is exact. For k > 1 the output of a
       finite chain of ``n_sweeps`` sweeps has a law that approaches the target as the chain
       mixes, with no known bound on the rate: no DP guarantee is proved for the finite run, and
-      the stated epsilon holds only to the extent the chain has converged (check ``trace_``;
-      the deflation sampler is the exact alternative).
+      the stated epsilon holds only to the extent the chain has converged (the default
+      deflation sampler is exact). The chain's trace is not stored: it is the exact utility.
     * "sulq": (epsilon, delta)-DP. The upper triangle of X^T X / L^2 (L2 sensitivity sqrt(2) under
       replace-one) gets exact discrete Gaussian noise calibrated by `dpcore.gaussian`; the
       components and variances are post-processing.
@@ -158,7 +155,7 @@ class PCA(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, *, epsilon=1.0, delta=None, data_norm=None,
-                 method="ppca", sampler="gibbs", n_sweeps=200, n_iter=10, variance_share=0.1,
+                 method="ppca", sampler="deflation", n_sweeps=200, n_iter=10, variance_share=0.1,
                  mean=None, random_state=None, accountant=None, progress=False):
         self.n_components = n_components
         self.epsilon = epsilon
@@ -223,20 +220,16 @@ class PCA(TransformerMixin, BaseEstimator):
         X, n, d, k, eps, delta, norm, share, mean = self._validate(X)
         Xc = _scaled_rows(X if self.mean is None else X - mean, norm)   # rows of norm <= 1
         S = _second_moment(Xc)
-        rng = check_random_state(self.random_state)
-        if self.accountant is not None:
-            label = f"PCA/{self.method}"
-            if delta > 0:
-                self.accountant.charge(epsilon=eps, delta=delta, label=label)
-            else:
-                self.accountant.charge(epsilon=eps, label=label)
-        self.trace_ = np.empty(0)
-        if self.method == "ppca":
-            V, var = self._fit_ppca(S, n, d, k, eps, share, rng)
-        elif self.method == "sulq":
-            V, var = self._fit_sulq(S, n, d, k, eps, delta, rng)
-        else:
-            V, var = self._fit_power(S, n, d, k, eps, delta, rng)
+
+        def draw(rng):
+            if self.method == "ppca":
+                return self._fit_ppca(S, n, d, k, eps, share, rng)
+            if self.method == "sulq":
+                return self._fit_sulq(S, n, d, k, eps, delta, rng)
+            return self._fit_power(S, n, d, k, eps, delta, rng)
+
+        V, var = release(draw, cost=Cost(eps, delta), accountant=self.accountant,
+                         random_state=self.random_state, label=f"PCA/{self.method}")
         self.components_ = V.T.copy()
         self.explained_variance_ = var * norm**2
         self.mean_ = mean
@@ -246,16 +239,10 @@ class PCA(TransformerMixin, BaseEstimator):
     def _fit_ppca(self, S, n, d, k, eps, share, rng):
         eps_c = eps * (1.0 - share)
         if self.sampler == "gibbs":
-            V, trace = bingham((eps_c / 2.0) * S, k, n_sweeps=self.n_sweeps, random_state=rng,
-                               progress=self.progress, return_trace=True)
-            self.trace_ = trace
+            V = bingham((eps_c / 2.0) * S, k, n_sweeps=self.n_sweeps, random_state=rng,
+                        progress=self.progress)
         else:
-            C = (eps_c / (2.0 * k)) * S
-            lam, U = np.linalg.eigh(C)
-            lam, U = np.ascontiguousarray(lam[::-1]), U[:, ::-1]
-            Vt = np.zeros((k, d))
-            _bingham.sequential(lam, Vt, 0, bitgen_handle(rng), np.zeros(3))
-            V = U @ Vt.T
+            V = bingham_sequential((eps_c / (2.0 * k)) * S, k, random_state=rng)
         if share > 0:
             values = np.einsum("ij,ij->j", V, S @ V) / n          # |Xc v_j|^2 / n
             sens = _SUM_SLACK * 2.0 / n
@@ -282,7 +269,7 @@ class PCA(TransformerMixin, BaseEstimator):
     def _fit_power(self, S, n, d, k, eps, delta, rng):
         T = int(self.n_iter)
         rho = zcdp_rho_for(eps, delta) / T
-        Y = _uniform_frame(rng, d, k)
+        Y = uniform_frame(d, k, random_state=rng)
         Z = None
         for _ in range(T):
             Z = gaussian(S @ Y, sensitivity=_SUM_SLACK * _POWER_SENSITIVITY, rho=rho,
