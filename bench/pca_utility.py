@@ -34,8 +34,8 @@ import numpy as np
 EPSILONS = [0.1, 0.5, 1.0, 2.0, 5.0]
 DELTA = 1e-5
 METHODS = {
-    "ppca": dict(method="ppca", variance_share=0.0),
-    "ppca-deflation": dict(method="ppca", sampler="deflation", variance_share=0.0),
+    "ppca-gibbs": dict(method="ppca", sampler="gibbs", variance_share=0.0),
+    "ppca-deflation (default)": dict(method="ppca", sampler="deflation", variance_share=0.0),
     "sulq": dict(method="sulq", delta=DELTA),
     "power": dict(method="power", delta=DELTA),
 }

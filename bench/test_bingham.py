@@ -4,7 +4,7 @@ Groups (one call = one fit or one sweep, ``n`` = 1 in extra_info, so "ns per sam
 per call):
 
 * ``pca-d100``: n = 10**4 rows, d = 100, k = 5, epsilon 1, rows of norm <= 1.
-  ``dpcore-ppca`` (`dpcore.learn.PCA(method="ppca")`, default 200 sweeps, exact column draws)
+  ``dpcore-ppca`` (`dpcore.learn.PCA(method="ppca", sampler="gibbs")`, default 200 sweeps, exact column draws)
   vs the peer ``diffprivlib-pca`` (diffprivlib's `models.PCA`, its own Bingham sampler).
 * ``pca-d10``: the same with d = 10, k = 1 (dpcore: the exact Kent-Ganeiber-Mardia sampler).
 * ``pca-d10-spiked``: d = 10, k = 1 on rows whose first principal direction has 1.1 times the
@@ -70,7 +70,7 @@ def test_pca_dpcore(benchmark, group):
     record(benchmark, n=1, contender="dpcore-ppca", role=DPCORE, group=group)
 
     def fit():
-        return learn.PCA(k, epsilon=EPS, data_norm=1.0, method="ppca").fit(X)
+        return learn.PCA(k, epsilon=EPS, data_norm=1.0, method="ppca", sampler="gibbs").fit(X)
 
     pca = benchmark.pedantic(fit, rounds=5, iterations=1, warmup_rounds=1)
     _check(X, pca.components_.T, k, 0.0)
@@ -148,7 +148,7 @@ def test_pca_d1000(benchmark):
     record(benchmark, n=1, contender="dpcore-ppca", role=DPCORE, group="pca-d1000")
 
     def fit():
-        return learn.PCA(k, epsilon=10 * EPS, data_norm=1.0, n_sweeps=sweeps).fit(X)
+        return learn.PCA(k, epsilon=10 * EPS, data_norm=1.0, sampler="gibbs", n_sweeps=sweeps).fit(X)
 
     pca = benchmark.pedantic(fit, rounds=1, iterations=1)
     _check(X, pca.components_.T, k, 0.0 if sweeps < 200 else 0.3)
