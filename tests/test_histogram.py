@@ -448,3 +448,17 @@ def test_simd_level_hook():
     finally:
         _histogram._simd_level(saved)
     assert _histogram._simd_level() == saved
+
+
+@pytest.mark.parametrize("d, kwargs, match", [
+    (1, dict(bins=10, range=(0.0, 1e-308)), "too narrow"),
+    (1, dict(bins=10, range=(-1e308, 1e308)), "too wide"),
+    (2, dict(bins=[2**15, 2**14], range=[(0, 1), (0, 1)]), "MAX_HISTOGRAM_CELLS"),
+])
+def test_degenerate_grids_refused_before_anything(d, kwargs, match):
+    """Bins a double cannot resolve (the kernel would loop for ages) and grids beyond the cell
+    cap are refused up front, with nothing charged (issue 14)."""
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError, match=match):
+        stats.histogramdd(np.zeros((3, d)), epsilon=0.5, accountant=acc, **kwargs)
+    assert acc.history == []

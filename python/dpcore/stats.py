@@ -1089,7 +1089,9 @@ def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", n
 _OUTSIDE = ("drop", "clip")
 _RELATIONS = ("add_remove", "replace")
 #: Largest number of cells a histogram may have (the counts are one int64 array).
-MAX_HISTOGRAM_CELLS = 2**34
+#: Largest number of histogram cells, checked before anything is allocated or charged: 2**28
+#: cells take 2 GiB as int64 counts (and as much again for the noise).
+MAX_HISTOGRAM_CELLS = 2**28
 
 
 def _arith_edges(lower, upper, bins):
@@ -1142,6 +1144,8 @@ class _BinGrid:
             if isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)):
                 b = check.integer(b, f"bins[{k}]", minimum=1)
                 lower, upper = check.bounds_pair(r, f"range[{k}]")
+                if not math.isfinite(upper - lower):
+                    raise ValueError(f"range[{k}] is too wide: upper - lower overflows a double")
                 e = np.linspace(lower, upper, b + 1)  # numpy.histogramdd's edges
                 # mode 2 when every edge below the last is j * step + lower in doubles (numpy's
                 # linspace formula): the kernel then computes edges instead of loading them
@@ -1159,11 +1163,20 @@ class _BinGrid:
                 uniform.append(0)
             if not np.all(np.diff(e) > 0):
                 raise ValueError(f"bins[{k}] must give strictly increasing edges")
+            with np.errstate(over="ignore", divide="ignore"):
+                width = e[-1] - e[0]
+                per_unit = (e.size - 1) / width
+            if not (math.isfinite(width) and math.isfinite(per_unit) and per_unit > 0
+                    and np.all(np.diff(e) >= np.finfo(np.float64).tiny)):
+                raise ValueError(
+                    f"range[{k}] / bins[{k}] give bins too narrow or too wide for double "
+                    f"precision (width {float(width)!r} over {e.size - 1} bins); rescale the data"
+                )
             edges.append(np.ascontiguousarray(e, dtype=np.float64))
         size = math.prod(e.size - 1 for e in edges)
         if size > MAX_HISTOGRAM_CELLS:
-            raise ValueError(f"the histogram would have {size} cells, more than "
-                             f"{MAX_HISTOGRAM_CELLS} (2**34)")
+            raise ValueError(f"bins give {size} cells, more than MAX_HISTOGRAM_CELLS = "
+                             f"{MAX_HISTOGRAM_CELLS} (2**28, 2 GiB of counts)")
         return cls(tuple(edges), np.array(uniform, dtype=np.uint8))
 
     @functools.cached_property
@@ -1186,7 +1199,7 @@ class _BinGrid:
         sample = np.ascontiguousarray(sample)  # a no-op for the validated samples
         dropped, bad = _histogram.count_into(sample, *self.kernel_args, clip, counts)
         if bad:
-            raise ValueError(f"{name} must not contain NaN or infinite values ({bad} rows do)")
+            raise ValueError(f"{name} must not contain NaN or infinite values")
         return dropped
 
 
@@ -1306,7 +1319,7 @@ def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="lapl
     ValueError
         A missing ``range`` for an int ``bins`` (naming it), invalid bins, NaN or infinite
         records (naming ``sample``), epsilon <= 0, delta out of range, an unknown ``outside``
-        or ``relation``, more than 2**34 cells.
+        or ``relation``, more than 2**28 cells (``MAX_HISTOGRAM_CELLS``).
     TypeError
         Non-numeric ``sample``; non-bool ``nonnegative``/``consistent``.
 
