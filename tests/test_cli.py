@@ -110,12 +110,30 @@ def test_demo_seed_gives_one_stream_for_all_releases(monkeypatch):
     (["demo", "--data", "/nonexistent/demo.csv"], "cannot read --data"),
     (["demo", "--data", "/"], "cannot read --data"),
 ])
-def test_demo_bad_input_is_one_line(argv, match):
+def test_demo_bad_input_is_one_line(argv, match, capsys):
     from dpcore.cli import main
 
     with pytest.raises(SystemExit, match=match) as info:
         main(argv)
     assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["demo", "--data", "/nonexistent/demo.csv"],
+    ["demo", "--data", "/"],
+    ["demo", "--epsilon", "1e308"],
+    ["demo", "--delta", "1e308"],
+])
+def test_demo_errors_exit_with_status_2_and_one_line(argv):
+    """A subprocess: the exit status and stderr are what a shell sees."""
+    proc = run(*argv)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("dpcore demo: ")
+    option = argv[1]
+    assert option in proc.stderr
 
 
 def test_demo_errors_do_not_quote_private_cells(tmp_path):

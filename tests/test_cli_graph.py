@@ -58,9 +58,34 @@ def test_graph_requires_a_public_vertex_set(ring, capsys):
     assert "--nodes" in capsys.readouterr().err
 
 
-def test_graph_huge_vertex_count_is_refused_before_reading(ring):
-    with pytest.raises(SystemExit, match="--nodes must be in"):
+def test_graph_huge_vertex_count_is_refused_before_reading(ring, capsys):
+    with pytest.raises(SystemExit, match="--nodes must be at most MAX_NODES") as info:
         main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "3000000000"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_graph_vertex_count_beyond_memory_is_refused(ring, monkeypatch, capsys):
+    """--nodes is checked against physical memory (BYTES_PER_NODE per vertex) before anything is
+    read or allocated: --nodes 3000000000 once grew to 24 GB before it was killed."""
+    import dpcore.graph
+
+    monkeypatch.setattr(dpcore.graph, "_physical_memory", lambda: 20 * dpcore.graph.BYTES_PER_NODE)
+    with pytest.raises(SystemExit, match="--nodes = 30 needs about .* physical memory") as info:
+        main(["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "30", "--quiet"])
+    assert info.value.code == 2
+
+
+@pytest.mark.parametrize("option, value", [("--epsilon", "1e308"), ("--epsilon", "0"),
+                                           ("--epsilon-split", "1e308"), ("--steps", "-1")])
+def test_graph_bad_public_options_name_the_option(ring, capsys, option, value):
+    argv = ["graph", str(ring), "-o", "-", "--epsilon", "1", "--nodes", "30", "--quiet"]
+    argv += [option, value]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"dpcore graph: {option} ")
 
 
 def test_graph_errors_do_not_quote_the_private_file(tmp_path):

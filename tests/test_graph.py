@@ -691,3 +691,31 @@ def test_release_states_its_guarantee():
     rel = dpcore.graph.release_hrg(ring, n_nodes=12, epsilon=1.0, n_steps=100, random_state=2)
     assert "stationary" in rel.guarantee and "edge-DP" in rel.guarantee
     assert "100 steps" in rel.guarantee
+
+
+def test_release_hrg_refuses_a_vertex_count_beyond_physical_memory(monkeypatch):
+    """The memory estimate BYTES_PER_NODE * n_nodes is checked against physical memory before
+    anything is allocated or charged (dpcore graph --nodes 3000000000 once reached 24 GB)."""
+    ring = np.array([[i, (i + 1) % 12] for i in range(12)])
+    acc = dpcore.Accountant(10.0)
+    monkeypatch.setattr(dpcore.graph, "_physical_memory", lambda: 1000 * dpcore.graph.BYTES_PER_NODE)
+    with pytest.raises(ValueError, match="n_nodes.*physical memory"):
+        dpcore.graph.release_hrg(ring, n_nodes=1001, epsilon=1.0, n_steps=10, accountant=acc)
+    with pytest.raises(ValueError, match="n_nodes.*physical memory"):
+        dpcore.graph.fit_hrg(ring, n_nodes=1001, n_steps=10)
+    assert acc.history == []
+    rel = dpcore.graph.release_hrg(ring, n_nodes=1000, epsilon=1.0, n_steps=10, accountant=acc,
+                                   random_state=0)
+    assert rel.dendrogram.n_leaves == 1000 and len(acc.history) == 1
+    assert dpcore.graph.MAX_NODES * dpcore.graph.BYTES_PER_NODE < 2**31 * 2**6  # int32 indices
+
+
+def test_networkx_node_count_mismatch_quotes_no_count():
+    nx = pytest.importorskip("networkx")
+    G = nx.Graph()
+    G.add_nodes_from(range(7))
+    G.add_edges_from([(0, 1), (1, 2)])
+    with pytest.raises(ValueError, match="n_nodes") as info:
+        dpcore.graph.release_hrg(G, n_nodes=9, epsilon=1.0, n_steps=10)
+    assert "7" not in str(info.value)
+    assert "public" in dpcore.graph.release_hrg.__doc__.split("epsilon : float")[0]

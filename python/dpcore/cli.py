@@ -25,13 +25,44 @@ DEMO_BOUNDS = {"age": (18.0, 100.0), "hours_per_week": (0.0, 100.0), "income": (
 DEMO_SECTORS = ("private", "public", "non-profit", "self-employed", "other")
 
 
+class CommandError(SystemExit):
+    """A one-line error of a subcommand: printed to stderr by :func:`_fail`, exit status 2 (as
+    argparse's usage errors), never a traceback. ``str()`` is the message."""
+
+    def __init__(self, message):
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+def _fail(command, message):
+    """Print ``dpcore <command>: <message>`` (one line) to stderr and exit with status 2."""
+    line = f"dpcore {command}: {message}".replace("\n", " ")
+    print(line, file=sys.stderr)
+    raise CommandError(line)
+
+
+def _public_parameters(args):
+    """Check the public numeric options before anything is read, naming the option."""
+    args.epsilon = check.privacy_loss(check.positive(args.epsilon, "--epsilon"), "--epsilon",
+                                      check.MAX_EPSILON)
+    if getattr(args, "delta", None) is not None:
+        args.delta = check.probability(args.delta, "--delta", open_low=False)
+    if getattr(args, "epsilon_split", None) is not None:
+        args.epsilon_split = check.probability(args.epsilon_split, "--epsilon-split")
+    if getattr(args, "steps", None) is not None:
+        args.steps = check.integer(args.steps, "--steps", minimum=0)
+
+
 def _read_rows(path):
     """Rows of a CSV file, or of a Parquet file when pyarrow is installed, as dicts."""
     if str(path).endswith((".parquet", ".pq")):
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise SystemExit("dpcore: reading Parquet needs pyarrow (pip install pyarrow)") from None
+            raise ValueError("reading Parquet needs pyarrow (pip install pyarrow)") from None
         return pq.read_table(path).to_pylist()
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
@@ -45,7 +76,7 @@ def _load_demo(path=None):
         rows = _read_rows(path)
     missing = {"age", "hours_per_week", "income", "sector"} - set(rows[0] if rows else {})
     if missing:
-        raise SystemExit(f"dpcore demo: data file lacks columns {sorted(missing)}")
+        raise ValueError(f"the data file lacks columns {sorted(missing)}")
     columns = {}
     for name in DEMO_BOUNDS:
         try:
@@ -66,7 +97,9 @@ def run_demo(epsilon=1.0, delta=1e-6, data=None, random_state=None):
     Laplace), 15% and half of delta for the clipped income sum (discrete Gaussian); 5% is left
     unspent as headroom. Means are post-processing of a sum and the noisy count.
     """
-    epsilon = check.privacy_loss(epsilon, "--epsilon", check.MAX_EPSILON)
+    epsilon = check.privacy_loss(check.positive(epsilon, "--epsilon"), "--epsilon",
+                                 check.MAX_EPSILON)
+    delta = check.probability(delta, "--delta", open_low=False)
     cols = _load_demo(data)
     acc = Accountant(epsilon, delta)
     releases = {}
@@ -154,21 +187,20 @@ def _read_edge_list(path, n_nodes=None, labels=None):
                                      "0..N-1; use --node-list for other labels") from None
     edges = np.array(flat, dtype=np.int64).reshape(-1, 2)
     if index is None and edges.size and (edges.min() < 0 or edges.max() >= n_nodes):
-        raise ValueError(f"the edge list names a vertex outside 0..{n_nodes - 1} (--nodes {n_nodes})")
+        raise ValueError("the edge list names a vertex outside 0..N-1 (N = --nodes)")
     return edges
 
 
 def run_graph(args):
     """Release a synthetic graph from an edge list with PrivHRG (edge differential privacy)."""
-    from dpcore.graph import MAX_NODES, release_hrg
+    from dpcore.graph import check_n_nodes, release_hrg
 
     if args.node_list is not None:
         labels = _read_node_list(args.node_list)
-        n_nodes = len(labels)
+        n_nodes = check_n_nodes(len(labels), "the number of labels in --node-list")
     else:
-        labels, n_nodes = None, args.nodes
-    if not 3 <= n_nodes <= MAX_NODES:  # public: checked before the private edge list is read
-        raise ValueError(f"--nodes must be in [3, {MAX_NODES}] (MAX_NODES), got {n_nodes}")
+        # public: checked (range, MAX_NODES, memory) before the private edge list is read
+        labels, n_nodes = None, check_n_nodes(args.nodes, "--nodes")
     edges = _read_edge_list(args.input, n_nodes, labels)
     rel = release_hrg(
         edges, n_nodes=n_nodes, epsilon=args.epsilon, epsilon_split=args.epsilon_split,
@@ -249,33 +281,28 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        if args.seed is not None:
-            print("warning: --seed makes the noise reproducible; never use it for a real release",
-                  file=sys.stderr)
-        try:
+    command = args.command
+    if args.seed is not None:
+        print("warning: --seed makes the noise reproducible; never use it for a real release",
+              file=sys.stderr)
+    try:
+        _public_parameters(args)
+        if command == "demo":
             result = run_demo(args.epsilon, args.delta, args.data, args.seed)
-        except (ValueError, TypeError) as exc:
-            raise SystemExit(f"dpcore demo: {exc}") from None
-        except ArithmeticError as exc:  # a last line of defence: never a traceback
-            raise SystemExit(f"dpcore demo: a parameter is out of the supported range ({type(exc).__name__})") from None
-        except OSError as exc:  # a missing file, a directory: the path is the caller's own
-            raise SystemExit(f"dpcore demo: cannot read --data {args.data}: {exc.strerror}") from None
-        if args.json:
-            json.dump(result, sys.stdout, indent=2)
-            print()
+            if args.json:
+                json.dump(result, sys.stdout, indent=2)
+                print()
+            else:
+                _print_demo(result)
         else:
-            _print_demo(result)
-    elif args.command == "graph":
-        if args.seed is not None:
-            print("warning: --seed makes the noise reproducible; never use it for a real release",
-                  file=sys.stderr)
-        try:
             run_graph(args)
-        except (ValueError, TypeError) as exc:
-            raise SystemExit(f"dpcore graph: {exc}") from None
-        except ArithmeticError as exc:  # a last line of defence: never a traceback
-            raise SystemExit(f"dpcore graph: a parameter is out of the supported range ({type(exc).__name__})") from None
-        except OSError as exc:
-            raise SystemExit(f"dpcore graph: cannot read {exc.filename}: {exc.strerror}") from None
+    except CommandError:
+        raise
+    except (ValueError, TypeError) as exc:
+        _fail(command, exc)
+    except (ArithmeticError, MemoryError) as exc:  # a last line of defence: never a traceback
+        _fail(command, f"a parameter is out of the supported range ({type(exc).__name__})")
+    except OSError as exc:  # a missing file, a directory: the path is the caller's own
+        what = f"read --data {args.data}" if command == "demo" else f"open {exc.filename}"
+        _fail(command, f"cannot {what}: {exc.strerror or type(exc).__name__}")
     return 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,18 +47,57 @@ __all__ = [
     "log_likelihood_sensitivity",
     "DEFAULT_STEPS_PER_NODE",
     "MAX_NODES",
+    "BYTES_PER_NODE",
+    "check_n_nodes",
 ]
 
 #: Default number of MCMC steps per vertex (public: the step count is ``1000 * n``), the lower end
 #: of PrivHRG's stopping rule (between 1000 n and 3000 n steps).
 DEFAULT_STEPS_PER_NODE = 1000
-#: Largest vertex count accepted (checked before anything is built): the chain's state takes
-#: about 100 bytes per vertex, so 2**26 vertices need some 7 GB.
+#: Largest vertex count accepted (checked before anything is built). The kernel indexes the
+#: 2n - 1 tree nodes and the 2m edge slots with int32, which caps n below 2**30; the limit is set
+#: lower, at 2**26, where a release already needs about 27 GB (``BYTES_PER_NODE``).
 MAX_NODES = 2**26
+#: Peak memory of a release per vertex (measured: about 320 bytes for the chain's state, the
+#: dendrogram and the synthetic graph, plus about 70 bytes per edge), rounded up. A vertex count
+#: whose estimate ``BYTES_PER_NODE * n_nodes`` exceeds the machine's physical memory is refused
+#: before anything is allocated. Only the public vertex count enters the check: an error that
+#: depended on the private edge count would reveal it.
+BYTES_PER_NODE = 400
 _CHUNK = 2**20  # steps per kernel call (about 0.3 s)
 
 
 # --------------------------------------------------------------------------- input
+
+
+def _physical_memory():
+    """Bytes of physical memory (None when the platform does not tell)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_n_nodes(n_nodes, name="n_nodes"):
+    """The public vertex count as an int in [3, MAX_NODES] whose estimated memory
+    (``BYTES_PER_NODE * n_nodes``) fits in physical memory; otherwise a ValueError naming
+    ``name``. Checked before anything is allocated or any edge is read."""
+    n = check.integer(n_nodes, name)
+    if n < 3:
+        raise ValueError(f"{name} must be at least 3, got {n}")
+    if n > MAX_NODES:
+        raise ValueError(
+            f"{name} must be at most MAX_NODES = 2**26 = {MAX_NODES} (the kernel's int32 indices "
+            f"and about {BYTES_PER_NODE} bytes per vertex), got {n}"
+        )
+    need = BYTES_PER_NODE * n
+    have = _physical_memory()
+    if have is not None and need > have:
+        raise ValueError(
+            f"{name} = {n} needs about {need / 2**30:.1f} GiB ({BYTES_PER_NODE} bytes per vertex, "
+            f"more per edge), more than this machine's {have / 2**30:.1f} GiB of physical memory"
+        )
+    return n
 
 
 def _graph_arrays(G, n_nodes, simplify, name="G"):
@@ -67,9 +107,12 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
             raise TypeError(f"{name} must be an undirected graph, got a directed {type(G).__name__}")
         if G.is_multigraph() and not simplify:
             raise ValueError(f"{name} is a multigraph: pass simplify=True to merge repeated edges")
+        # The graph's node set is taken as public (documented in release_hrg): edge-DP protects
+        # the edges only. n_nodes, when given, must agree with it.
+        n_given = None if n_nodes is None else check_n_nodes(n_nodes)
         labels = list(G.nodes())
-        if n_nodes is not None and check.integer(n_nodes, "n_nodes") != len(labels):
-            raise ValueError(f"n_nodes must equal the graph's {len(labels)} nodes, got {n_nodes!r}")
+        if n_given is not None and n_given != len(labels):
+            raise ValueError("n_nodes must equal the number of nodes of the networkx graph")
         index = {node: i for i, node in enumerate(labels)}
         pairs = [(index[a], index[b]) for a, b in G.edges()]
         edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
@@ -77,9 +120,7 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
     else:
         if n_nodes is None:
             raise TypeError(f"n_nodes is required when {name} is an edge array (the vertex set is public)")
-        n = check.integer(n_nodes, "n_nodes", minimum=3)
-        if n > MAX_NODES:  # before touching the edges: the vertex count is public
-            raise ValueError(f"n_nodes must be at most MAX_NODES = 2**26 (about 7 GB of chain state), got {n}")
+        n = check_n_nodes(n_nodes)  # before touching the edges: the vertex count is public
         try:
             edges = np.asarray(G)
         except Exception as exc:
@@ -94,10 +135,7 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
         if edges.size and (edges.min() < 0 or edges.max() >= n):
             raise ValueError(f"{name} holds vertex ids outside [0, n_nodes) = [0, {n})")
         labels = None
-    if n < 3:
-        raise ValueError(f"{name} must have at least 3 vertices, got {n}")
-    if n > MAX_NODES:
-        raise ValueError(f"n_nodes must be at most MAX_NODES = 2**26 (about 7 GB of chain state), got {n}")
+    n = check_n_nodes(n, "the number of vertices")
     loops = edges[:, 0] == edges[:, 1]
     if loops.any():
         if not simplify:
@@ -537,6 +575,13 @@ class HRGRelease:
         MCMC steps run (public).
     guarantee : str
         What is proven about this release (see :func:`release_hrg`, Privacy).
+
+    Privacy
+    -------
+    Edge-DP on a public vertex set. Proven: the noisy edge counts are exactly
+    ``epsilon_counts``-DP given the dendrogram. Not proven: the dendrogram's
+    ``epsilon_dendrogram``-DP holds for the MCMC chain's stationary law only, not for the finite
+    run of ``n_steps`` steps that produced it.
     """
 
     dendrogram: Dendrogram
@@ -582,7 +627,10 @@ def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, si
     Parameters
     ----------
     G : networkx.Graph or array_like of int, shape (m, 2)
-        Undirected simple graph; an edge array needs ``n_nodes``.
+        Undirected simple graph; an edge array needs ``n_nodes``. A networkx graph's node set
+        (its isolated vertices included) is taken as public: pass a graph whose nodes are the
+        public vertex set, never one built from the edges (``nx.Graph(edge_list)`` drops the
+        isolated vertices and reveals which vertices have an edge).
     epsilon : float
         Total budget, > 0.
     epsilon_split : float, default=0.5
@@ -590,7 +638,11 @@ def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, si
         counts. The paper's released code takes the two as separate parameters; an equal split is
         our default.
     n_nodes : int, optional
-        Number of vertices (required with an edge array). The vertex set is public.
+        Number of vertices, public (required with an edge array: vertex ids 0..n_nodes-1, never
+        taken from the edges, so a vertex without an edge is still a vertex). At most
+        ``MAX_NODES`` and, at ``BYTES_PER_NODE`` bytes per vertex, within physical memory
+        (checked first; a ValueError naming n_nodes otherwise). With a networkx graph it must
+        equal the number of nodes.
     n_steps : int, optional
         MCMC steps, a public parameter; default ``DEFAULT_STEPS_PER_NODE * n`` (1000 n). Never
         chosen from the likelihood trace.
@@ -616,15 +668,21 @@ def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, si
 
     Privacy
     -------
-    epsilon-DP for edge neighbours (two graphs on the same public vertex set that differ in one
-    edge), split as eps1 = ``epsilon_split * epsilon`` for the dendrogram and eps2 = the rest for
-    the counts (the vector (E_r) has L1 sensitivity 1; the discrete Laplace noise is exact). The
-    synthetic graph is post-processing. ``epsilon`` is charged to the accountant.
+    Edge neighbours: two graphs on the same public vertex set that differ in one edge. What is
+    proven, exactly:
 
-    **Caveat:** the eps1 guarantee holds for the chain's stationary law. A finite run of
-    ``n_steps`` steps from a random start has no formal guarantee; its output law approaches the
-    exponential mechanism's as the chain mixes, and nothing here certifies that it has. More steps
-    move it closer. The step count is public and not chosen from the private likelihood trace.
+    * the noisy edge counts are eps2-DP given the dendrogram (eps2 = ``(1 - epsilon_split) *
+      epsilon``; the vector (E_r) has L1 sensitivity 1 and the discrete Laplace noise is exact);
+    * the dendrogram is eps1-DP (eps1 = ``epsilon_split * epsilon``) **only if drawn from the
+      chain's stationary law** (the exponential mechanism). The finite run of ``n_steps`` steps
+      from a random start that is actually made has **no proven guarantee**: its output law
+      approaches the stationary one as the chain mixes, and nothing here certifies that it has.
+      More steps move it closer.
+
+    So the full ``epsilon`` = eps1 + eps2 is a proven bound for the idealised mechanism, not for
+    this finite chain. The synthetic graph is post-processing. ``epsilon`` is charged to the
+    accountant (once, after every argument is checked); ``HRGRelease.guarantee`` and the CLI
+    print this statement with the release. The step count is public and not chosen from the private likelihood trace.
     The Metropolis test uses 53-bit uniforms and floating-point log-likelihoods (relative error
     near 1e-12), a negligible departure from exp(T log L). Run time depends on the graph (the
     chain's moves cost the size of a subtree); it is not constant-time.
