@@ -40,7 +40,11 @@ ratio above 1 (a violated bound) is counted in ``counters[2]`` (the tests requir
 If Omega|S is not positive definite in rounding, s is raised and the set-up repeated. The
 accepted x is re-orthogonalised against W (a rounding-level correction) so the columns stay
 orthonormal over long chains.
-Not constant-time: the number of proposals is random and depends on A.
+Not constant-time: the number of proposals is random and depends on A. Bounded: a column draw
+makes at most MAX_PROPOSALS = 10**7 proposals, then fails with a RuntimeError (A too
+ill-conditioned: for diag(a, 0, 0), k = 2, the Gibbs conditional's envelope proposal loses its
+precision to rounding once a > ~1.5e8 and no proposal is accepted); every SIGNAL_EVERY = 2**18
+proposals the GIL is taken briefly to run signal handlers (Ctrl-C interrupts a draw).
 
 Draws happen under the generator's lock; a seed reproduces the output.
 """
@@ -50,6 +54,7 @@ from libc.math cimport exp, log, sqrt, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport uint64_t
 
+from cpython.exc cimport PyErr_CheckSignals
 from scipy.linalg.cython_lapack cimport dsyev
 
 from dpcore._random cimport (BitgenHandle, bitgen_t, dpc_words, dpc_words_next, random_words,
@@ -59,6 +64,37 @@ from dpcore._random cimport (BitgenHandle, bitgen_t, dpc_words, dpc_words_next, 
 # slack small against b (measured at d = 100, b ~ 1.5: the same 7.4 proposals per acceptance up
 # to 0.25 b, 8.1 at 0.7 b, 17 at 2.7 b).
 cdef double SHIFT_TOL = 0.25
+
+# Bounds (issue 14): a column draw makes at most MAX_PROPOSALS envelope proposals (the acceptance
+# rate is some 1/8 for a well-scaled A, so a draw that needs 10**7 is a numerically degenerate
+# envelope, e.g. an eigenvalue spread so large that the rounding margin of the shift dominates);
+# it then fails with PROPOSAL_LIMIT instead of running unbounded. Every SIGNAL_EVERY proposals the
+# GIL is taken briefly to run pending signal handlers (Ctrl-C raises KeyboardInterrupt).
+MAX_PROPOSALS = 10**7
+SIGNAL_EVERY = 2**18
+cdef double _MAX_PROPOSALS = <double>MAX_PROPOSALS
+cdef long long _SIGNAL_EVERY = SIGNAL_EVERY
+cdef enum:
+    PROPOSAL_LIMIT = -20
+    PY_ERROR = -100        # a Python exception is set (a signal handler raised)
+
+
+cdef int _poll_signals() except -1 nogil:
+    """Run pending signal handlers (KeyboardInterrupt propagates as an exception)."""
+    with gil:
+        PyErr_CheckSignals()
+    return 0
+
+
+def _raise_for(int rc):
+    """The Python exception for a kernel return code."""
+    if rc == PROPOSAL_LIMIT:
+        raise RuntimeError(
+            f"bingham kernel did not accept a proposal within {MAX_PROPOSALS} tries; A is too "
+            "ill-conditioned for the sampler (its eigenvalue spread is too large in floating "
+            "point): rescale A or lower epsilon"
+        )
+    raise FloatingPointError(f"bingham kernel failed (code {rc}): ill-conditioned state")
 
 
 cdef struct Work:
@@ -92,6 +128,7 @@ cdef struct Work:
     double proposals
     double accepts
     double bound_violations
+    long long since_poll  # proposals since the last check for signals (across draws)
 
 
 cdef inline double _uniform53(Work *w) noexcept nogil:
@@ -554,11 +591,14 @@ cdef int _envelope(const double *lam, Py_ssize_t d, const double *W, int r, doub
 
 
 cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, double lo,
-                      double *guess, double *out, bitgen_t *bg, Work *w) noexcept nogil:
-    """Exact draw of a unit x in W^perp with density proportional to exp(x^T diag(lam) x)."""
+                      double *guess, double *out, bitgen_t *bg, Work *w) except PY_ERROR nogil:
+    """Exact draw of a unit x in W^perp with density proportional to exp(x^T diag(lam) x).
+    Returns 0, a negative error code (PROPOSAL_LIMIT after MAX_PROPOSALS proposals), or
+    PY_ERROR with an exception set (a signal handler raised)."""
     cdef Py_ssize_t i
     cdef int a, rc
     cdef double s, bb, qd = <double>(d - r), logM, acc, nrm, xlx, xox, logr, scale
+    cdef double tries = 0.0
     rc = _envelope(lam, d, W, r, lo, guess, &s, &bb, w)
     if rc != 0:
         return rc
@@ -567,6 +607,13 @@ cdef int _draw_column(const double *lam, Py_ssize_t d, const double *W, int r, d
         logM = -(qd - bb) / 2.0 + (qd / 2.0) * log(qd / bb)
 
     while True:
+        if tries >= _MAX_PROPOSALS:
+            return PROPOSAL_LIMIT
+        tries += 1.0
+        w.since_poll += 1
+        if w.since_poll >= _SIGNAL_EVERY:
+            w.since_poll = 0
+            _poll_signals()
         w.proposals += 1.0
         _envelope_proposal(bg, w, d, W, r)
         nrm = _dot(w.x, w.x, d)
@@ -622,6 +669,7 @@ cdef int _alloc(Work *w, Py_ssize_t d, int rmax) noexcept nogil:
     w.proposals = 0.0
     w.accepts = 0.0
     w.bound_violations = 0.0
+    w.since_poll = 0
     return 0
 
 
@@ -644,7 +692,7 @@ cdef double _trace(const double *lam, Py_ssize_t d, const double *Vt, Py_ssize_t
 
 cdef int _sweeps(const double *lam, Py_ssize_t d, double *Vt, Py_ssize_t k, Py_ssize_t n_sweeps,
                  double *trace, Py_ssize_t *perm, double *guess, bitgen_t *bg,
-                 Work *w) noexcept nogil:
+                 Work *w) except PY_ERROR nogil:
     cdef Py_ssize_t sweep, t, j, jj, i, a, row
     cdef double lo
     cdef int rc
@@ -717,7 +765,7 @@ def gibbs(const double[::1] lam,      # IN: eigenvalues of A, descending
         free(perm)
         free(guess)
     if rc != 0:
-        raise FloatingPointError(f"bingham kernel failed (code {rc}): ill-conditioned state")
+        _raise_for(rc)
 
 
 def sequential(const double[::1] lam,   # IN: eigenvalues, descending
@@ -751,7 +799,7 @@ def sequential(const double[::1] lam,   # IN: eigenvalues, descending
         counters[2] += w.bound_violations
         _release(&w)
     if rc != 0:
-        raise FloatingPointError(f"bingham kernel failed (code {rc}): ill-conditioned state")
+        _raise_for(rc)
 
 
 def _test_count_above(const double[::1] lam, const double[:, ::1] W, double mu):

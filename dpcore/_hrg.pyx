@@ -36,6 +36,7 @@ import numpy as np
 
 from libc.math cimport log, log1p, exp
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from cpython.exc cimport PyErr_CheckSignals
 
 from dpcore._random cimport BitgenHandle, dpc_words, random_words, dpc_words_next
 
@@ -181,6 +182,11 @@ cdef double TWO_M53 = 1.1102230246251565e-16  # 2**-53
 cdef double TWO_M31 = 4.656612873077393e-10  # 2**-31
 # Re-sum the cached ell values after this many accepted moves, to stop rounding drift.
 cdef int64_t REFRESH_ACCEPTS = 65536
+# Every SIGNAL_EVERY steps the chain takes the GIL briefly to run pending signal handlers: a long
+# run() stops at the next such step boundary (the state stays a valid dendrogram, the steps made
+# are counted) and the handler's exception (KeyboardInterrupt for Ctrl-C) is raised.
+SIGNAL_EVERY = 2**18
+cdef int64_t _SIGNAL_MASK = SIGNAL_EVERY - 1
 # Renumber nodes and relay the slots out (_relayout) after this many accepted moves per vertex.
 cdef int64_t RELAYOUT_PER_NODE = 32
 
@@ -372,6 +378,8 @@ cdef class HRGState:
     cdef int32_t *logv
     cdef double best_logl
     cdef int64_t since_layout
+    cdef int64_t steps_done        # steps made by the last _run (fewer when interrupted)
+    cdef object _pending           # the exception a signal handler raised during _run
 
     def __init__(self, int n, u, v):
         cdef Py_ssize_t nn = 2 * n - 1
@@ -745,6 +753,7 @@ cdef class HRGState:
         # Accepted moves between two relayouts (O(n + m) each, so O(1) per move amortised); the
         # count carries over between calls.
         cdef int64_t relayout_every = RELAYOUT_PER_NODE * <int64_t>n + 1024
+        self.steps_done = n_steps
         if n < 3:
             return 0
         # Node draws run three steps ahead so that the nodes a step touches can be prefetched
@@ -755,6 +764,9 @@ cdef class HRGState:
         r2 = n + <int>_bounded(src, ninternal, &w2)
         r3 = n + <int>_bounded(src, ninternal, &w3)
         for step in range(n_steps):
+            if (step & _SIGNAL_MASK) == 0 and step != 0 and self._signalled():
+                self.steps_done = step
+                break
             r = r1
             w = w1
             r1 = r2
@@ -873,6 +885,16 @@ cdef class HRGState:
         self._refresh()
         return accepted
 
+    cdef bint _signalled(self) noexcept nogil:
+        """Run pending signal handlers; True (the exception kept in _pending) if one raised."""
+        with gil:
+            try:
+                PyErr_CheckSignals()
+            except BaseException as exc:
+                self._pending = exc
+                return True
+        return False
+
     # Best-state tracking without an O(n) copy per record: when the chain reaches a new best, only
     # a log of the tree-pointer writes that follow is kept (code, index, old value); the best tree
     # is the current one with the log undone. When the log would overflow, the best tree is
@@ -945,16 +967,23 @@ cdef class HRGState:
     def run(self, int64_t n_steps, double temperature, BitgenHandle h, bint keep_best=False):
         """Run n_steps Metropolis moves at `temperature` (stationary law proportional to
         exp(temperature * logL)); returns the number accepted. With keep_best the most likely
-        state visited (over all runs with keep_best) is kept (see restore_best)."""
+        state visited (over all runs with keep_best) is kept (see restore_best). Every
+        SIGNAL_EVERY steps pending signal handlers run: if one raises (KeyboardInterrupt), the
+        run stops at that step boundary (a valid state, the steps made counted in n_steps) and
+        the exception propagates."""
         cdef dpc_words src
         cdef int64_t acc
         if self.root < 0:
             raise RuntimeError("no tree: call random_tree or set_tree first")
+        self._pending = None
         with h.lock, nogil:
             random_words(&src, h.bitgen)
             acc = self._run(&src, n_steps, temperature, keep_best)
         self.n_accepted_total += acc
-        self.n_steps_total += n_steps
+        self.n_steps_total += self.steps_done
+        if self._pending is not None:  # interrupted at a step boundary: the state is valid
+            exc, self._pending = self._pending, None
+            raise exc
         return acc
 
     def relayout(self):

@@ -391,3 +391,59 @@ def test_errors(kwargs, exc, match):
     k = kwargs.pop("k")
     with pytest.raises(exc, match=match):
         bingham(A, k, **kwargs)
+
+
+def _run_script(code, timeout):
+    """Run ``code`` in a fresh interpreter that imports the same dpcore; (stdout, stderr, seconds)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    return proc.stdout, proc.stderr, time.monotonic() - start
+
+
+def test_ill_conditioned_bingham_returns_or_raises_within_seconds():
+    """bingham(diag(1e10, 0, 0), 2) ran > 300 s (an unbounded rejection loop): a column draw now
+    makes at most MAX_PROPOSALS proposals, then raises a clear error (issue 14)."""
+    out, err, seconds = _run_script("""
+        import numpy as np, dpcore
+        try:
+            V = dpcore.bingham(np.diag([1e10, 0.0, 0.0]), 2, random_state=0)
+            print("returned", V.shape)
+        except RuntimeError as exc:
+            print("raised", exc)
+    """, timeout=120)
+    assert out.startswith(("returned (3, 2)", "raised")), err
+    if out.startswith("raised"):
+        assert "did not accept a proposal within 10000000 tries" in out
+        assert "rescale A or lower epsilon" in out
+    assert seconds < 60
+
+
+def test_bingham_kernel_is_interruptible():
+    """A long Gibbs run stops at Ctrl-C (SIGINT) with KeyboardInterrupt, the generator's lock
+    released (the kernel runs signal handlers every SIGNAL_EVERY proposals)."""
+    out, err, _ = _run_script("""
+        import os, signal, threading
+        import numpy as np
+        from dpcore import _bingham
+        from dpcore._random import bitgen_handle
+        lam = np.array([3.0, 1.0, 0.0])
+        Vt = np.ascontiguousarray(np.eye(3)[:2])
+        h = bitgen_handle(0)
+        c = np.zeros(3)
+        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            _bingham.gibbs(lam, Vt, 10**12, h, np.empty(0), c)
+            print("finished")
+        except KeyboardInterrupt:
+            _bingham.gibbs(lam, Vt, 10, h, np.empty(0), c)   # the lock was released
+            print("interrupted", c[0] > 0, np.allclose(Vt @ Vt.T, np.eye(2)))
+    """, timeout=60)
+    assert out.strip() == "interrupted True True", err

@@ -4,6 +4,9 @@ from numpy.typing import NDArray
 
 from dpcore._random import BitgenHandle
 
+#: Steps between two runs of the pending signal handlers in HRGState.run.
+SIGNAL_EVERY: int
+
 def ell(e: int, N: int) -> float: ...
 def ell_lr(e: int, L: int, R: int) -> float: ...
 def metropolis(w: int, y: float, extra: int) -> tuple[bool, bool]: ...
