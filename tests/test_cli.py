@@ -144,3 +144,17 @@ def test_demo_errors_do_not_quote_private_cells(tmp_path):
     with pytest.raises(SystemExit) as info:
         main(["demo", "--data", str(data)])
     assert "secret-value" not in str(info.value) and "income" in str(info.value)
+
+
+def test_demo_nan_cell_is_refused_before_any_release(tmp_path, monkeypatch):
+    """A NaN cell used to stop the demo midway, after the count and the sector counts had been
+    charged; it is refused while loading, naming the column, before anything is released."""
+    from dpcore import cli
+
+    calls = []
+    monkeypatch.setattr(cli.dpcore, "laplace", lambda *a, **k: calls.append(a))
+    data = tmp_path / "d.csv"
+    data.write_text("age,hours_per_week,income,sector\nnan,40,5000,private\n41,40,6000,public\n")
+    with pytest.raises(ValueError, match="'age'.*NaN"):
+        cli.run_demo(1.0, 1e-6, str(data), 0)
+    assert calls == []

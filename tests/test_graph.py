@@ -752,3 +752,15 @@ def test_hrg_chain_is_interruptible():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=env)
     assert proc.stdout.strip() == "interrupted True True", proc.stderr
+
+
+def test_malformed_edge_arrays_do_not_quote_the_edge_count():
+    """The edge count m is private: a malformed edge array's error names no shape with m."""
+    for bad in (np.zeros((7, 3), dtype=np.int64), np.zeros((7, 2, 1), dtype=np.int64)):
+        with pytest.raises(ValueError, match=r"shape \(m, 2\)") as info:
+            dpcore.graph.release_hrg(bad, n_nodes=12, epsilon=1.0, n_steps=10)
+        assert "7" not in str(info.value)
+    with pytest.raises(TypeError) as info:
+        dpcore.graph.release_hrg([[0, 1], [1, 2, 3], [4, 5], [6, 7], [8, 9], [1, 3], [2, 4]],
+                                 n_nodes=12, epsilon=1.0, n_steps=10)
+    assert "7" not in str(info.value)

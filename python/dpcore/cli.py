@@ -83,6 +83,10 @@ def _load_demo(path=None):
             columns[name] = np.array([float(r[name]) for r in rows])
         except (TypeError, ValueError):  # the message would quote a private cell: not kept
             raise ValueError(f"data column {name!r} holds a value that is not a number") from None
+        # checked here, before anything is charged (a NaN would otherwise stop the demo midway,
+        # after the first releases were paid for); +-inf is clipped to the public bounds
+        if np.isnan(columns[name]).any():
+            raise ValueError(f"data column {name!r} holds a value that is not a number (NaN)")
     sectors = [str(r["sector"]) for r in rows]
     columns["sector"] = np.array([x if x in DEMO_SECTORS else "other" for x in sectors])
     return columns

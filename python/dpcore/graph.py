@@ -124,13 +124,17 @@ def _graph_arrays(G, n_nodes, simplify, name="G"):
         try:
             edges = np.asarray(G)
         except Exception as exc:
-            raise TypeError(f"{name} must be a networkx graph or an (m, 2) integer array: {exc}") from None
+            # the message of numpy's error may quote entries or the edge count: not kept
+            raise TypeError(f"{name} must be a networkx graph or an (m, 2) integer array "
+                            f"({type(exc).__name__})") from None
         if edges.size == 0:
             edges = edges.reshape(0, 2) if edges.ndim < 2 or edges.shape[-1] == 2 else edges
         if edges.dtype == np.bool_ or not np.issubdtype(edges.dtype, np.integer):
             raise TypeError(f"{name} must be an (m, 2) integer edge array, got dtype {edges.dtype}")
         if edges.ndim != 2 or edges.shape[1] != 2:
-            raise ValueError(f"{name} must have shape (m, 2), got {edges.shape}")
+            # never the shape itself: its m is the private edge count
+            got = f"{edges.ndim} dimensions" if edges.ndim != 2 else f"{edges.shape[1]} columns"
+            raise ValueError(f"{name} must have shape (m, 2), got an array with {got}")
         edges = edges.astype(np.int64)
         if edges.size and (edges.min() < 0 or edges.max() >= n):
             raise ValueError(f"{name} holds vertex ids outside [0, n_nodes) = [0, {n})")
