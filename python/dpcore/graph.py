@@ -81,7 +81,13 @@ def _physical_memory():
 def check_n_nodes(n_nodes, name="n_nodes"):
     """The public vertex count as an int in [3, MAX_NODES] whose estimated memory
     (``BYTES_PER_NODE * n_nodes``) fits in physical memory; otherwise a ValueError naming
-    ``name``. Checked before anything is allocated or any edge is read."""
+    ``name``. Checked before anything is allocated or any edge is read.
+
+    Privacy
+    -------
+    Not a release: a check of the public vertex count only (never of the edges, whose count is
+    private), so its errors reveal nothing about the graph.
+    """
     n = check.integer(n_nodes, name)
     if n < 3:
         raise ValueError(f"{name} must be at least 3, got {n}")
