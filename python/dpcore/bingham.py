@@ -123,10 +123,14 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
         None (default): dpcore's process-wide cryptographically secure generator (unlike
         scikit-learn, where None means numpy's global generator). Seeds are for tests only.
     progress : bool, default=False
-        Print the chain's progress to stderr.
+        Print the chain's progress to stderr: the sweep counters "sweep i/n" only, never a
+        value computed from A (A may come from private data).
     return_trace : bool, default=False
         Also return the chain's trace tr(V^T A V) after each sweep (empty for exact draws), a
-        burn-in diagnostic.
+        burn-in diagnostic. **Not private**: the trace is an exact, un-noised function of A
+        (with A = (epsilon / 2) X^T X its last value is the private utility of the released
+        subspace), so when A is computed from private data it must not be published or
+        logged. `dpcore.learn.PCA` never requests it.
 
     Returns
     -------
@@ -153,7 +157,11 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
     chain's *stationary* distribution is the matrix Bingham, but a finite chain's output has a
     law that only approaches it, at a rate no known bound controls; the epsilon-DP statement
     then holds only to the extent the chain has converged (nothing is charged here). Run time
-    depends on A (rejection loops): not constant-time.
+    depends on A (rejection loops): not constant-time. The guarantee covers V only: the trace
+    returned with ``return_trace=True`` is not private. An A beyond what the samplers handle in
+    floating point (eigenvalue spread above about 1e8 for the chain, 1e13 for the exact draw)
+    raises RuntimeError from the kernel after its proposal bound; callers releasing private
+    data should refuse such A from a public bound before charging (as `dpcore.learn.PCA` does).
 
     Notes
     -----
@@ -253,6 +261,16 @@ def bingham_sequential(A, k, *, random_state=None):
     -------
     ndarray of shape (d, k)
         Orthonormal columns, in the order drawn.
+
+    Raises
+    ------
+    ValueError
+        A not square, not symmetric or not finite; k outside [1, d).
+    TypeError
+        Non-numeric arguments.
+    RuntimeError
+        From the kernel, when a column draw accepts no proposal within its bound (an eigenvalue
+        spread of A too large for floating point, above about 1e13): nothing is returned.
 
     Privacy
     -------

@@ -1,11 +1,14 @@
-"""Shared helpers of the private learners: input validation, public bounds, the generator and
-accountant checks made before a fit is charged, and clone/accountant sharing."""
+"""Shared helpers of the private learners: input validation whose errors quote no private value,
+public bounds and labels, the parameter checks made before a fit is charged (also for every
+candidate of a grid search), and clone/accountant/generator sharing."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils.multiclass import check_classification_targets
 
 from dpcore import _validation as check
 from dpcore._release import check_accountant
@@ -16,38 +19,146 @@ try:  # scikit-learn >= 1.6
 except ImportError:  # pragma: no cover - older scikit-learn
     _sk_validate_data = None
 
-__all__ = ["MAX_RECORDS", "SharedStateCloneMixin", "bounds_array", "check_labels", "check_n",
+__all__ = ["MAX_RECORDS", "SharedStateCloneMixin", "bounds_array", "check_bool", "check_candidate",
+           "check_classes", "check_epsilon", "check_labels", "check_n", "check_targets",
            "laplace_grid", "release_rng", "validate_data"]
 
 NO_Y = object()
 
+# ------------------------------------------------------------------------------------------------
+# Input validation: scikit-learn's checks, with their messages stripped of private values
+
+_RESHAPE = ("Reshape your data either using array.reshape(-1, 1) if your data has a single "
+            "feature or array.reshape(1, -1) if it contains a single sample.")
+_SHAPE = re.compile(r"\((\d+)((?:, \d+)*),?\)")
+
+
+def _public_message(msg):
+    """``msg`` (from scikit-learn or numpy input validation) without private values: no dumped
+    array, label or string from the data, no sample count (the number of rows is private under
+    add/remove neighbours). What is wrong is still said."""
+    if msg.startswith(("Expected 2D array, got", "Expected 2D input, got")):
+        head = msg.split(":", 1)[0].split(" with shape", 1)[0].rstrip(".")
+        return f"{head}. {_RESHAPE} (values not shown: they are private)"
+    if msg.startswith("Complex data not supported"):
+        return "Complex data not supported (values not shown: they are private)"
+    if "inconsistent numbers of samples" in msg:
+        return ("Found input variables with inconsistent numbers of samples: X and y must have "
+                "the same number of rows (the counts are not shown: they may be private)")
+    if msg.startswith("Unknown label type") and not msg.startswith("Unknown label type: "):
+        return "Unknown label type for y (the labels are not shown: they are private)"
+    if msg.startswith("Unknown label type: ") and ("[" in msg or "array(" in msg):
+        return "Unknown label type (the labels are not shown: they are private)"
+    if "could not convert" in msg:
+        return (msg.split(":", 1)[0] + " (the value is not shown: it is private)").strip()
+    msg = re.sub(r"Found array with \d+ sample\(s\)", "Found array with too few samples", msg)
+    # shapes (n_samples, ...): the number of rows is private; the number of columns is public
+    return _SHAPE.sub(lambda m: "(n_samples" + m.group(2) + ")", msg)
+
+
+def _rethrow(exc):
+    """The same exception type with a message that quotes no private value."""
+    try:
+        new = type(exc)(_public_message(str(exc)))
+    except Exception:  # pragma: no cover - exception types with other constructors
+        new = ValueError(_public_message(str(exc)))
+    return new
+
 
 def validate_data(est, X, y=NO_Y, *, reset, **kw):
-    """scikit-learn's input validation (sets/checks n_features_in_); y=None in fit raises."""
-    if _sk_validate_data is not None:
-        if y is NO_Y:
-            return _sk_validate_data(est, X, reset=reset, **kw)
-        return _sk_validate_data(est, X, y, reset=reset, **kw)
-    if y is NO_Y:  # pragma: no cover
-        return est._validate_data(X, reset=reset, **kw)
-    return est._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
+    """scikit-learn's input validation (sets/checks n_features_in_); y=None in fit raises. Its
+    errors are re-raised without the private values scikit-learn quotes (array dumps, labels,
+    sample counts)."""
+    try:
+        if _sk_validate_data is not None:
+            if y is NO_Y:
+                return _sk_validate_data(est, X, reset=reset, **kw)
+            return _sk_validate_data(est, X, y, reset=reset, **kw)
+        if y is NO_Y:  # pragma: no cover
+            return est._validate_data(X, reset=reset, **kw)
+        return est._validate_data(X, y, reset=reset, **kw)  # pragma: no cover
+    except (ValueError, TypeError) as exc:
+        raise _rethrow(exc) from None
 
 
-class SharedStateCloneMixin:
-    """``sklearn.base.clone`` that shares the accountant and a generator instead of copying them.
+def check_targets(y):
+    """scikit-learn's check that y holds class labels; the error quotes no label."""
+    try:
+        check_classification_targets(y)
+    except (ValueError, TypeError) as exc:
+        raise _rethrow(exc) from None
 
-    scikit-learn deep-copies non-estimator parameters: a copied Accountant would record charges
-    that the caller never sees (and it holds a lock, which cannot be copied), and a copied numpy
-    Generator would make every clone draw the same noise. Both are kept by reference; every
-    other parameter is cloned as scikit-learn does.
-    """
 
-    def __sklearn_clone__(self):
-        params = self.get_params(deep=False)
-        shared = {"accountant"}
-        if isinstance(params.get("random_state"), (np.random.Generator, np.random.BitGenerator)):
-            shared.add("random_state")
-        return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
+# ------------------------------------------------------------------------------------------------
+# Parameters (public values: their messages may quote them)
+
+def check_epsilon(epsilon, name="epsilon"):
+    """A privacy parameter: > 0 and <= MAX_EPSILON (what the accountant accepts)."""
+    return check.privacy_loss(check.positive(epsilon, name), name, check.MAX_EPSILON)
+
+
+def check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_classes(classes, name="classes"):
+    """The public label set, sorted and unique, with at least 2 labels (or None)."""
+    if classes is None:
+        return None
+    classes = np.unique(np.asarray(classes))
+    if classes.ndim != 1 or classes.size < 2:
+        raise ValueError(f"{name} must hold at least 2 distinct labels, got {classes.size}")
+    return classes
+
+
+def check_labels(y, classes):
+    """The public ``classes`` (required; sorted, unique) with every label of y in it. The
+    messages never quote a label of y (labels are private)."""
+    if classes is None:
+        raise ValueError(
+            "classes is required: give the public list of labels (taking it from y would "
+            "reveal which labels occur in the private data)"
+        )
+    classes = check_classes(classes)
+    if not np.all(np.isin(y, classes)):
+        raise ValueError("y contains labels outside classes")
+    return classes
+
+
+def bounds_array(bounds, name, d):
+    if bounds is None:
+        raise ValueError(
+            f"{name} is required: give public bounds (lower, upper), scalars or arrays of length "
+            f"n_features; they are never inferred from the data"
+        )
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (lower, upper), got {bounds!r}") from None
+    lower = check.finite_array(lower, f"{name}[0]")
+    upper = check.finite_array(upper, f"{name}[1]")
+    if d is None:  # shape unknown yet (a grid search candidate behind a transformer)
+        try:
+            lower, upper = np.broadcast_arrays(lower, upper)
+        except ValueError:
+            raise ValueError(f"{name}: lower and upper must have the same length") from None
+    else:
+        try:
+            lower = np.broadcast_to(lower, (d,)).astype(float)
+            upper = np.broadcast_to(upper, (d,)).astype(float)
+        except ValueError:
+            raise ValueError(f"{name} must be scalars or arrays of length n_features = {d}") from None
+    if lower.ndim > 1 or np.any(lower >= upper):
+        raise ValueError(f"{name} must satisfy lower < upper for every feature")
+    return lower, upper
+
+
+def release_rng(random_state, accountant):
+    """Check ``accountant`` and resolve ``random_state`` before a fit charges anything."""
+    check_accountant(accountant)
+    return check_random_state(random_state)
 
 
 # Public cap on the number of records: every released count/sum/coefficient has |value| <=
@@ -64,44 +175,55 @@ def laplace_grid(sensitivity, epsilon):
 
 
 def check_n(n):
-    if n > MAX_RECORDS:
+    if n is not None and n > MAX_RECORDS:
         raise ValueError("at most 2**36 records are supported")  # n itself may be private
 
 
-def bounds_array(bounds, name, d):
-    if bounds is None:
-        raise ValueError(
-            f"{name} is required: give public bounds (lower, upper), scalars or arrays of length "
-            f"n_features; they are never inferred from the data"
-        )
-    try:
-        lower, upper = bounds
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair (lower, upper), got {bounds!r}") from None
-    lower = np.broadcast_to(check.finite_array(lower, f"{name}[0]"), (d,)).astype(float)
-    upper = np.broadcast_to(check.finite_array(upper, f"{name}[1]"), (d,)).astype(float)
-    if np.any(lower >= upper):
-        raise ValueError(f"{name} must satisfy lower < upper for every feature")
-    return lower, upper
+# ------------------------------------------------------------------------------------------------
+# Candidates of a grid search: every parameter checked before the first fit is charged
+
+def check_candidate(est, *, n_samples=None, n_features=None):
+    """Check the parameters of ``est`` (a dpcore estimator, a Pipeline of steps, or another
+    estimator holding dpcore estimators) without fitting anything: each dpcore estimator's
+    ``_check_params`` runs with the shape it would see (when it can be known from the public
+    shape of X: ``_n_features_out`` of the steps before it). Returns the output width, or None
+    when unknown."""
+    steps = getattr(est, "steps", None)
+    if isinstance(steps, list):   # a Pipeline: widths flow through the steps
+        for _, step in steps:
+            if step is None or (isinstance(step, str) and step == "passthrough"):
+                continue
+            n_features = check_candidate(step, n_samples=n_samples, n_features=n_features)
+        return n_features
+    if hasattr(est, "_check_params"):
+        est._check_params(n_samples=n_samples, n_features=n_features)
+        out = getattr(est, "_n_features_out", None)
+        return out(n_features) if out is not None else None
+    for value in est.get_params(deep=True).values():  # other meta-estimators: no shapes
+        if hasattr(value, "_check_params") and not isinstance(value, type):
+            value._check_params()
+    return None
 
 
-def release_rng(random_state, accountant):
-    """Check ``accountant`` and resolve ``random_state`` before a fit charges anything."""
-    check_accountant(accountant)
-    return check_random_state(random_state)
+# ------------------------------------------------------------------------------------------------
+# Clones share the accountant and the generator
 
+class SharedStateCloneMixin:
+    """``sklearn.base.clone`` that shares the accountant and a generator instead of copying them.
 
-def check_labels(y, classes):
-    """The public ``classes`` (sorted, unique) with every label of y in it. The messages never
-    quote a label of y (labels are private)."""
-    if classes is None:
-        raise ValueError(
-            "classes is required: give the public list of labels (taking it from y would "
-            "reveal which labels occur in the private data)"
-        )
-    classes = np.unique(np.asarray(classes))
-    if classes.size < 2:
-        raise ValueError(f"classes must hold at least 2 labels, got {classes.size}")
-    if not np.all(np.isin(y, classes)):
-        raise ValueError("y contains labels outside classes")
-    return classes
+    scikit-learn deep-copies non-estimator parameters: a copied Accountant would record charges
+    that the caller never sees, and a copied numpy Generator (or BitGenerator, or legacy
+    RandomState) would make every clone draw the same noise. Both are kept by reference, so a
+    clone fitted inside ``cross_val_score`` or ``GridSearchCV`` charges the caller's accountant
+    and draws fresh noise from the caller's generator; every other parameter is cloned as
+    scikit-learn does (an int seed is copied: seeds are for tests only).
+    """
+
+    def __sklearn_clone__(self):
+        params = self.get_params(deep=False)
+        shared = {"accountant"}
+        if isinstance(params.get("random_state"),
+                      (np.random.Generator, np.random.BitGenerator, np.random.RandomState)):
+            shared.add("random_state")
+        return type(self)(**{k: v if k in shared else clone(v, safe=False)
+                             for k, v in params.items()})

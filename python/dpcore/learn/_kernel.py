@@ -12,7 +12,7 @@ from dpcore.random import check_random_state
 __all__ = ["RandomFourierFeatures"]
 
 
-class RandomFourierFeatures(TransformerMixin, BaseEstimator):
+class RandomFourierFeatures(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     """Map x to phi(x) = D^(-1/2) [cos(w_j^T x), sin(w_j^T x)]_{j=1..D}, approximating an RBF kernel.
 
     The frequencies w_j are drawn iid from N(0, 2 gamma I), the spectral density of
@@ -29,7 +29,8 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
     n_components : int, default=100
         Number D of frequencies, >= 1; the output has 2 D columns.
     random_state : None, int, numpy Generator or BitGenerator, default=None
-        Source of the (public) frequencies; None: dpcore's secure generator.
+        Source of the (public) frequencies; None: dpcore's secure generator. A generator is
+        shared with clones (``sklearn.base.clone``), so clones draw different frequencies.
 
     Attributes
     ----------
@@ -58,12 +59,21 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         self.n_components = n_components
         self.random_state = random_state
 
-    def fit(self, X, y=None):
-        """Draw the frequencies (only the number of columns of X is used). Returns self."""
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter (random_state too), checked before anything is drawn; also for a
+        step of a grid search candidate. Returns (gamma, n_components, generator)."""
         gamma = check.positive(self.gamma, "gamma")
         D = check.integer(self.n_components, "n_components", minimum=1)
+        return gamma, D, check_random_state(self.random_state)
+
+    def _n_features_out(self, n_features):
+        """Width of the output for an input of ``n_features`` columns (public)."""
+        return 2 * check.integer(self.n_components, "n_components", minimum=1)
+
+    def fit(self, X, y=None):
+        """Draw the frequencies (only the number of columns of X is used). Returns self."""
+        gamma, D, rng = self._check_params()
         X = _base.validate_data(self, X, reset=True, dtype=np.float64)
-        rng = check_random_state(self.random_state)
         self.frequencies_ = rng.normal(0.0, np.sqrt(2.0 * gamma), size=(X.shape[1], D))
         return self
 

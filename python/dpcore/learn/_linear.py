@@ -16,7 +16,6 @@ import math
 import numpy as np
 from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
@@ -212,8 +211,10 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
     def _loss(self):
         """The loss of the concrete classifier (logistic or Huber)."""
 
-    def _check_params(self):
-        epsilon = check.positive(self.epsilon, "epsilon")
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter, checked before anything is charged (also for each candidate of a
+        grid search). Returns (epsilon, data_norm, alpha, tol, max_iter, c, classes)."""
+        epsilon = _base.check_epsilon(self.epsilon)
         if self.data_norm is None:
             raise ValueError(
                 "data_norm is required: give a public bound on the L2 norm of the rows of X "
@@ -225,9 +226,11 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
         tol = check.positive(self.tol, "tol")
         max_iter = check.integer(self.max_iter, "max_iter", minimum=1)
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        return epsilon, data_norm, alpha, tol, max_iter
+        _base.check_bool(self.fit_intercept, "fit_intercept")
+        c = self._curvature()
+        classes = _base.check_classes(self.classes)
+        _base.check_n(n_samples)
+        return epsilon, data_norm, alpha, tol, max_iter, c, classes
 
     def _design(self, X, data_norm):
         """Rows clipped to ||x|| <= data_norm, then [x, 1] (with the intercept) divided by the
@@ -259,23 +262,22 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         -------
         self
         """
-        epsilon, data_norm, alpha, tol, max_iter = self._check_params()
+        epsilon, data_norm, alpha, tol, max_iter, c, classes = self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
-        check_classification_targets(y)
-        if self.classes is None:
-            classes = np.unique(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            if not np.all(np.isin(y, classes)):
-                raise ValueError("y contains labels outside classes")  # never quote a private label
-        if classes.size < 2:
-            raise ValueError(f"need at least 2 classes, got {classes.size} class (classes={list(classes)})")
+        _base.check_targets(y)
+        if classes is None:
+            classes = np.unique(y)   # reveals the labels present: pass classes to avoid that
+            if classes.size < 2:     # no label quoted
+                raise ValueError("y holds one class only: a classifier needs at least 2 classes "
+                                 "(give the public label set as classes)")
+        elif not np.all(np.isin(y, classes)):
+            raise ValueError("y contains labels outside classes")  # never quote a private label
+        _base.check_n(X.shape[0])
         n = X.shape[0]
         Xs = self._design(X, data_norm)
         d = Xs.shape[1]
         k = 1 if classes.size == 2 else classes.size
         eps_model = epsilon / k
-        c = self._curvature()
         # Calibrate everything before charging or drawing.
         if self.method == "output":
             # output_perturbation_beta(n, alpha, eps_model) plus the optimiser slack:
@@ -366,8 +368,9 @@ class LogisticRegression(_PrivateERMClassifier):
         divided by data_norm). alpha applies to the weights of these unit-ball rows: in the
         raw units the penalty is (alpha / (data_norm^2 + 1)) / 2 ||(coef, intercept)||^2.
     classes : array_like, default=None
-        The public label set. None: taken from y, which reveals the set of labels present
-        (pass it to avoid that). Labels of y outside ``classes`` raise a ValueError.
+        The public label set, at least 2 labels. None: taken from y, which reveals the set of
+        labels present (pass it to avoid that; see Privacy). Labels of y outside ``classes``
+        raise a ValueError (which does not quote them).
     tol : float, default=1e-6
         The optimiser stops when ||grad J|| <= tol * Lambda (Lambda the total regularisation),
         so the returned model is within tol of the exact minimiser (see Privacy).
@@ -399,7 +402,11 @@ class LogisticRegression(_PrivateERMClassifier):
     perturbation: epsilon' and Delta from :func:`objective_perturbation_calibration`; the
     objective gets b^T w / n + (Delta/2)||w||^2 with ||b|| ~ Gamma(d, 2/epsilon').
     One-vs-rest: every record enters all k models, so each is fitted with epsilon / k and the
-    fit composes sequentially to epsilon.
+    fit composes sequentially to epsilon. The label set must be public: with ``classes=None`` it
+    is taken from y without noise (stored in ``classes_``, and it fixes k), which the guarantee
+    does not cover; pass ``classes`` for the stated guarantee. Every argument (X, y, classes,
+    parameters, ``random_state``, ``accountant``) is checked before the charge, and the fitted
+    model holds only the released coefficients and public values (no optimiser diagnostics).
 
     Inexact minimisation: the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
@@ -493,7 +500,7 @@ class LinearSVC(_PrivateERMClassifier):
     method : {"objective", "output"}, default="objective"
     fit_intercept : bool, default=True
     classes : array_like, default=None
-        Public label set (None: taken from y, which reveals it).
+        Public label set, at least 2 labels (None: taken from y, which reveals it; see Privacy).
     tol : float, default=1e-6
     max_iter : int, default=100
     random_state : None, int, numpy Generator or BitGenerator, default=None
@@ -502,9 +509,10 @@ class LinearSVC(_PrivateERMClassifier):
     Privacy
     -------
     epsilon-DP under replace-one neighbours (n public), rows clipped to ``data_norm``, labels in
-    the public set; ``epsilon`` is charged. Same mechanisms, one-vs-rest budget split and caveats
-    (inexact minimiser, real-valued noise vector) as :class:`LogisticRegression`, with
-    c = 1/(2h).
+    the public set ``classes`` (with ``classes=None`` the label set is taken from y and is not
+    covered); ``epsilon`` is charged after every argument has been checked. Same mechanisms,
+    one-vs-rest budget split and caveats (inexact minimiser, real-valued noise vector) as
+    :class:`LogisticRegression`, with c = 1/(2h); no optimiser diagnostics are stored.
 
     Examples
     --------
@@ -532,7 +540,7 @@ class LinearSVC(_PrivateERMClassifier):
         self.accountant = accountant
 
     def _curvature(self):
-        return 1.0 / (2.0 * check.positive(self.h, "h"))
+        return 1.0 / (2.0 * check.positive(self.h, "h"))   # checks h
 
     def _loss(self):
         return _make_huber(check.positive(self.h, "h"))
@@ -626,23 +634,30 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.random_state = random_state
         self.accountant = accountant
 
-    def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
-        epsilon = check.positive(self.epsilon, "epsilon")
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter, checked before anything is charged (also for each candidate of a
+        grid search). Returns (epsilon, alpha, eigen_floor, (lx, ux), (ly, uy))."""
+        epsilon = _base.check_epsilon(self.epsilon)
         alpha = check.nonnegative(self.alpha, "alpha")
         eigen_floor = check.nonnegative(self.eigen_floor, "eigen_floor")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        _base.check_bool(self.fit_intercept, "fit_intercept")
         if self.bounds_X is None:
             raise ValueError("bounds_X is required: give public feature bounds (lower, upper); "
                              "they are never inferred from the data")
         if self.bounds_y is None:
             raise ValueError("bounds_y is required: give public target bounds (lower, upper); "
                              "they are never inferred from the data")
+        bx = _base.bounds_array(self.bounds_X, "bounds_X", n_features)
+        by = check.bounds_pair(self.bounds_y, "bounds_y")
+        _base.check_n(n_samples)
+        return epsilon, alpha, eigen_floor, bx, by
+
+    def fit(self, X, y):
+        """Fit the private model (see the class docstring). Returns self."""
+        self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         d = X.shape[1]
-        lx, ux = _base.bounds_array(self.bounds_X, "bounds_X", d)
-        ly, uy = check.bounds_pair(self.bounds_y, "bounds_y")
+        epsilon, alpha, eigen_floor, (lx, ux), (ly, uy) = self._check_params(X.shape[0], d)
         if self.fit_intercept:
             mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
             my, hy = (ly + uy) / 2.0, (uy - ly) / 2.0
@@ -659,7 +674,6 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         iu = np.triu_indices(p, k=1)
         coeffs = np.concatenate([lin, np.diag(M), 2.0 * M[iu]])
         sens = functional_mechanism_sensitivity(p)
-        _base.check_n(Xs.shape[0])
         grid = _base.laplace_grid(sens, epsilon)  # every |coefficient| <= 2 n
         noisy = np.asarray(laplace(coeffs, sensitivity=sens, epsilon=epsilon, granularity=grid,
                                    random_state=self.random_state, accountant=self.accountant),

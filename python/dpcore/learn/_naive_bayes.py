@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
@@ -33,8 +32,9 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required.
     classes : array_like, default=None
-        Public label set. None: taken from y, which reveals the labels present (pass it to
-        avoid that). Labels outside it raise a ValueError.
+        Public label set, at least 2 labels. None: taken from y, which reveals the labels
+        present (pass it to avoid that; see Privacy). Labels outside it raise a ValueError
+        (which does not quote them).
     priors : array_like, default=None
         Public class priors; None: from the noisy counts.
     var_floor : float, default=1e-3
@@ -42,7 +42,8 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     random_state : None, int, numpy Generator or BitGenerator, default=None
         None: dpcore's secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, default=None
-        Charged three times epsilon/3 (counts, sums, squares) before each draw.
+        Charged ``epsilon`` once (the three epsilon/3 releases composed), after every argument
+        has been checked and before anything is drawn.
 
     Attributes
     ----------
@@ -56,7 +57,9 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). Each of the three vectors
     gets exact discrete Laplace noise at epsilon/3, so the fit is epsilon-DP by sequential
     composition; the rest is post-processing. Floating-point sums of n terms carry an
-    uncharged rounding error of relative order n * 2^-53 (ALGORITHMS 0.3).
+    uncharged rounding error of relative order n * 2^-53 (ALGORITHMS 0.3). The label set must
+    be public: with ``classes=None`` it is taken from y without noise (stored in ``classes_``),
+    which the guarantee does not cover; pass ``classes`` for the stated guarantee.
 
     References
     ----------
@@ -85,29 +88,42 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
-        epsilon = check.positive(self.epsilon, "epsilon")
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter, checked before anything is charged (also for each candidate of a
+        grid search). Returns (epsilon, var_floor, (lower, upper), classes, priors)."""
+        epsilon = _base.check_epsilon(self.epsilon)
         var_floor = check.positive(self.var_floor, "var_floor")
         if self.bounds is None:
             raise ValueError("bounds is required: give public feature bounds (lower, upper); "
                              "they are never inferred from the data")
-        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
-        check_classification_targets(y)
-        d = X.shape[1]
-        lower, upper = _base.bounds_array(self.bounds, "bounds", d)
-        if self.classes is None:
-            classes = np.unique(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            if not np.all(np.isin(y, classes)):
-                raise ValueError("y contains labels outside classes")  # never quote a private label
-        k = classes.size
+        bounds = _base.bounds_array(self.bounds, "bounds", n_features)
+        classes = _base.check_classes(self.classes)
         priors = None
         if self.priors is not None:
             priors = check.finite_array(self.priors, "priors")
-            if priors.shape != (k,) or np.any(priors < 0) or not np.isclose(priors.sum(), 1.0):
-                raise ValueError(f"priors must be {k} non-negative numbers summing to 1, got {self.priors!r}")
+            k = None if classes is None else classes.size
+            if (priors.ndim != 1 or (k is not None and priors.shape != (k,)) or np.any(priors < 0)
+                    or not np.isclose(priors.sum(), 1.0)):
+                what = "numbers" if k is None else f"{k} numbers (one per class)"
+                raise ValueError(f"priors must be non-negative {what} summing to 1, "
+                                 f"got {self.priors!r}")
+        _base.check_n(n_samples)
+        return epsilon, var_floor, bounds, classes, priors
+
+    def fit(self, X, y):
+        """Fit the private model (see the class docstring). Returns self."""
+        self._check_params()
+        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
+        _base.check_targets(y)
+        d = X.shape[1]
+        epsilon, var_floor, (lower, upper), classes, priors = self._check_params(X.shape[0], d)
+        if classes is None:
+            classes = np.unique(y)   # reveals the labels present: pass classes to avoid that
+        elif not np.all(np.isin(y, classes)):
+            raise ValueError("y contains labels outside classes")  # never quote a private label
+        k = classes.size
+        if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
+            raise ValueError("priors must have one entry per class")
         mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
         Z = (np.clip(X, lower, upper) - mid) / half
         idx = np.searchsorted(classes, y)
@@ -116,8 +132,7 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         squares = np.zeros((k, d))
         np.add.at(sums, idx, Z)
         np.add.at(squares, idx, Z * Z)
-        e3 = epsilon / 3.0
-        _base.check_n(X.shape[0])  # every |count|, |sum|, sum of squares <= n <= 2**36
+        e3 = epsilon / 3.0   # every |count|, |sum|, sum of squares <= n <= 2**36 (check_n)
 
         def draw(rng):  # one generator for the three draws, charged once as a whole
             return [

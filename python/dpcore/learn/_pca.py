@@ -28,6 +28,10 @@ _SUM_SLACK = 1.0 + 2.0**-12
 # a^2 + b^2 - 2 c^2 + 2 c sqrt((1 - a^2)(1 - b^2)) with a = |u|, b = |u'|, c = |u.u'|, whose
 # maximum over c is (1 + a^2)(1 + b^2) / 2 <= 2; two orthogonal unit rows in span(Y) attain it.
 _POWER_SENSITIVITY = math.sqrt(2.0)
+# Largest eigenvalue spreads of the sampled matrix accepted before the charge (public bounds, see
+# PCA._check_spread): a margin of 15-20x below where the kernel's samplers were measured to fail.
+_MAX_SPREAD_GIBBS = 1e7
+_MAX_SPREAD_EXACT = 1e12
 
 
 def _scaled_rows(X, norm):
@@ -87,7 +91,8 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     accountant : dpcore.Accountant, optional
         Charged with the fit's total guarantee before anything is drawn.
     progress : bool, default=False
-        Print the Gibbs chain's progress (sweep counts only) to stderr.
+        Print the Gibbs chain's progress to stderr: the sweep counters "sweep i/n" only (public),
+        never a value computed from the data.
 
     Attributes
     ----------
@@ -120,14 +125,24 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
       finite chain of ``n_sweeps`` sweeps has a law that approaches the target as the chain
       mixes, with no known bound on the rate: no DP guarantee is proved for the finite run, and
       the stated epsilon holds only to the extent the chain has converged (the default
-      deflation sampler is exact). The chain's trace is not stored: it is the exact utility.
+      deflation sampler is exact). For k = 1 both samplers make one exact draw.
     * "sulq": (epsilon, delta)-DP. The upper triangle of X^T X / L^2 (L2 sensitivity sqrt(2) under
       replace-one) gets exact discrete Gaussian noise calibrated by `dpcore.gaussian`; the
       components and variances are post-processing.
     * "power": (epsilon, delta)-DP. Each of the ``n_iter`` iterations releases A Y + G with
       A = X^T X / L^2 and orthonormal Y; replacing a row moves A Y by at most sqrt(2) in
-      Frobenius norm (attained for k >= 2; the proof is at ``_POWER_SENSITIVITY``), so each release gets exact discrete Gaussian noise for rho / n_iter-zCDP, where rho
-      is the largest zCDP level whose tight conversion is (epsilon, delta)-DP; zCDP composition.
+      Frobenius norm (attained for k >= 2; the proof is at ``_POWER_SENSITIVITY``), so each
+      release gets exact discrete Gaussian noise for rho / n_iter-zCDP, where rho is the largest
+      zCDP level whose tight conversion is (epsilon, delta)-DP; zCDP composition.
+
+    Every argument (X, the parameters, ``random_state``, ``accountant``) is checked before the
+    charge, and the fitted model holds only released values and public parameters: no trace of
+    the chain (it is the exact, un-noised utility) and no acceptance counts. For "ppca" the
+    public bound epsilon' n / 2 (epsilon' n / (2 k) for the exact draws: deflation, or k = 1)
+    on the sampled matrix's eigenvalue spread must be at most 1e7 for the Gibbs chain and 1e12
+    for the exact draws; beyond that the samplers lose their precision, so the fit is refused
+    before the charge (lower epsilon). A RuntimeError from the sampler itself (no proposal accepted within
+    its bound) propagates after the charge, with nothing released.
 
     Clipping biases the components towards rows of small norm; choose L from domain knowledge.
     Run time is data-dependent (rejection sampling): not constant-time.
@@ -172,20 +187,21 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         self.progress = progress
 
     # -- validation ----------------------------------------------------------------------------
-    def _validate(self, X):
-        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
-        X = check.finite_array(X, "X")
-        n, d = X.shape
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter, checked before anything is charged (also for a step of a grid search
+        candidate, where the shape may be unknown). Returns (k, eps, delta, norm, share, mean)."""
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
         if self.n_components is None:
             raise ValueError("n_components is required (an int >= 1)")
         k = check.integer(self.n_components, "n_components", minimum=1)
-        kmax = d - 1 if self.method == "ppca" else d
-        if k > kmax:
-            raise ValueError(f"n_components must be <= {kmax} for method {self.method!r} "
-                             f"with n_features = {d}, got {k}")
-        eps = check.positive(self.epsilon, "epsilon")
+        d = n_features
+        if d is not None:
+            kmax = d - 1 if self.method == "ppca" else d
+            if k > kmax:
+                raise ValueError(f"n_components must be <= {kmax} for method {self.method!r} "
+                                 f"with n_features = {d}, got {k}")
+        eps = _base.check_epsilon(self.epsilon)
         if self.data_norm is None:
             raise ValueError("data_norm is required: a public bound on the row norms; it is "
                              "never inferred from the data")
@@ -206,18 +222,53 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
             share = 0.0
         check.integer(self.n_sweeps, "n_sweeps", minimum=1)
         check.integer(self.n_iter, "n_iter", minimum=1)
+        _base.check_bool(self.progress, "progress")
         if self.mean is None:
-            mean = np.zeros(d)
+            mean = None if d is None else np.zeros(d)
         else:
             mean = check.finite_array(self.mean, "mean")
-            if mean.shape != (d,):
-                raise ValueError(f"mean must have shape ({d},), got {mean.shape}")
-        return X, n, d, k, eps, delta, norm, share, mean
+            if mean.ndim != 1 or (d is not None and mean.shape != (d,)):
+                raise ValueError(f"mean must have shape (n_features,) = ({d},), got {mean.shape}")
+        _base.check_n(n_samples)
+        if self.method == "ppca" and n_samples is not None:
+            self._check_spread(n_samples, k, eps * (1.0 - share))
+        return k, eps, delta, norm, share, mean
+
+    def _check_spread(self, n, k, eps_c):
+        """Refuse, before the charge, a sampler whose matrix could be beyond what it handles in
+        floating point. Rows have norm <= 1, so the eigenvalues of X^T X lie in [0, n] and the
+        eigenvalue spread of the sampler's matrix is at most its factor times n: a public bound
+        (n is public under replace-one), so the refusal reveals nothing about the data. Beyond
+        these spreads the kernel's rejection loops lose their precision and would fail after
+        the charge (measured: Gibbs from about 1.5e8, the exact draw from about 2e13)."""
+        gibbs = self.sampler == "gibbs" and k > 1
+        factor = eps_c / 2.0 if gibbs else eps_c / (2.0 * k)
+        limit = _MAX_SPREAD_GIBBS if gibbs else _MAX_SPREAD_EXACT
+        if factor * n * _SUM_SLACK > limit:
+            which = "the Gibbs sampler" if gibbs else "the exact sampler"
+            hint = " (or use sampler='deflation')" if gibbs else ""
+            raise ValueError(
+                f"epsilon is too large for {which} at this number of rows: the public bound "
+                f"epsilon' * n_samples / 2{'' if gibbs else ' / n_components'} on the eigenvalue "
+                f"spread must be <= {limit:.0e} (epsilon' = (1 - variance_share) * epsilon); "
+                f"lower epsilon{hint}"
+            )
+
+    def _n_features_out(self, n_features):
+        """Width of transform's output (public): n_components."""
+        return check.integer(self.n_components, "n_components", minimum=1)
 
     # -- fitting ---------------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Fit the private components on X (n_samples, n_features); y is ignored."""
-        X, n, d, k, eps, delta, norm, share, mean = self._validate(X)
+        """Fit the private components on X (n_samples, n_features); y is ignored.
+
+        Every argument is checked before the accountant is charged; the kernel's errors (a
+        RuntimeError for a matrix it cannot sample in floating point) propagate unchanged."""
+        self._check_params()
+        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
+        X = check.finite_array(X, "X")
+        n, d = X.shape
+        k, eps, delta, norm, share, mean = self._check_params(n, d)
         Xc = _scaled_rows(X if self.mean is None else X - mean, norm)   # rows of norm <= 1
         S = _second_moment(Xc)
 

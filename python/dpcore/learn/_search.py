@@ -8,7 +8,6 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
-from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore.tuning import select_candidate, validation_errors
 
@@ -78,6 +77,14 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     (floating point, inexact minimisation) carry over. With probability 1 - beta the chosen
     model makes at most min_i z_i + 2 log(m / beta) / epsilon validation errors.
 
+    Each private step of a pipeline gets ``epsilon`` (e.g. ``PCA -> LogisticRegression``): its
+    fit charges once per step, the charges sum on the candidate's partition, and the search
+    costs the largest partition total (2 epsilon for two private steps). Only public values
+    are kept: the label set is the given ``classes`` (never ``np.unique(y)``), the error
+    counts are dropped, and the errors raised quote no label or row count. Every candidate's
+    parameters are checked (with the public shape of X where it reaches a step) before the
+    first fit, so a bad grid entry costs nothing.
+
     References
     ----------
     .. [CMS11] K. Chaudhuri, C. Monteleoni, A. D. Sarwate, "Differentially private empirical risk
@@ -108,9 +115,10 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         self.random_state = random_state
         self.accountant = accountant
 
-    def _candidates(self, classes, epsilon):
-        """Every candidate estimator, built and checked before anything is charged; their
-        accountant and random_state are set at fit time."""
+    def _candidates(self, classes, epsilon, n_samples, n_features):
+        """Every candidate estimator, built and checked (each private step's parameters, with the
+        shapes it will see where they are public) before anything is charged; their accountant
+        and random_state are set at fit time."""
         grid = list(ParameterGrid(self.param_grid))
         if not grid:
             raise ValueError("param_grid must give at least one candidate")
@@ -125,9 +133,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                 if own[k] is None:
                     extra[k] = classes
             est.set_params(**extra)
-            for step in [est] + [v for v in est.get_params().values() if hasattr(v, "_check_params")]:
-                if hasattr(step, "_check_params"):
-                    step._check_params()  # parameter ranges, before the charge
+            _base.check_candidate(est, n_samples=n_samples, n_features=n_features)
             models.append(est)
         return grid, models
 
@@ -146,7 +152,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
 
     def fit(self, X, y):
         """Run the search (see the class docstring). Returns self."""
-        epsilon = check.positive(self.epsilon, "epsilon")
+        epsilon = _base.check_epsilon(self.epsilon)
         X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
         needs_classes = bool(_keys(self.estimator.get_params(), "classes"))
         classes = None
@@ -155,11 +161,13 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                    if k.endswith("classes") and v is not None]
             classes = _base.check_labels(y, self.classes if self.classes is not None
                                          else (own[0] if own else None))
-        grid, models = self._candidates(classes, epsilon)
-        m = len(models)
-        if X.shape[0] < m + 1:  # n is not quoted: it may be private
+        n, d = X.shape
+        m = len(ParameterGrid(self.param_grid))
+        if n < m + 1:  # n is not quoted: it may be private
             raise ValueError(f"need at least m + 1 = {m + 1} samples for {m} candidates (one part "
                              "each plus a validation part)")
+        # each fit sees at most ceil(n / (m + 1)) rows (the parts' sizes are public given n)
+        grid, models = self._candidates(classes, epsilon, -(-n // (m + 1)), d)
         rng = _base.release_rng(self.random_state, self.accountant)
         parts = np.array_split(rng.permutation(X.shape[0]), m + 1)
         charged = (contextlib.nullcontext() if self.accountant is None else
