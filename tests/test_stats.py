@@ -123,7 +123,7 @@ def test_quantile_sensitivity_is_max_q_one_minus_q():
 
 @pytest.fixture(scope="module")
 def interval_samples():
-    return {q: draw_quantiles(q, N, seed) for q, seed in ((0.5, 1), (0.3, 2))}
+    return {q: draw_quantiles(q, N, seed, grid="continuous") for q, seed in ((0.5, 1), (0.3, 2))}
 
 
 @pytest.mark.parametrize("q", [0.5, 0.3])
@@ -226,10 +226,53 @@ def test_quantile_shapes_and_large_streamed_grid():
     assert out[0, 0] < out[1, 0]
 
 
-def test_quantile_empty_data_is_uniform():
+def test_quantile_empty_data_is_uniform(monkeypatch):
+    out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0),
+                         grid="continuous", random_state=rng(7))
+    assert sps.kstest(out, "uniform").pvalue > ALPHA
+    monkeypatch.setattr(stats, "DEFAULT_QUANTILE_GRID", 9)
     out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0),
                          random_state=rng(7))
-    assert sps.kstest(out, "uniform").pvalue > ALPHA
+    counts = np.bincount(np.searchsorted(np.linspace(0.0, 1.0, 9), out), minlength=9)
+    assert chisquare_pvalue(counts, np.full(9, 1 / 9)) > ALPHA
+
+
+def test_quantile_default_is_the_public_grid_with_the_exact_sampler(monkeypatch):
+    """grid=None is DEFAULT_QUANTILE_GRID evenly spaced points and the exact law over them; the
+    law is checked with the constant made small (read at call time), the points at full size."""
+    x = rng(9).normal(5.0, 2.0, 200)
+    out = stats.quantile(x, np.full(50, 0.5), epsilon=50.0, bounds=BOUNDS_Q, random_state=rng(13))
+    points = np.linspace(*BOUNDS_Q, stats.DEFAULT_QUANTILE_GRID)
+    assert np.all(points[np.searchsorted(points, out)] == out)
+    assert stats.DEFAULT_QUANTILE_GRID == 2**16 + 1
+    monkeypatch.setattr(stats, "DEFAULT_QUANTILE_GRID", 11)
+    out = draw_quantiles(0.3, N // 2, 14, epsilon=0.5)
+    points = np.linspace(*BOUNDS_Q, 11)
+    counts = np.bincount(np.searchsorted(points, out), minlength=11)
+    law = grid_law(X_Q, 0.3, em_scale(0.3, 0.5), BOUNDS_Q, points)
+    assert chisquare_pvalue(counts, law) > ALPHA
+    wrong = grid_law(X_Q, 0.3, em_scale(0.3, 0.6), BOUNDS_Q, points)
+    assert power(law, wrong, N // 2) > 1 - 1e-4
+    assert chisquare_pvalue(counts, wrong) < ALPHA
+
+
+def test_quantile_default_output_bits_do_not_depend_on_the_data():
+    """The leak of the continuous path (issue 14, item 8): on neighbours whose records have
+    different low-order bits, the default's outputs are grid points on both."""
+    step = 10.0 / 2**16
+    for x in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 2.0 + 2**-40]):
+        out = stats.quantile(x, np.full(40, 0.5), epsilon=40.0, bounds=BOUNDS_Q,
+                             random_state=rng(15))
+        assert np.all(np.mod(out, step) == 0.0)
+
+
+def test_quantile_extreme_bounds_stay_finite():
+    x = rng(16).normal(0.0, 1e300, 100)
+    for grid in (None, 5):
+        m = stats.median(x, epsilon=1.0, bounds=(-1e308, 1e308), grid=grid, random_state=0)
+        assert -1e308 <= m <= 1e308
+    assert stats.median(x, epsilon=1.0, bounds=(-1e308, 1e308), grid=3, random_state=0) in (
+        -1e308, 0.0, 1e308)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -542,7 +585,11 @@ def test_quantile_and_histogram_errors():
     with pytest.raises(ValueError, match="at least one"):
         stats.quantile(x, [], epsilon=1.0, bounds=(0, 1))
     with pytest.raises(ValueError, match="method must be 'gumbel'"):
-        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), method="exact")
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid="continuous", method="exact")
+    with pytest.raises(ValueError, match="grid must be None, an int, an array or 'continuous'"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid="fine")
+    with pytest.raises(ValueError, match=r"grid must be <= 1073741825"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=2**31)
     with pytest.raises(ValueError, match="method must be one of"):
         stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=5, method="permute-and-flip")
     with pytest.raises(ValueError, match="grid must be >= 2"):

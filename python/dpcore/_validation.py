@@ -70,8 +70,9 @@ def probability(value, name, *, open_low=True, open_high=True):
     return value
 
 
-def integer(value, name, *, minimum=None):
-    """A Python int (numpy integers accepted, bools and floats rejected), optionally >= minimum."""
+def integer(value, name, *, minimum=None, maximum=None):
+    """A Python int (numpy integers accepted, bools and floats rejected), optionally within
+    [minimum, maximum]."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got bool {value!r}")
     try:
@@ -80,6 +81,8 @@ def integer(value, name, *, minimum=None):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value!r}")
     return value
 
 
