@@ -16,6 +16,7 @@ dd = pytest.importorskip("dask.dataframe", reason="dask[dataframe] is needed for
 pd = pytest.importorskip("pandas", reason="pandas is needed for dask dataframes")
 dist = pytest.importorskip("distributed", reason="dask.distributed is an optional extra")
 
+from dpcore._release import bins as release_bins, sums as release_sums
 import dpcore  # noqa: E402
 from dpcore import distributed, stats  # noqa: E402
 
@@ -49,7 +50,7 @@ def test_runs_on_the_cluster_workers(client):
     workers = set(client.scheduler_info()["workers"])
     assert len(workers) == 2
     x = da.from_array(data(), chunks=(5_000, 3))
-    grid = stats._BinGrid.make(10, [(0, 1)] * 3, 3)
+    grid = release_bins.BinGrid.make(10, [(0, 1)] * 3, 3)
     with dist.get_task_stream(client) as ts:
         distributed.exact_histogramdd(x, grid)
     ran = {t["worker"] for t in ts.data if "_chunk_counts" in str(t["key"])}
@@ -59,7 +60,7 @@ def test_runs_on_the_cluster_workers(client):
 @pytest.mark.parametrize("chunks", [(7_777, 3), (10_000, 2), (60_001, 3), (999, 1)])
 def test_pre_noise_counts_equal_local(client, chunks):
     x = data()
-    grid = stats._BinGrid.make([10, 7, 4], [(0, 1)] * 3, 3)
+    grid = release_bins.BinGrid.make([10, 7, 4], [(0, 1)] * 3, 3)
     got = distributed.exact_histogramdd(da.from_array(x, chunks=chunks), grid, split_every=3)
     ref, _ = np.histogramdd(x, bins=grid.edges)
     np.testing.assert_array_equal(got.reshape(grid.shape), ref)
@@ -72,7 +73,7 @@ def test_pre_noise_counts_equal_local(client, chunks):
 def test_dataframes_and_1d(client):
     x = data(d=2)
     df = dd.from_pandas(pd.DataFrame(x, columns=["a", "b"]), npartitions=7)
-    grid = stats._BinGrid.make(9, [(0, 1)] * 2, 2)
+    grid = release_bins.BinGrid.make(9, [(0, 1)] * 2, 2)
     ref, _ = np.histogramdd(x, bins=grid.edges)
     np.testing.assert_array_equal(distributed.exact_histogramdd(df, grid).reshape(grid.shape),
                                   ref)
@@ -114,7 +115,7 @@ def test_count_sum_mean_match_stats(client):
         b = getattr(stats, fn)(x, epsilon=0.7, **kw, random_state=rng(4))
         assert a == b, fn
     # exact sums: the per-chunk integers add up to the one-shot total
-    plan = stats._Plan.calibrate(0.0, 2.0, 0.0, (1,), "laplace", 0.7, 0.0, with_count=False)
+    plan = release_sums.NoisePlan.calibrate(0.0, 2.0, 0.0, (1,), "laplace", 0.7, 0.0, with_count=False)
     assert distributed._exact(dx, plan, 2) == plan.exact(x)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from _gof import ALPHA, integer_pvalue, z_critical
 
+from dpcore._release import bins as release_bins, sums as release_sums
 import dpcore
 from dpcore import _histogram, stats
 
@@ -72,7 +73,7 @@ def level(request):
 def test_counts_equal_numpy_histogramdd(d, bins, dtype, level):
     lo, hi = -0.3, 0.7  # edges that are not exact binary fractions
     x = tricky_sample(20_000, d, bins, lo, hi, seed=d * 1000 + bins, dtype=dtype)
-    grid = stats._BinGrid.make(bins, [(lo, hi)] * d, d)
+    grid = release_bins.BinGrid.make(bins, [(lo, hi)] * d, d)
     ref, ref_edges = np.histogramdd(x, bins=bins, range=[(lo, hi)] * d)
     for e, r in zip(grid.edges, ref_edges):
         np.testing.assert_array_equal(e, r)
@@ -85,7 +86,7 @@ def test_upper_bound_and_edges_land_as_in_numpy(level):
     lo, hi, bins = 0.1, 0.3, 10  # 0.1 + k * 0.02 is not exact in binary
     edges = np.linspace(lo, hi, bins + 1)
     x = np.concatenate([edges, [hi, hi, lo]])[:, None]
-    grid = stats._BinGrid.make(bins, [(lo, hi)], 1)
+    grid = release_bins.BinGrid.make(bins, [(lo, hi)], 1)
     got = kernel_counts(x, grid)
     ref, _ = np.histogramdd(x, bins=bins, range=[(lo, hi)])
     np.testing.assert_array_equal(got, ref)
@@ -97,7 +98,7 @@ def test_explicit_and_mixed_edges(level):
     e0 = np.array([0.0, 0.1, 0.5, 0.55, 1.0])
     x = np.column_stack([g.uniform(-0.1, 1.1, 5000), g.uniform(0, 2, 5000)])
     x[:5, 0] = e0
-    grid = stats._BinGrid.make([e0, 6], [None, (0.0, 2.0)], 2)
+    grid = release_bins.BinGrid.make([e0, 6], [None, (0.0, 2.0)], 2)
     ref, _ = np.histogramdd(x, bins=[e0, np.linspace(0, 2, 7)])
     np.testing.assert_array_equal(kernel_counts(x, grid), ref)
 
@@ -106,7 +107,7 @@ def test_clip_counts_the_clipped_points(level):
     g = np.random.default_rng(4)
     x = g.normal(0.5, 0.6, size=(10_000, 2))
     lo, hi = 0.0, 1.0
-    grid = stats._BinGrid.make([8, 5], [(lo, hi)] * 2, 2)
+    grid = release_bins.BinGrid.make([8, 5], [(lo, hi)] * 2, 2)
     got = kernel_counts(x, grid, clip=True)
     ref, _ = np.histogramdd(np.clip(x, lo, hi), bins=[8, 5], range=[(lo, hi)] * 2)
     np.testing.assert_array_equal(got, ref)
@@ -115,7 +116,7 @@ def test_clip_counts_the_clipped_points(level):
 
 def test_chunked_counting_equals_one_shot(level):
     x = tricky_sample(30_001, 3, 9, 0.0, 1.0, seed=5)
-    grid = stats._BinGrid.make(9, [(0.0, 1.0)] * 3, 3)
+    grid = release_bins.BinGrid.make(9, [(0.0, 1.0)] * 3, 3)
     one = kernel_counts(x, grid)
     acc = np.zeros(grid.size, dtype=np.int64)
     for start in range(0, x.shape[0], 4_097):
@@ -124,7 +125,7 @@ def test_chunked_counting_equals_one_shot(level):
 
 
 def test_kernel_reports_dropped_and_nonfinite_rows(level):
-    grid = stats._BinGrid.make(4, [(0.0, 1.0)] * 2, 2)
+    grid = release_bins.BinGrid.make(4, [(0.0, 1.0)] * 2, 2)
     x = np.array([[0.5, 0.5], [2.0, 0.5], [np.nan, 2.0], [0.5, np.inf], [-np.inf, 0.1]])
     counts = np.zeros(grid.size, dtype=np.int64)
     dropped, bad = _histogram.count_into(x, *grid.kernel_args, False, counts)
@@ -214,7 +215,7 @@ def test_gaussian_mechanism_noise_scale():
                                   mechanism="gaussian", random_state=rng(31))
     noise = counts.astype(float).reshape(-1)
     noise[0] -= 10
-    sigma = stats._IntegerNoise.calibrate("gaussian", 1, 1.0, 1e-6).scale
+    sigma = release_sums.IntegerNoise.calibrate("gaussian", 1, 1.0, 1e-6).scale
     # sample variance within z * SE of sigma**2 (SE of a variance ~ sigma**2 sqrt(2 / n))
     se = sigma**2 * math.sqrt(2 / noise.size)
     assert abs(noise.var() - sigma**2) < z_critical() * se + 0.01 * sigma**2
@@ -294,11 +295,11 @@ def test_all_three_edge_modes_agree_with_numpy_on_random_ranges(level):
         hi = lo + float(g.choice([1e-6, 0.1, 1.0, 3.7, 1e4]))
         bins = int(g.choice([1, 2, 3, 10, 97, 1000, 65_537]))
         x = tricky_sample(3000, 1, bins, lo, hi, seed=trial)[: 3000 + 3 * (bins + 1)]
-        grid = stats._BinGrid.make(bins, [(lo, hi)], 1)
+        grid = release_bins.BinGrid.make(bins, [(lo, hi)], 1)
         ref, _ = np.histogramdd(x, bins=bins, range=[(lo, hi)])
         seen.add(int(grid.uniform[0]))
         for mode in (int(grid.uniform[0]), 1, 0):
-            forced = stats._BinGrid(grid.edges, np.array([mode], dtype=np.uint8))
+            forced = release_bins.BinGrid(grid.edges, np.array([mode], dtype=np.uint8))
             np.testing.assert_array_equal(kernel_counts(x, forced), ref, err_msg=str(mode))
     assert 2 in seen
 
@@ -320,7 +321,7 @@ def test_fast_path_margin_near_edges(level):
                 above = edges + k * np.spacing(edges)
             pts += [below, above]
         x = np.concatenate(pts)[:, None]
-        grid = stats._BinGrid.make(bins, [(lo, hi)], 1)
+        grid = release_bins.BinGrid.make(bins, [(lo, hi)], 1)
         assert grid.uniform[0] == 2
         ref, _ = np.histogramdd(x, bins=bins, range=[(lo, hi)])
         np.testing.assert_array_equal(kernel_counts(x, grid), ref)
@@ -402,7 +403,7 @@ def test_block_path_every_dimension_and_tail(dtype, clip, level):
                     x[rows, k] = g.choice(vals, size=rows.size)
                 with np.errstate(over="ignore"):  # 1e300 as float32 is inf: fine here
                     x = x.astype(dtype)
-                grid = stats._BinGrid.make(bins, ranges, d)
+                grid = release_bins.BinGrid.make(bins, ranges, d)
                 assert grid.uniform.min() >= 1
                 ref, not_counted, nonfinite = reference_counts(x, bins, ranges, clip)
                 for prefetch in (1 << 17, 0):  # prefetch off (small grid) and forced on
@@ -432,7 +433,7 @@ def test_block_path_large_uniform_sample(dtype, level):
         rows = g.integers(0, n, size=vals.size)
         x[rows, k] = vals
     x = x.astype(dtype)
-    grid = stats._BinGrid.make(bins, ranges, 3)
+    grid = release_bins.BinGrid.make(bins, ranges, 3)
     ref, not_counted, _ = reference_counts(x, bins, ranges, False)
     counts = np.zeros(grid.size, dtype=np.int64)
     assert _histogram.count_into(x, *grid.kernel_args, False, counts) == (not_counted, 0)

@@ -13,6 +13,7 @@ from scipy import stats as sps
 
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
+from dpcore._release import sums as release_sums
 import dpcore
 from dpcore import calibration, stats
 
@@ -304,7 +305,7 @@ def grid_of(bound, epsilon):
 
 
 def test_sum_calibration_is_exact():
-    plan = stats._Plan.calibrate(-1.0, 3.0, 0.0, (1,), "laplace", 0.7, 0.0, with_count=False)
+    plan = release_sums.NoisePlan.calibrate(-1.0, 3.0, 0.0, (1,), "laplace", 0.7, 0.0, with_count=False)
     s = plan.sums[0]
     assert s.grid == grid_of(3.0, 0.7)
     assert s.noise.sensitivity == round(3.0 / s.grid)  # the larger |bound| in grid units
@@ -352,7 +353,7 @@ def test_exact_summation_is_order_free_and_matches_rationals():
     g = rng(24)
     x = np.concatenate([g.uniform(-1e6, 1e6, 5000), g.uniform(-1e-9, 1e-9, 5000), [1e300, -1e300]])
     for eps in (1.0, 1e6):
-        plan = stats._Plan.calibrate(-1e6, 1e6, 0.0, (1,), "laplace", eps, 0.0, with_count=False)
+        plan = release_sums.NoisePlan.calibrate(-1e6, 1e6, 0.0, (1,), "laplace", eps, 0.0, with_count=False)
         s = plan.sums[0]
         ref = 0
         for v in np.clip(x, -1e6, 1e6):
@@ -366,7 +367,9 @@ def test_exact_summation_is_order_free_and_matches_rationals():
 
 
 def test_sensitivity_of_squares_covers_every_record():
-    center, plan = stats._moment_plan(-3.0, 5.0, (1, 2), "laplace", 1.0, 0.0)
+    stat = release_sums.Statistic.make("var", bounds=(-3.0, 5.0), mechanism="laplace", epsilon=1.0,
+                               delta=0.0)
+    center, plan = stat.center, stat.plan
     assert center == 1.0
     probe = np.linspace(-10, 10, 100_001)
     for s in plan.sums:
@@ -387,7 +390,9 @@ def test_mean_var_are_the_documented_post_processing(stat):
     lo, hi = 0.0, 10.0
     out = getattr(stats, stat)(x, bounds=(lo, hi), epsilon=0.9, random_state=rng(26))
     powers = (1,) if stat == "mean" else (1, 2)
-    center, plan = stats._moment_plan(lo, hi, powers, "laplace", 0.9, 0.0)
+    made = release_sums.Statistic.make("mean" if stat == "mean" else "var", bounds=(lo, hi),
+                               mechanism="laplace", epsilon=0.9, delta=0.0)
+    center, plan = made.center, made.plan
     parts = len(powers) + 1
     assert plan.count.epsilon * parts <= 0.9 and plan.count.epsilon == pytest.approx(0.9 / parts)
     assert all(s.noise.epsilon == plan.count.epsilon for s in plan.sums)
@@ -410,7 +415,9 @@ def test_mean_unbiased_to_second_order():
     x = np.tile(np.arange(0, 41) / 4.0, 50)[:2000]  # grid values in [0, 10]
     n = len(x)
     eps = 1.0
-    center, plan = stats._moment_plan(0.0, 10.0, (1,), "laplace", eps, 0.0)
+    stat = release_sums.Statistic.make("mean", bounds=(0.0, 10.0), mechanism="laplace", epsilon=eps,
+                               delta=0.0)
+    center, plan = stat.center, stat.plan
     s = plan.sums[0]
     y_units = s.exact_total(x)
     y = y_units * s.grid

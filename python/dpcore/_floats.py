@@ -12,7 +12,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["round_up", "round_down", "pow2_floor", "pow2_ceil"]
+__all__ = ["GRID_BITS", "round_up", "round_down", "pow2_floor", "pow2_ceil"]
+
+#: Automatic power-of-two grids put the noise scale at about 2**GRID_BITS grid units: rounding
+#: to the grid moves a value by at most 2**-(GRID_BITS + 1) noise scales (a sum of 10**9 rounded
+#: records by less than 1%), and the integer scales stay below the exact samplers' limits (2**40).
+GRID_BITS = 36
 
 
 def round_up(q) -> float:

@@ -17,8 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 from dpcore import _validation as check
-from dpcore import stats as _stats
-from dpcore.random import check_random_state
+from dpcore._release import Cost, release
+from dpcore._release.bins import (
+    OUTSIDE,
+    BinGrid,
+    add_cell_noise,
+    histogram_noise,
+    postprocess_counts,
+    sample_2d,
+)
+from dpcore._release.sums import Statistic, check_privacy, flat_records
 
 __all__ = ["histogramdd", "histogram", "count", "sum", "mean"]
 
@@ -78,7 +86,7 @@ def _chunk_counts(block, grid, clip, one_d):
     arr = _as_array(block)
     if one_d:
         arr = arr.reshape(-1)
-    sample = _stats._sample_2d(arr)
+    sample = sample_2d(arr)
     counts = np.zeros(grid.size, dtype=np.int64)
     dropped, bad = _histogram_count(grid, sample, counts, clip)
     return counts, dropped, bad
@@ -110,7 +118,7 @@ def _ndim_of(data):
 
 
 def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
-    """The exact (unreleased) flat int64 counts of ``sample`` on a ``stats._BinGrid``, by a
+    """The exact (unreleased) flat int64 counts of ``sample`` on a ``dpcore._release.bins.BinGrid``, by a
     tree reduction of per-chunk kernel counts. Not a release: for tests and for the release
     functions here."""
     dask, _ = _dask()
@@ -119,7 +127,7 @@ def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
     blocks = _blocks(sample, two_d=True)
     if blocks is None:
         counts = np.zeros(grid.size, dtype=np.int64)
-        arr = _stats._sample_2d(sample)
+        arr = sample_2d(sample)
         dropped, bad = _histogram_count(grid, arr, counts, clip)
     else:
         chunk = dask.delayed(_chunk_counts, pure=True)
@@ -175,19 +183,18 @@ def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="lapl
     True
     """
     d = _ndim_of(sample)
-    grid = _stats._BinGrid.make(bins, range, d)
-    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
-    if outside not in _stats._OUTSIDE:
+    grid = BinGrid.make(bins, range, d)
+    mechanism, epsilon, delta = check_privacy(mechanism, epsilon, delta)
+    if outside not in OUTSIDE:
         raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
-    noise = _stats._histogram_noise(mechanism, relation, epsilon, delta)
+    noise = histogram_noise(mechanism, relation, epsilon, delta)
     for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
     counts = exact_histogramdd(sample, grid, clip=outside == "clip", split_every=split_every)
-    rng = check_random_state(random_state)
-    _stats._charge(accountant, epsilon, delta, "distributed.histogramdd")
-    _stats._add_cell_noise(counts, noise, rng)
-    counts = _stats._postprocess(counts, nonnegative, consistent)
+    release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),
+            accountant=accountant, random_state=random_state, label="distributed.histogramdd")
+    counts = postprocess_counts(counts, nonnegative, consistent)
     return counts.reshape(grid.shape), list(grid.edges)
 
 
@@ -230,7 +237,7 @@ def histogram(x, *, bins, range, epsilon, delta=0.0, mechanism="laplace", nonneg
 
 
 def _chunk_exact(block, plan):
-    records = _stats._records(_as_array(block))
+    records = flat_records(_as_array(block))
     return plan.exact(records)
 
 
@@ -248,7 +255,7 @@ def _exact(x, plan, split_every):
     split_every = check.integer(split_every, "split_every", minimum=2)
     blocks = _blocks(x, two_d=False)
     if blocks is None:
-        return plan.exact(_stats._records(x))
+        return plan.exact(flat_records(x))
     chunk = dask.delayed(_chunk_exact, pure=True)
     total = _tree(dask, [chunk(b, plan) for b in blocks], _add_exact, split_every)
     if total is None:
@@ -278,12 +285,9 @@ def count(x, *, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY
     >>> abs(n - 1000) < 30
     True
     """
-    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
-    plan = _stats._Plan(_stats._IntegerNoise.calibrate(mechanism, 1, epsilon, delta), ())
-    exact = _exact(x, plan, split_every)
-    rng = check_random_state(random_state)
-    _stats._charge(accountant, epsilon, delta, "distributed.count")
-    return plan.release(exact, rng)[0]
+    stat = Statistic.make("count", mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(_exact(x, stat.plan, split_every), accountant=accountant,
+                        random_state=random_state, label="distributed.count")
 
 
 def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
@@ -310,14 +314,9 @@ def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=
     >>> abs(s - 1000) < 30
     True
     """
-    lower, upper = check.bounds_pair(bounds, "bounds")
-    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
-    plan = _stats._Plan.calibrate(lower, upper, 0.0, (1,), mechanism, epsilon, delta,
-                                  with_count=False)
-    exact = _exact(x, plan, split_every)
-    rng = check_random_state(random_state)
-    _stats._charge(accountant, epsilon, delta, "distributed.sum")
-    return plan.release(exact, rng)[1][0]
+    stat = Statistic.make("sum", bounds=bounds, mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(_exact(x, stat.plan, split_every), accountant=accountant,
+                        random_state=random_state, label="distributed.sum")
 
 
 def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
@@ -343,11 +342,6 @@ def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every
     >>> abs(m - 0.5) < 0.1
     True
     """
-    lower, upper = check.bounds_pair(bounds, "bounds")
-    mechanism, epsilon, delta = _stats._privacy(mechanism, epsilon, delta)
-    center, plan = _stats._moment_plan(lower, upper, (1,), mechanism, epsilon, delta)
-    exact = _exact(x, plan, split_every)
-    rng = check_random_state(random_state)
-    _stats._charge(accountant, epsilon, delta, "distributed.mean")
-    n, (s1,) = plan.release(exact, rng)
-    return float(np.clip(center + s1 / max(n, 1), lower, upper))
+    stat = Statistic.make("mean", bounds=bounds, mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(_exact(x, stat.plan, split_every), accountant=accountant,
+                        random_state=random_state, label="distributed.mean")

@@ -21,7 +21,7 @@ from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic, release
-from dpcore._floats import pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
+from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 __all__ = [
     "laplace",
@@ -39,9 +39,6 @@ MAX_DISCRETE_LAPLACE_SCALE = _noise.MAX_DLAP_SCALE
 #: Largest sigma the exact discrete Gaussian sampler accepts.
 MAX_DISCRETE_GAUSSIAN_SIGMA = _noise.MAX_DGAUSS_SIGMA
 
-# Automatic grids put the noise scale at about 2**GRID_BITS grid units: fine enough that rounding
-# to the grid is invisible, coarse enough that integers stay far below the samplers' limits.
-GRID_BITS = 30
 # Snapping draws U* >= 2**-1074, so its noise is bounded by 744.44 lambda: for bounds beyond half
 # of that, outputs near the clamp edge can be reachable from one input and not its neighbour.
 SNAPPING_PURE_BOUND_FACTOR = 372.0
@@ -266,7 +263,7 @@ def laplace(value, *, sensitivity, epsilon, bound=None, method="discrete", granu
         bound, works for vectors with an L1 sensitivity, and adds less noise near the bounds.
     granularity : float, optional
         ``"discrete"`` only: the output grid, a power of two. Default: the largest power of two
-        <= sensitivity / epsilon * 2**-30, so the rounding slack is about 2**-30 of the noise.
+        <= sensitivity / epsilon * 2**-36 (``GRID_BITS``), so the rounding slack is about 2**-36 of the noise.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default) uses dpcore's process-wide cryptographically secure ChaCha20 generator
         (unlike numpy and scikit-learn, where None means an insecure global generator). A seed or
@@ -443,7 +440,7 @@ def gaussian(value, *, sensitivity, epsilon=None, delta=None, rho=None, granular
     rho : float, optional
         Target rho-zCDP, > 0.
     granularity : float, optional
-        Output grid (a power of two). Default: the largest power of two <= sigma * 2**-30.
+        Output grid (a power of two). Default: the largest power of two <= sigma * 2**-36.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
         tests only.

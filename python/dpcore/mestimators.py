@@ -45,15 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore import _validation as check
-from dpcore.stats import (
-    _add_cell_noise,
-    _BinGrid,
-    _charge,
-    _histogram_noise,
-    _privacy,
-    _sample_2d,
-)
-from dpcore.random import check_random_state
+from dpcore._release import Cost, release
+from dpcore._release.bins import BinGrid, add_cell_noise, histogram_noise, sample_2d
+from dpcore._release.sums import check_privacy
 
 __all__ = [
     "PerturbedHistogram",
@@ -243,7 +237,7 @@ def perturbed_histogram(X, *, epsilon, bounds, h=None, bins=None, relation="repl
     >>> bool(abs(mestimators.median(rel) - 0.3) < 0.02)
     True
     """
-    arr = _sample_2d(X, "X")
+    arr = sample_2d(X, "X")
     n, d = arr.shape
     if bounds is None:
         raise ValueError("bounds is required: give the public box, one (lower, upper) per "
@@ -255,8 +249,8 @@ def perturbed_histogram(X, *, epsilon, bounds, h=None, bins=None, relation="repl
         raise ValueError(f"bounds must have one (lower, upper) pair per coordinate (d = {d}), "
                          f"got {len(bounds)}")
     bounds = [check.bounds_pair(b, f"bounds[{k}]") for k, b in enumerate(bounds)]
-    _, epsilon, _ = _privacy("laplace", epsilon, 0.0)
-    noise = _histogram_noise("laplace", relation, epsilon, 0.0)
+    _, epsilon, _ = check_privacy("laplace", epsilon, 0.0)
+    noise = histogram_noise("laplace", relation, epsilon, 0.0)
     if h is not None and bins is not None:
         raise ValueError("give h or bins, not both")
     if bins is None:
@@ -268,20 +262,20 @@ def perturbed_histogram(X, *, epsilon, bounds, h=None, bins=None, relation="repl
         else:
             h = check.probability(h, "h", open_high=False)
         bins = [math.ceil(1.0 / h - 1e-9)] * d
-    grid = _BinGrid.make(bins, bounds, d)
+    grid = BinGrid.make(bins, bounds, d)
     if grid.size > LARGE_GRID:
         warnings.warn(f"the grid has {grid.size} cells (> 1e8): memory and n / M are a concern",
                       RuntimeWarning, stacklevel=2)
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(arr, counts, True, name="X")
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, 0.0, "mestimators.perturbed_histogram")
-    _add_cell_noise(counts, noise, rng)
+    release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon),
+            accountant=accountant, random_state=random_state,
+            label="mestimators.perturbed_histogram")
     return PerturbedHistogram(counts.reshape(grid.shape), list(grid.edges), noise.scale,
                               epsilon, relation)
 
 
-def _release(release):
+def _check_release(release):
     if not isinstance(release, PerturbedHistogram):
         raise TypeError("release must be a PerturbedHistogram (from perturbed_histogram); "
                         f"got {type(release).__name__}: estimators never see raw data")
@@ -330,7 +324,7 @@ def m_estimate(release, loss, theta0, *, weights="threshold", beta=0.05, method=
     """
     from scipy import optimize
 
-    release = _release(release)
+    release = _check_release(release)
     pts, w = release.points(weights, beta=beta)
     theta0 = np.atleast_1d(np.asarray(theta0, dtype=np.float64))
     if method is None:
@@ -384,7 +378,7 @@ def quantile(release, q, *, axis=0, weights="threshold", beta=0.05):
     >>> mestimators.quantile(rel, 0.5)
     1.5
     """
-    release = _release(release)
+    release = _check_release(release)
     q = check.probability(q, "q", open_low=False, open_high=False)
     w, e = _marginal(release, axis, weights, beta)
     total = w.sum()
@@ -451,7 +445,7 @@ def huber_location(release, *, c=1.345, axis=0, weights="threshold", beta=0.05):
     """
     from scipy import optimize
 
-    release = _release(release)
+    release = _check_release(release)
     c = check.positive(c, "c")
     w, e = _marginal(release, axis, weights, beta)
     mids = (e[:-1] + e[1:]) / 2
@@ -501,7 +495,7 @@ def lad_regression(release, *, weights="threshold", beta=0.05):
     """
     from scipy import optimize
 
-    release = _release(release)
+    release = _check_release(release)
     if weights == "raw":
         raise ValueError("lad_regression needs nonnegative weights: 'threshold' or 'clip'")
     X, y, w = _design(release, weights, beta)
@@ -544,7 +538,7 @@ def huber_regression(release, *, c=1.345, weights="threshold", beta=0.05):
     """
     from scipy import optimize
 
-    release = _release(release)
+    release = _check_release(release)
     c = check.positive(c, "c")
     X, y, w = _design(release, weights, beta)
     if X.shape[0] == 0:

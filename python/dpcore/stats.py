@@ -25,34 +25,35 @@ Conventions shared by all of them (see each function's Privacy section):
 """
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
-from dpcore import _histogram
 from dpcore import _validation as check
-from dpcore import calibration
-from dpcore.mechanisms import (
-    MAX_DISCRETE_GAUSSIAN_SIGMA,
-    MAX_DISCRETE_LAPLACE_SCALE,
-    discrete_gaussian,
-    discrete_laplace,
+from dpcore._floats import GRID_BITS
+from dpcore._release import Cost, release
+from dpcore._release.bins import (
+    MAX_HISTOGRAM_CELLS,
+    OUTSIDE,
+    BinGrid,
+    add_cell_noise,
+    histogram_noise,
+    postprocess_counts,
+    sample_2d,
 )
-from dpcore.random import check_random_state
-from dpcore._release import Cost, check_accountant
+from dpcore._release.sums import (
+    IntegerNoise,
+    Statistic,
+    check_privacy,
+    flat_records,
+    split_budget,
+)
+from dpcore.mestimators import perturbed_histogram
 from dpcore.selection import ExponentialMechanism
-from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
 
 __all__ = ["count", "sum", "mean", "var", "std", "quantile", "median", "histogram", "histogramdd",
-           "perturbed_histogram"]  # noqa: F822 (module __getattr__, lazily: no import cycle)
+           "perturbed_histogram"]
 
-#: Sums are taken on a grid that puts the noise scale at about 2**GRID_BITS grid units: each
-#: record is rounded by at most 2**-(GRID_BITS + 1) noise scales, so even 10**9 records move the
-#: sum by less than 1% of a noise scale, and the scales stay below the samplers' limits (2**40).
-GRID_BITS = 36
 #: Quantile levels are used as the nearest multiple of 2**-QUANTILE_BITS, so utilities are exact.
 QUANTILE_BITS = 20
 #: Largest number of records the quantile utilities are exact for (2**20 * n < 2**53).
@@ -63,251 +64,8 @@ DEFAULT_QUANTILE_GRID = 2**16 + 1
 MAX_QUANTILE_GRID = 2**30 + 1
 #: Integer grids with more points than this are streamed to the selection in chunks.
 _GRID_CHUNK = 2**18
-_MECHANISMS = ("laplace", "gaussian")
 _INTERVAL_METHODS = ("gumbel",)
 _GRID_METHODS = ("exact", "gumbel", "inverse-cdf")
-_builtin_sum = sum
-
-
-# ------------------------------------------------------------------------------------------------
-# small exact helpers
-
-
-def _split(value: float, k: int) -> float:
-    """The largest double e with k * e <= value (exactly): an equal share of a budget."""
-    return _round_down(Fraction(value) / k)
-
-
-def _records(x):
-    """The data as a flat float64 array of records; NaN and infinities rejected (naming x)."""
-    return check.finite_array(x, "x").reshape(-1)
-
-
-def _privacy(mechanism, epsilon, delta):
-    """Validate (mechanism, epsilon, delta); returns (mechanism, epsilon, delta)."""
-    if mechanism not in _MECHANISMS:
-        raise ValueError(f"mechanism must be 'laplace' or 'gaussian', got {mechanism!r}")
-    epsilon = check.positive(epsilon, "epsilon")
-    if mechanism == "laplace":
-        delta = 0.0 if delta is None else check.real(delta, "delta")
-        if delta != 0.0:
-            raise ValueError(
-                f"delta must be 0 for mechanism='laplace' (pure epsilon-DP), got {delta!r}; "
-                "use mechanism='gaussian' for (epsilon, delta)-DP"
-            )
-    else:
-        if delta is None:
-            raise ValueError("delta is required for mechanism='gaussian': give 0 < delta < 1")
-        delta = check.probability(delta, "delta")
-    return mechanism, epsilon, delta
-
-
-def _charge(accountant, epsilon, delta, label):
-    Cost(epsilon, delta).charge(check_accountant(accountant), label)
-
-
-# ------------------------------------------------------------------------------------------------
-# calibrated integer noise and exactly summed real-valued queries
-
-
-@dataclass(frozen=True)
-class _IntegerNoise:
-    """Exact integer noise for an integer query of integer sensitivity D (L1 = L2 = D: one
-    coordinate changes by at most D between neighbours).
-
-    ``"laplace"``: discrete Laplace with scale t = D / epsilon rounded up (pure, epsilon_effective
-    = D / t <= epsilon). ``"gaussian"``: discrete Gaussian with the smallest sigma for which the
-    exact Canonne-Kamath-Steinke delta at (epsilon, D) is <= delta.
-    """
-
-    mechanism: str
-    sensitivity: int
-    epsilon: float
-    delta: float
-    scale: float  # discrete Laplace scale t, or discrete Gaussian sigma
-
-    @classmethod
-    def calibrate(cls, mechanism, sensitivity, epsilon, delta):
-        return _calibrated_noise(cls, mechanism, max(int(sensitivity), 1), epsilon, delta)
-
-    @classmethod
-    def _calibrate(cls, mechanism, sensitivity, epsilon, delta):
-        if mechanism == "laplace":
-            exact = Fraction(sensitivity) / Fraction(epsilon)
-            if exact > MAX_DISCRETE_LAPLACE_SCALE:
-                raise ValueError(
-                    f"epsilon={epsilon!r} is too small for the exact discrete Laplace sampler "
-                    f"(scale {float(exact):.3g} grid units > {MAX_DISCRETE_LAPLACE_SCALE:.3g})"
-                )
-            scale = _round_up(exact)
-        else:
-            scale = calibration.discrete_gaussian_sigma(epsilon, delta, sensitivity)
-            if scale > MAX_DISCRETE_GAUSSIAN_SIGMA:
-                raise ValueError(
-                    f"epsilon={epsilon!r}, delta={delta!r} are too small for the exact discrete "
-                    f"Gaussian sampler (sigma {scale:.3g} grid units)"
-                )
-        return cls(mechanism, sensitivity, epsilon, delta, scale)
-
-    @property
-    def epsilon_effective(self):
-        """Laplace: D / t rounded up (<= epsilon). Gaussian: epsilon (at the calibrated delta)."""
-        if self.mechanism == "laplace":
-            return _round_up(Fraction(self.sensitivity) / Fraction(self.scale))
-        return self.epsilon
-
-    @property
-    def variance(self):
-        """Variance of one noise draw, in grid units squared."""
-        if self.mechanism == "laplace":
-            q = math.exp(-1.0 / self.scale)
-            return 2.0 * q / (1.0 - q) ** 2
-        # the discrete Gaussian's variance is below sigma**2 (CKS); summed for small sigma
-        sigma = self.scale
-        if sigma > 50:
-            return sigma * sigma
-        k = np.arange(-int(40 * sigma) - 10, int(40 * sigma) + 11, dtype=float)
-        w = np.exp(-(k * k) / (2 * sigma * sigma))
-        return float(np.sum(k * k * w) / np.sum(w))
-
-    def draw(self, size, rng):
-        if self.mechanism == "laplace":
-            return discrete_laplace(self.scale, size, random_state=rng)
-        return discrete_gaussian(self.scale, size, random_state=rng)
-
-
-@functools.lru_cache(maxsize=256)
-def _calibrated_noise(cls, mechanism, sensitivity, epsilon, delta):
-    # Pure functions of public parameters (the Gaussian ones take milliseconds): cached.
-    return cls._calibrate(mechanism, sensitivity, epsilon, delta)
-
-
-@functools.lru_cache(maxsize=256)
-def _gaussian_spread(epsilon, delta, reach):
-    return calibration.analytic_gaussian_sigma(epsilon, delta, reach)
-
-
-@dataclass(frozen=True)
-class _SumQuery:
-    """A sum over records of a per-record map, released on a power-of-two grid.
-
-    Each record x is clipped to [lower, upper], shifted by ``center``, raised to ``power`` (1 or
-    2), divided by ``grid`` and rounded to an integer (half to even); the integers are summed
-    exactly. Every step is monotone in the clipped record (in |x - center| for power 2), so the
-    largest |integer| any one record can contribute is attained at a bound: that is the
-    sensitivity in grid units under add/remove, exactly.
-    """
-
-    lower: float
-    upper: float
-    center: float
-    power: int
-    grid: float
-    noise: _IntegerNoise
-
-    @classmethod
-    def calibrate(cls, lower, upper, center, power, mechanism, epsilon, delta):
-        ends = np.array([lower, upper])
-        reach = float(np.max(np.abs(cls._mapped(ends, lower, upper, center, power))))
-        if reach == 0.0:  # unreachable with lower < upper; keeps the grid well defined
-            reach = 1.0
-        if mechanism == "laplace":
-            spread = reach / epsilon
-        else:
-            spread = _gaussian_spread(epsilon, delta, reach)
-        if not math.isfinite(spread * 2.0**-GRID_BITS):
-            raise ValueError(
-                f"bounds ({lower!r}, {upper!r}) are too wide for epsilon={epsilon!r}: the noise "
-                "scale overflows; rescale the data"
-            )
-        # about 2**-GRID_BITS of the noise scale, but never so fine that one record spans more
-        # than 2**60 units (huge epsilon)
-        grid = max(_pow2_floor(spread * 2.0**-GRID_BITS), 2.0 * _pow2_floor(reach * 2.0**-61))
-        if not 0.0 < grid < math.inf or not math.isfinite(reach / grid):
-            raise ValueError(
-                f"bounds ({lower!r}, {upper!r}) with epsilon={epsilon!r} give no usable grid; "
-                "rescale the data"
-            )
-        units = cls._units_of(ends, lower, upper, center, power, grid)
-        sensitivity = int(np.max(np.abs(units)))
-        noise = _IntegerNoise.calibrate(mechanism, sensitivity, epsilon, delta)
-        return cls(lower, upper, center, power, grid, noise)
-
-    @staticmethod
-    def _mapped(values, lower, upper, center, power):
-        y = np.clip(values, lower, upper) - center
-        return y * y if power == 2 else y
-
-    @classmethod
-    def _units_of(cls, values, lower, upper, center, power, grid):
-        scaled = cls._mapped(values, lower, upper, center, power) / grid
-        with np.errstate(over="raise", invalid="raise"):
-            units = np.rint(scaled)
-        if units.size and float(np.max(np.abs(units))) >= 2.0**62:
-            raise ValueError(
-                "epsilon is too large for these bounds: one record would span more than 2**62 "
-                "grid units"
-            )
-        return units.astype(np.int64)
-
-    def units(self, records):
-        """The per-record integers (grid units)."""
-        return self._units_of(records, self.lower, self.upper, self.center, self.power, self.grid)
-
-    def exact_total(self, records) -> int:
-        """The exact sum of the per-record integers (Python int; int64 partial sums that
-        provably cannot overflow)."""
-        units = self.units(records)
-        step = max(1, (2**62) // max(self.noise.sensitivity, 1))
-        return _builtin_sum(int(np.sum(units[i:i + step], dtype=np.int64))
-                            for i in np.arange(0, units.size, step))
-
-    def to_real(self, total: int) -> float:
-        """Grid units back to a double (one correctly rounded conversion; post-processing)."""
-        try:
-            return float(Fraction(total) * Fraction(self.grid))
-        except OverflowError:  # beyond the double range
-            return math.copysign(math.inf, total)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """The noisy count and noisy sums a statistic releases, with the budget split equally."""
-
-    count: _IntegerNoise
-    sums: tuple
-
-    @classmethod
-    def calibrate(cls, lower, upper, center, powers, mechanism, epsilon, delta, with_count=True):
-        parts = len(powers) + (1 if with_count else 0)
-        eps_part = _split(epsilon, parts)
-        delta_part = _split(delta, parts) if delta else 0.0
-        count = _IntegerNoise.calibrate(mechanism, 1, eps_part, delta_part) if with_count else None
-        sums = tuple(
-            _SumQuery.calibrate(lower, upper, center, p, mechanism, eps_part, delta_part)
-            for p in powers
-        )
-        return cls(count, sums)
-
-    def exact(self, records):
-        """The exact (unreleased) answers: (number of records, [sums in grid units])."""
-        return int(records.size), [s.exact_total(records) for s in self.sums]
-
-    def release(self, exact, rng):
-        """Noise the exact answers: (noisy count or None, [noisy sums as floats]), drawn in
-        that order."""
-        n, totals = exact
-        noisy_count = None
-        if self.count is not None:
-            noisy_count = n + int(self.count.draw(None, rng))
-        noisy_sums = [s.to_real(t + int(s.noise.draw(None, rng))) for s, t in zip(self.sums, totals)]
-        return noisy_count, noisy_sums
-
-
-def _moment_plan(lower, upper, powers, mechanism, epsilon, delta):
-    """Plan for mean/var: noisy count plus noisy sums of (x - c)**p, c the middle of the bounds."""
-    center = lower / 2 + upper / 2  # no overflow; any public center is valid
-    return center, _Plan.calibrate(lower, upper, center, powers, mechanism, epsilon, delta)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -361,12 +119,10 @@ def count(x, *, epsilon, delta=0.0, mechanism="laplace", random_state=None, acco
     >>> isinstance(n, int)
     True
     """
-    records = _records(x)
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
-    noise = _IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, "stats.count")
-    return int(records.size) + int(noise.draw(None, rng))
+    records = flat_records(x)
+    stat = Statistic.make("count", mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(stat.plan.exact(records), accountant=accountant,
+                        random_state=random_state, label="stats.count")
 
 
 def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
@@ -433,14 +189,10 @@ def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state
     >>> abs(s - 20.0) < 100        # 100.0 is clipped to 10.0; noise scale 10
     True
     """
-    records = _records(x)
-    lower, upper = check.bounds_pair(bounds, "bounds")
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
-    plan = _Plan.calibrate(lower, upper, 0.0, (1,), mechanism, epsilon, delta, with_count=False)
-    exact = plan.exact(records)
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, "stats.sum")
-    return plan.release(exact, rng)[1][0]
+    records = flat_records(x)
+    stat = Statistic.make("sum", bounds=bounds, mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(stat.plan.exact(records), accountant=accountant,
+                        random_state=random_state, label="stats.sum")
 
 
 def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
@@ -506,33 +258,18 @@ def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_stat
     >>> abs(m - 5.0) < 0.5
     True
     """
-    records = _records(x)
-    lower, upper = check.bounds_pair(bounds, "bounds")
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
-    center, plan = _moment_plan(lower, upper, (1,), mechanism, epsilon, delta)
-    exact = plan.exact(records)
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, "stats.mean")
-    n, (s1,) = plan.release(exact, rng)
-    return float(np.clip(center + s1 / max(n, 1), lower, upper))
+    records = flat_records(x)
+    stat = Statistic.make("mean", bounds=bounds, mechanism=mechanism, epsilon=epsilon, delta=delta)
+    return stat.release(stat.plan.exact(records), accountant=accountant,
+                        random_state=random_state, label="stats.mean")
 
 
 def _variance(x, bounds, epsilon, delta, mechanism, ddof, random_state, accountant, label):
-    records = _records(x)
-    lower, upper = check.bounds_pair(bounds, "bounds")
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
-    ddof = check.integer(ddof, "ddof", minimum=0)
-    center, plan = _moment_plan(lower, upper, (1, 2), mechanism, epsilon, delta)
-    exact = plan.exact(records)
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, label)
-    n, (s1, s2) = plan.release(exact, rng)
-    n = max(n, 1)
-    m1 = s1 / n
-    denominator = max(n - ddof, 1)
-    v = (s2 / n - m1 * m1) * (n / denominator)
-    half_width = upper / 2 - lower / 2
-    return float(np.clip(v, 0.0, half_width * half_width * (n / denominator)))
+    records = flat_records(x)
+    stat = Statistic.make("var", bounds=bounds, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                          ddof=ddof)
+    return stat.release(stat.plan.exact(records), accountant=accountant,
+                        random_state=random_state, label=label)
 
 
 def var(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", random_state=None,
@@ -867,7 +604,7 @@ def quantile(x, q, *, epsilon, bounds=None, grid=None, method=None, random_state
 
 
 def _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant, label):
-    records = _records(x)
+    records = flat_records(x)
     lower, upper = check.bounds_pair(bounds, "bounds")
     epsilon = check.positive(epsilon, "epsilon")
     shape, numerators = _quantile_levels(q)
@@ -891,7 +628,7 @@ def _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant, lab
                 f"got {method!r}"
             )
         candidates = _Grid(DEFAULT_QUANTILE_GRID if grid is None else grid, lower, upper)
-    eps_each = _split(epsilon, numerators.size)
+    eps_each = split_budget(epsilon, numerators.size)
     # one mechanism per distinct level: sensitivity max(q, 1 - q), exact (q = k / 2**20)
     mechs = {
         int(k): ExponentialMechanism.calibrate(
@@ -917,21 +654,24 @@ def _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant, lab
         with np.errstate(divide="ignore"):
             log_lengths = np.log(lengths)  # -inf for empty intervals
         ranks = np.arange(n + 1, dtype=np.int64)
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, 0.0, label)
-    out = np.empty(numerators.size)
-    for j, k in enumerate(numerators):
-        mech = mechs[int(k)]
-        if candidates is None:
-            u = _rank_utility(ranks, int(k), n) + log_lengths / mech.scale
-        else:
-            u = candidates.utilities(z, int(k))
-        index = mech.select(u, random_state=rng)
-        if candidates is None:
-            out[j] = rng.uniform(edges[index], edges[index + 1])
-        else:
-            out[j] = candidates.point(index)
-    out = out.reshape(shape)
+
+    def draw(rng):
+        out = np.empty(numerators.size)
+        for j, k in enumerate(numerators):
+            mech = mechs[int(k)]
+            if candidates is None:
+                u = _rank_utility(ranks, int(k), n) + log_lengths / mech.scale
+            else:
+                u = candidates.utilities(z, int(k))
+            index = mech.select(u, random_state=rng)
+            if candidates is None:
+                out[j] = rng.uniform(edges[index], edges[index + 1])
+            else:
+                out[j] = candidates.point(index)
+        return out
+
+    out = release(draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
+                  label=label).reshape(shape)
     return float(out[()]) if out.ndim == 0 else out
 
 
@@ -1085,18 +825,17 @@ def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", n
     >>> bool(abs(counts[0] - 500) < 30 and abs(counts[1]) < 30)
     True
     """
-    records = _records(x)
+    records = flat_records(x)
     bins, value_range = _bin_edges(bins, range)
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
+    mechanism, epsilon, delta = check_privacy(mechanism, epsilon, delta)
     if not isinstance(nonnegative, (bool, np.bool_)):
         raise TypeError(f"nonnegative must be True or False, got {type(nonnegative).__name__}")
-    noise = _IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
-    grid = _BinGrid.make([bins], None if value_range is None else [value_range], 1)
+    noise = IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
+    grid = BinGrid.make([bins], None if value_range is None else [value_range], 1)
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(records[:, None], counts, False, name="x")
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, "stats.histogram")
-    _add_cell_noise(counts, noise, rng)
+    release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),
+            accountant=accountant, random_state=random_state, label="stats.histogram")
     if nonnegative:
         np.maximum(counts, 0, out=counts)
     return counts, grid.edges[0]
@@ -1104,186 +843,6 @@ def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", n
 
 # ------------------------------------------------------------------------------------------------
 # d-dimensional histogram (kernel _histogram)
-
-_OUTSIDE = ("drop", "clip")
-_RELATIONS = ("add_remove", "replace")
-#: Largest number of cells a histogram may have (the counts are one int64 array).
-#: Largest number of histogram cells, checked before anything is allocated or charged: 2**28
-#: cells take 2 GiB as int64 counts (and as much again for the noise).
-MAX_HISTOGRAM_CELLS = 2**28
-
-
-def _arith_edges(lower, upper, bins):
-    """j * step + lower for j < bins, each operation rounded once (as the kernel computes them)."""
-    step = (upper - lower) / bins
-    return np.arange(bins, dtype=np.float64) * step + lower
-
-
-@dataclass(frozen=True, eq=False)
-class _BinGrid:
-    """Public bin edges of a d-dimensional grid, in the form the kernel takes them."""
-
-    edges: tuple  # d strictly increasing float64 arrays
-    uniform: np.ndarray  # uint8 per axis: 0 explicit edges, 1 linspace, 2 linspace = j*step+lo
-
-    @property
-    def shape(self):
-        return tuple(e.size - 1 for e in self.edges)
-
-    @property
-    def size(self):
-        return math.prod(self.shape)
-
-    @classmethod
-    def make(cls, bins, value_range, d):
-        """Validate numpy.histogramdd-style public ``bins`` and ``range`` for d axes."""
-        if isinstance(bins, (str, bytes)):
-            raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
-                             "'auto' look at the data")
-        if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
-            bins = [bins] * d
-        try:
-            bins = list(bins)
-        except TypeError:
-            raise TypeError(f"bins must be an int or a sequence of d = {d} ints or edge arrays, "
-                            f"got {type(bins).__name__}") from None
-        if len(bins) != d:
-            raise ValueError(f"bins must have one entry per dimension (d = {d}), got {len(bins)}")
-        if value_range is None:
-            value_range = [None] * d
-        else:
-            value_range = list(value_range)
-            if d == 1 and len(value_range) == 2 and not hasattr(value_range[0], "__len__"):
-                value_range = [value_range]  # range=(lo, hi) for one dimension
-            if len(value_range) != d:
-                raise ValueError(f"range must have one (lower, upper) pair per dimension "
-                                 f"(d = {d}), got {len(value_range)}")
-        edges, uniform = [], []
-        for k, (b, r) in enumerate(zip(bins, value_range)):
-            if isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)):
-                b = check.integer(b, f"bins[{k}]", minimum=1)
-                lower, upper = check.bounds_pair(r, f"range[{k}]")
-                if not math.isfinite(upper - lower):
-                    raise ValueError(f"range[{k}] is too wide: upper - lower overflows a double")
-                e = np.linspace(lower, upper, b + 1)  # numpy.histogramdd's edges
-                # mode 2 when every edge below the last is j * step + lower in doubles (numpy's
-                # linspace formula): the kernel then computes edges instead of loading them
-                uniform.append(2 if np.array_equal(_arith_edges(lower, upper, b), e[:-1]) else 1)
-            else:
-                e = check.finite_array(b, f"bins[{k}]")
-                if e.ndim != 1 or e.size < 2:
-                    raise ValueError(f"bins[{k}] must be an int >= 1 or a 1-d array of at least 2 "
-                                     f"edges, got shape {e.shape}")
-                if r is not None:
-                    lower, upper = check.bounds_pair(r, f"range[{k}]")
-                    if lower != e[0] or upper != e[-1]:
-                        raise ValueError(f"range[{k}] ({lower!r}, {upper!r}) disagrees with the "
-                                         f"edges in bins[{k}] ({e[0]!r}, {e[-1]!r})")
-                uniform.append(0)
-            if not np.all(np.diff(e) > 0):
-                raise ValueError(f"bins[{k}] must give strictly increasing edges")
-            with np.errstate(over="ignore", divide="ignore"):
-                width = e[-1] - e[0]
-                per_unit = (e.size - 1) / width
-            if not (math.isfinite(width) and math.isfinite(per_unit) and per_unit > 0
-                    and np.all(np.diff(e) >= np.finfo(np.float64).tiny)):
-                raise ValueError(
-                    f"range[{k}] / bins[{k}] give bins too narrow or too wide for double "
-                    f"precision (width {float(width)!r} over {e.size - 1} bins); rescale the data"
-                )
-            edges.append(np.ascontiguousarray(e, dtype=np.float64))
-        size = math.prod(e.size - 1 for e in edges)
-        if size > MAX_HISTOGRAM_CELLS:
-            raise ValueError(f"bins give {size} cells, more than MAX_HISTOGRAM_CELLS = "
-                             f"{MAX_HISTOGRAM_CELLS} (2**28, 2 GiB of counts)")
-        return cls(tuple(edges), np.array(uniform, dtype=np.uint8))
-
-    @functools.cached_property
-    def kernel_args(self):
-        shape = self.shape
-        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-        offsets = np.cumsum([0] + [e.size for e in self.edges[:-1]]).astype(np.int64)
-        scales = np.array([(e.size - 1) / (e[-1] - e[0]) for e in self.edges])
-        steps = np.array([(e[-1] - e[0]) / (e.size - 1) for e in self.edges])
-        # the kernel's fast-path margin (proof in dpcore/_histogram.pyx); 1.0 disables it
-        margins = np.array([
-            min(1.0, 2.0**-49 * (e.size - 1) * (1 + (abs(e[0]) + abs(e[-1])) / (e[-1] - e[0])))
-            if u == 2 else 1.0 for e, u in zip(self.edges, self.uniform)])
-        return (np.concatenate(self.edges), offsets, np.array(shape, dtype=np.int64),
-                np.array(strides, dtype=np.int64), scales, steps, margins, self.uniform)
-
-    def count_into(self, sample, counts, clip, name="sample"):
-        """counts (flat int64, C order) += the cell counts of a validated (n, d) sample.
-        Returns the number of rows not counted; raises ValueError naming ``name`` on NaN/inf."""
-        sample = np.ascontiguousarray(sample)  # a no-op for the validated samples
-        dropped, bad = _histogram.count_into(sample, *self.kernel_args, clip, counts)
-        if bad:
-            raise ValueError(f"{name} must not contain NaN or infinite values")
-        return dropped
-
-
-def _sample_2d(sample, name="sample"):
-    """numpy.histogramdd's reading of ``sample``: (N, D), or 1-d as N points in one dimension.
-    Returns a C-contiguous float32/float64 array (NaN is rejected later, by the kernel)."""
-    if isinstance(sample, (str, bytes)):
-        raise TypeError(f"{name} must be an array of numbers, got {type(sample).__name__}")
-    try:
-        arr = np.asarray(sample)
-    except Exception as exc:
-        raise TypeError(f"{name} must be an array of numbers: {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_) \
-            or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must contain real numbers, got dtype {arr.dtype}")
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be (N, D) or 1-d, got shape {arr.shape}")
-    if arr.shape[1] < 1:
-        raise ValueError(f"{name} must have at least one column, got shape {arr.shape}")
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    return np.ascontiguousarray(arr, dtype=dtype)
-
-
-def _histogram_noise(mechanism, relation, epsilon, delta):
-    """Calibrated per-cell integer noise: L1 sensitivity 1 (add/remove) or 2 (replace-one)."""
-    if relation not in _RELATIONS:
-        raise ValueError(f"relation must be 'add_remove' or 'replace', got {relation!r}")
-    if relation == "replace" and mechanism == "gaussian":
-        raise ValueError("relation='replace' is supported with mechanism='laplace' only "
-                         "(two cells move; use relation='add_remove' for the Gaussian)")
-    return _IntegerNoise.calibrate(mechanism, 2 if relation == "replace" else 1, epsilon, delta)
-
-
-def _add_cell_noise(counts, noise, rng):
-    """counts (flat int64) += independent noise in every cell, empty ones included."""
-    if noise.mechanism == "laplace":
-        _histogram.discrete_laplace_add_into(counts, noise.scale, rng)
-    else:
-        counts += noise.draw(counts.size, rng)
-
-
-def _project_simplex(v, total):
-    """Euclidean projection of v onto {w >= 0, sum w = total} (total >= 0)."""
-    if total <= 0:
-        return np.zeros_like(v, dtype=np.float64)
-    u = np.sort(v.astype(np.float64))[::-1]
-    css = np.cumsum(u) - total
-    idx = np.arange(1, u.size + 1)
-    rho = np.nonzero(u - css / idx > 0)[0][-1]
-    theta = css[rho] / (rho + 1)
-    return np.maximum(v - theta, 0.0)
-
-
-def _postprocess(counts, nonnegative, consistent):
-    for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
-    if consistent:
-        return _project_simplex(counts, max(float(counts.sum()), 0.0))
-    if nonnegative:
-        np.maximum(counts, 0, out=counts)
-    return counts
-
 
 def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace",
                 outside="drop", relation="add_remove", nonnegative=False, consistent=False,
@@ -1372,27 +931,18 @@ def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="lapl
     >>> bool(abs(counts[0, 1] - 400) < 30 and abs(counts[1, 0]) < 30)
     True
     """
-    arr = _sample_2d(sample)
-    grid = _BinGrid.make(bins, range, arr.shape[1])
-    mechanism, epsilon, delta = _privacy(mechanism, epsilon, delta)
-    if outside not in _OUTSIDE:
+    arr = sample_2d(sample)
+    grid = BinGrid.make(bins, range, arr.shape[1])
+    mechanism, epsilon, delta = check_privacy(mechanism, epsilon, delta)
+    if outside not in OUTSIDE:
         raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
-    noise = _histogram_noise(mechanism, relation, epsilon, delta)
+    noise = histogram_noise(mechanism, relation, epsilon, delta)
     for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(arr, counts, outside == "clip")
-    rng = check_random_state(random_state)
-    _charge(accountant, epsilon, delta, "stats.histogramdd")
-    _add_cell_noise(counts, noise, rng)
-    return _postprocess(counts, nonnegative, consistent).reshape(grid.shape), list(grid.edges)
+    release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),
+            accountant=accountant, random_state=random_state, label="stats.histogramdd")
+    return postprocess_counts(counts, nonnegative, consistent).reshape(grid.shape), list(grid.edges)
 
-
-def __getattr__(name):
-    # Lei's perturbed histogram lives in dpcore.mestimators (which imports this module).
-    if name == "perturbed_histogram":
-        from dpcore.mestimators import perturbed_histogram
-
-        return perturbed_histogram
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,200 @@
+"""Public bin grids and noisy cell counts: the layer under every histogram release
+(:mod:`dpcore.stats`, :mod:`dpcore.mestimators`, :mod:`dpcore.distributed`).
+
+Privacy
+-------
+Validation of public bins, exact counting and per-cell noise; the releases that use it state
+their guarantees.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcore import _histogram
+from dpcore import _validation as check
+from dpcore._release.sums import IntegerNoise
+
+__all__ = ["MAX_HISTOGRAM_CELLS", "OUTSIDE", "RELATIONS", "BinGrid", "add_cell_noise",
+           "arith_edges", "histogram_noise", "postprocess_counts", "project_simplex", "sample_2d"]
+
+OUTSIDE = ("drop", "clip")
+RELATIONS = ("add_remove", "replace")
+#: Largest number of histogram cells, checked before anything is allocated or charged: 2**28
+#: cells take 2 GiB as int64 counts (and as much again for the noise).
+MAX_HISTOGRAM_CELLS = 2**28
+
+
+def arith_edges(lower, upper, bins):
+    """j * step + lower for j < bins, each operation rounded once (as the kernel computes them)."""
+    step = (upper - lower) / bins
+    return np.arange(bins, dtype=np.float64) * step + lower
+
+
+@dataclass(frozen=True, eq=False)
+class BinGrid:
+    """Public bin edges of a d-dimensional grid, in the form the kernel takes them."""
+
+    edges: tuple  # d strictly increasing float64 arrays
+    uniform: np.ndarray  # uint8 per axis: 0 explicit edges, 1 linspace, 2 linspace = j*step+lo
+
+    @property
+    def shape(self):
+        return tuple(e.size - 1 for e in self.edges)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @classmethod
+    def make(cls, bins, value_range, d):
+        """Validate numpy.histogramdd-style public ``bins`` and ``range`` for d axes."""
+        if isinstance(bins, (str, bytes)):
+            raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
+                             "'auto' look at the data")
+        if isinstance(bins, (int, np.integer)) and not isinstance(bins, (bool, np.bool_)):
+            bins = [bins] * d
+        try:
+            bins = list(bins)
+        except TypeError:
+            raise TypeError(f"bins must be an int or a sequence of d = {d} ints or edge arrays, "
+                            f"got {type(bins).__name__}") from None
+        if len(bins) != d:
+            raise ValueError(f"bins must have one entry per dimension (d = {d}), got {len(bins)}")
+        if value_range is None:
+            value_range = [None] * d
+        else:
+            value_range = list(value_range)
+            if d == 1 and len(value_range) == 2 and not hasattr(value_range[0], "__len__"):
+                value_range = [value_range]  # range=(lo, hi) for one dimension
+            if len(value_range) != d:
+                raise ValueError(f"range must have one (lower, upper) pair per dimension "
+                                 f"(d = {d}), got {len(value_range)}")
+        edges, uniform = [], []
+        for k, (b, r) in enumerate(zip(bins, value_range)):
+            if isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)):
+                b = check.integer(b, f"bins[{k}]", minimum=1)
+                lower, upper = check.bounds_pair(r, f"range[{k}]")
+                if not math.isfinite(upper - lower):
+                    raise ValueError(f"range[{k}] is too wide: upper - lower overflows a double")
+                e = np.linspace(lower, upper, b + 1)  # numpy.histogramdd's edges
+                # mode 2 when every edge below the last is j * step + lower in doubles (numpy's
+                # linspace formula): the kernel then computes edges instead of loading them
+                uniform.append(2 if np.array_equal(arith_edges(lower, upper, b), e[:-1]) else 1)
+            else:
+                e = check.finite_array(b, f"bins[{k}]")
+                if e.ndim != 1 or e.size < 2:
+                    raise ValueError(f"bins[{k}] must be an int >= 1 or a 1-d array of at least 2 "
+                                     f"edges, got shape {e.shape}")
+                if r is not None:
+                    lower, upper = check.bounds_pair(r, f"range[{k}]")
+                    if lower != e[0] or upper != e[-1]:
+                        raise ValueError(f"range[{k}] ({lower!r}, {upper!r}) disagrees with the "
+                                         f"edges in bins[{k}] ({e[0]!r}, {e[-1]!r})")
+                uniform.append(0)
+            if not np.all(np.diff(e) > 0):
+                raise ValueError(f"bins[{k}] must give strictly increasing edges")
+            with np.errstate(over="ignore", divide="ignore"):
+                width = e[-1] - e[0]
+                per_unit = (e.size - 1) / width
+            if not (math.isfinite(width) and math.isfinite(per_unit) and per_unit > 0
+                    and np.all(np.diff(e) >= np.finfo(np.float64).tiny)):
+                raise ValueError(
+                    f"range[{k}] / bins[{k}] give bins too narrow or too wide for double "
+                    f"precision (width {float(width)!r} over {e.size - 1} bins); rescale the data"
+                )
+            edges.append(np.ascontiguousarray(e, dtype=np.float64))
+        size = math.prod(e.size - 1 for e in edges)
+        if size > MAX_HISTOGRAM_CELLS:
+            raise ValueError(f"bins give {size} cells, more than MAX_HISTOGRAM_CELLS = "
+                             f"{MAX_HISTOGRAM_CELLS} (2**28, 2 GiB of counts)")
+        return cls(tuple(edges), np.array(uniform, dtype=np.uint8))
+
+    @functools.cached_property
+    def kernel_args(self):
+        shape = self.shape
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        offsets = np.cumsum([0] + [e.size for e in self.edges[:-1]]).astype(np.int64)
+        scales = np.array([(e.size - 1) / (e[-1] - e[0]) for e in self.edges])
+        steps = np.array([(e[-1] - e[0]) / (e.size - 1) for e in self.edges])
+        # the kernel's fast-path margin (proof in dpcore/_histogram.pyx); 1.0 disables it
+        margins = np.array([
+            min(1.0, 2.0**-49 * (e.size - 1) * (1 + (abs(e[0]) + abs(e[-1])) / (e[-1] - e[0])))
+            if u == 2 else 1.0 for e, u in zip(self.edges, self.uniform)])
+        return (np.concatenate(self.edges), offsets, np.array(shape, dtype=np.int64),
+                np.array(strides, dtype=np.int64), scales, steps, margins, self.uniform)
+
+    def count_into(self, sample, counts, clip, name="sample"):
+        """counts (flat int64, C order) += the cell counts of a validated (n, d) sample.
+        Returns the number of rows not counted; raises ValueError naming ``name`` on NaN/inf."""
+        sample = np.ascontiguousarray(sample)  # a no-op for the validated samples
+        dropped, bad = _histogram.count_into(sample, *self.kernel_args, clip, counts)
+        if bad:
+            raise ValueError(f"{name} must not contain NaN or infinite values")
+        return dropped
+
+
+def sample_2d(sample, name="sample"):
+    """numpy.histogramdd's reading of ``sample``: (N, D), or 1-d as N points in one dimension.
+    Returns a C-contiguous float32/float64 array (NaN is rejected later, by the kernel)."""
+    if isinstance(sample, (str, bytes)):
+        raise TypeError(f"{name} must be an array of numbers, got {type(sample).__name__}")
+    try:
+        arr = np.asarray(sample)
+    except Exception as exc:
+        raise TypeError(f"{name} must be an array of numbers: {exc}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_) \
+            or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must contain real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be (N, D) or 1-d, got shape {arr.shape}")
+    if arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one column, got shape {arr.shape}")
+    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def histogram_noise(mechanism, relation, epsilon, delta):
+    """Calibrated per-cell integer noise: L1 sensitivity 1 (add/remove) or 2 (replace-one)."""
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be 'add_remove' or 'replace', got {relation!r}")
+    if relation == "replace" and mechanism == "gaussian":
+        raise ValueError("relation='replace' is supported with mechanism='laplace' only "
+                         "(two cells move; use relation='add_remove' for the Gaussian)")
+    return IntegerNoise.calibrate(mechanism, 2 if relation == "replace" else 1, epsilon, delta)
+
+
+def add_cell_noise(counts, noise, rng):
+    """counts (flat int64) += independent noise in every cell, empty ones included."""
+    if noise.mechanism == "laplace":
+        _histogram.discrete_laplace_add_into(counts, noise.scale, rng)
+    else:
+        counts += noise.draw(counts.size, rng)
+
+
+def project_simplex(v, total):
+    """Euclidean projection of v onto {w >= 0, sum w = total} (total >= 0)."""
+    if total <= 0:
+        return np.zeros_like(v, dtype=np.float64)
+    u = np.sort(v.astype(np.float64))[::-1]
+    css = np.cumsum(u) - total
+    idx = np.arange(1, u.size + 1)
+    rho = np.nonzero(u - css / idx > 0)[0][-1]
+    theta = css[rho] / (rho + 1)
+    return np.maximum(v - theta, 0.0)
+
+
+def postprocess_counts(counts, nonnegative, consistent):
+    for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
+    if consistent:
+        return project_simplex(counts, max(float(counts.sum()), 0.0))
+    if nonnegative:
+        np.maximum(counts, 0, out=counts)
+    return counts
