@@ -1,0 +1,175 @@
+"""The module boundaries of python/dpcore (issue 15), read from the source with ``ast``.
+
+* No module uses an underscore name of another dpcore module (imported by name, or reached as an
+  attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
+  ``_release`` (with its submodules), ``learn._base`` and the compiled kernels
+  (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+* The import graph (module-level and function-level imports alike) has no cycle.
+"""
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "python"
+KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
+SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base"}
+
+
+def module_name(path):
+    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted((SOURCE / "dpcore").rglob("*.py"))}
+
+
+def is_package(name):
+    return MODULES[name].name == "__init__.py"
+
+
+def is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def is_shared(module):
+    """A module others may take underscore names from (or import although it is private)."""
+    return module in KERNELS or any(module == s or module.startswith(s + ".") for s in SHARED)
+
+
+def resolve(importer, node):
+    """The absolute module a ``from ... import`` statement reads from."""
+    if node.level == 0:
+        return node.module
+    base = importer.split(".") if is_package(importer) else importer.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(name):
+    """Yield (lineno, imported module, imported name or None) for every import in ``name``;
+    ``from package import submodule`` yields the submodule."""
+    tree = ast.parse(MODULES[name].read_text(), filename=str(MODULES[name]))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve(name, node)
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if full in MODULES or full in KERNELS:
+                    yield node.lineno, full, None
+                else:
+                    yield node.lineno, source, alias.name
+
+
+def private_module_part(module):
+    """The shortest private prefix of a dotted module path (dpcore.learn._linear -> itself)."""
+    parts = module.split(".")
+    for k in range(1, len(parts)):
+        if is_private(parts[k]):
+            return ".".join(parts[: k + 1])
+    return None
+
+
+def boundary_violations(name):
+    found = []
+    module_aliases = {}
+    for lineno, module, imported in imports(name):
+        if not module.startswith("dpcore") or module == name:
+            continue
+        private = private_module_part(module)
+        own_private_submodule = (
+            is_package(name) and private is not None and private.rsplit(".", 1)[0] == name
+        )
+        if private and not is_shared(private) and not own_private_submodule:
+            found.append(f"{name}:{lineno} imports private module {module}")
+        if imported is not None and is_private(imported) and not is_shared(module):
+            found.append(f"{name}:{lineno} imports {imported} from {module}")
+    tree = ast.parse(MODULES[name].read_text())
+    for node in ast.walk(tree):  # names bound to dpcore modules
+        if isinstance(node, ast.ImportFrom):
+            source = resolve(name, node)
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if full in MODULES:
+                    module_aliases[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES and alias.asname:
+                    module_aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in module_aliases and is_private(node.attr)):
+            target = module_aliases[node.value.id]
+            if not is_shared(target) and target != name:
+                found.append(f"{name}:{node.lineno} uses {target}.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_name_crosses_a_module_boundary(name):
+    assert boundary_violations(name) == []
+
+
+def import_graph():
+    graph = {}
+    for name in MODULES:
+        edges = set()
+        for _, module, _ in imports(name):
+            if module in MODULES and module != name and not module.startswith(name + "."):
+                edges.add(module)  # a package importing its own submodules is not a cycle
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph):
+    state = {}
+    stack = []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_import_cycle():
+    assert find_cycle(import_graph()) is None
+
+
+def test_the_checks_catch_what_they_forbid(tmp_path, monkeypatch):
+    """The checker itself: a fake module taking a private name, reaching one through a module
+    alias, and a two-module cycle are all reported."""
+    fake = {
+        "dpcore.fake_a": "from dpcore.stats import _Grid\nfrom dpcore import stats as s\n"
+                         "s._rank_utility\nimport dpcore.fake_b\n",
+        "dpcore.fake_b": "from dpcore import fake_a\n",
+    }
+    for name, text in fake.items():
+        path = tmp_path / (name.split(".")[-1] + ".py")
+        path.write_text(text)
+        monkeypatch.setitem(MODULES, name, path)
+    found = boundary_violations("dpcore.fake_a")
+    assert any("imports _Grid from dpcore.stats" in f for f in found)
+    assert any("uses dpcore.stats._rank_utility" in f for f in found)
+    assert find_cycle(import_graph()) is not None
