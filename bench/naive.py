@@ -9,7 +9,7 @@ baseline the dpcore kernels must beat while being as safe as those kernels claim
    ``value + noise`` computed in floating point from a uniform on a regular 2**-52 grid and a
    library ``log``/``cos`` is exactly the naive sampler Mironov (CCS 2012) attacked: its set of
    reachable outputs depends on ``value``, so an observer can often tell two neighbouring inputs
-   apart with certainty (ALGORITHMS.md 1.1). A secure bit source does not help. They exist for
+   apart with certainty (Mironov, CCS 2012, Section 3). A secure bit source does not help. They exist for
    benchmarking and as statistical references only; never release data with them.
 """
 from __future__ import annotations

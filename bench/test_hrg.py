@@ -93,7 +93,7 @@ def _ell(e, N):
 
 
 class PythonChain:
-    """The CMN chain with LCA edge labels (ALGORITHMS 4.4) in plain Python lists."""
+    """The CMN chain with LCA edge labels in plain Python lists."""
 
     def __init__(self, n, edges, rng):
         self.n, self.rng = n, rng

@@ -34,7 +34,7 @@ For k = 1 (r = 0) the draw is exactly the Kent-Ganeiber-Mardia sampler with the 
 "Exact" means: exact in real arithmetic; proposals use standard normals (a ziggurat on 53-bit
 uniforms, its layer areas equal to 1.4e-12 relative) and the acceptance test a full-precision
 uniform U* in double precision, so the law is the target's up to floating-point rounding (a
-continuous mechanism; ALGORITHMS 2.6 applies). The bound needs s >= mu_1: the inertia count
+continuous mechanism; Ilvento, CCS 2020, applies). The bound needs s >= mu_1: the inertia count
 runs in floating point, so s carries a margin of 1e-12 of the spread of lam, and any acceptance
 ratio above 1 (a violated bound) is counted in ``counters[2]`` (the tests require it to stay 0).
 If Omega|S is not positive definite in rounding, s is raised and the set-up repeated. The

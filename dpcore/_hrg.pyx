@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Hierarchical random graph kernel: dendrogram state, MCMC moves, incremental log-likelihood.
 
-The state (ALGORITHMS 4.4) lives in flat C arrays over 2n - 1 node ids (leaves 0..n-1, internal
+The state lives in flat C arrays over 2n - 1 node ids (leaves 0..n-1, internal
 nodes n..2n-2): one 32-byte record per node (parent, two children, number of leaves, edge count
 E_r, volume = sum of the leaves' degrees, cached profile log-likelihood ell(E_r, N_r)), so that a
 move touches one cache line per node. The graph is held as incidence slots (edge ids per vertex,
@@ -13,7 +13,7 @@ a, b and sibling c, and proposes ((k, c), m) for {k, m} = {a, b} chosen by a fai
 not stored is E_kc. When E_s = 0 it is 0 and nothing needs relabelling (no walk at all; this is
 the common case low in the tree). Otherwise it is obtained by scanning the slots of whichever of k
 and m is cheaper for labels s, so a move costs the smaller subtree, not O(n). An accepted move
-relabels the same edges (option A or B of ALGORITHMS 4.4), so the labels stay exact.
+relabels the same edges (lowest-common-ancestor edge labels), so the labels stay exact.
 
 Memory layout (no effect on the chain's law): _relayout renumbers the internal nodes in pre-order
 and lays the slots out in the tree's leaf order, so that right after it every subtree's slots are
@@ -192,7 +192,7 @@ cdef int64_t RELAYOUT_PER_NODE = 32
 
 
 cdef inline double _ell(int64_t e, int64_t N) noexcept nogil:
-    """e ln(e/N) + (N - e) ln(1 - e/N), 0 at e = 0 and e = N (the log1p form, ALGORITHMS 4.1)."""
+    """e ln(e/N) + (N - e) ln(1 - e/N), 0 at e = 0 and e = N (log1p form; Clauset, Moore, Newman 2008)."""
     if e <= 0 or e >= N:
         return 0.0
     cdef double p = <double>e / <double>N

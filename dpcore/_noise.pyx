@@ -17,7 +17,7 @@ The fast decisions, cheapest first (each function states its bound):
 Words are read inline from the generator (`Source`, chacha20.h); outcomes that are coin flips
 (signs, -0 rejections, accept / reject) are kept as data, not branches.
 
-Not constant-time: loop lengths depend on the values drawn (ALGORITHMS 0.3(4)).
+Not constant-time: loop lengths depend on the values drawn (a timing channel if run time is observable).
 """
 from fractions import Fraction
 
@@ -374,7 +374,7 @@ cdef inline int dlap_magnitude(Source *s, double scale, int64_t *y, Pending *pd)
 
     Decided first from the table bracket on a coarse uniform (small scales), else on U*'s cell
     with a plain-double logarithm; if that does not decide, u' is refined by the spare bits of
-    U*'s last word and 64 fresh bits (ALGORITHMS 1.2: given u, u' is uniform on u's cell; the
+    U*'s last word and 64 fresh bits (Mironov, CCS 2012, Section 5.2: given u, u' is uniform on u's cell; the
     bits pick a uniform sub-cell and u' is uniform on it, so nothing is biased) and decided in
     double-double.
     Returns 1 and sets y when decided; returns 0 and fills pd's cell otherwise.

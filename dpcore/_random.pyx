@@ -8,7 +8,8 @@ into the C generator, its lock and its owner, so kernels can draw with
 ``with h.lock, nogil: ...``. The C-level samplers (declared in _random.pxd) use only integer
 arithmetic and exact floating-point operations, so their output laws are exact.
 
-Not constant-time: rejection loops run a data-dependent number of times (ALGORITHMS 0.3(4)).
+Not constant-time: rejection loops run a data-dependent number of times
+(a timing channel if run time is observable).
 """
 import os
 import threading

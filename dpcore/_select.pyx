@@ -10,7 +10,7 @@ never overflow and the candidates that matter are never absorbed by rounding.
 * `ArgmaxState`, noise "gumbel": report-noisy-max with Gumbel noise (the exponential mechanism);
   noise "exponential": report-noisy-max with exponential noise (= permute-and-flip). Fixed work per
   candidate: one 64-bit word, a noise value from a vectorised logarithm, one comparison. Floating
-  point: the law is the mechanism's up to rounding (ALGORITHMS 2.2).
+  point: the law is the mechanism's up to rounding (Ilvento, CCS 2020).
 * `TopKState`: one-shot Gumbel top-k (Durfee-Rogers), a size-k heap.
 * `InverseCDFState`: inverse-CDF sampling; pass 1 a streaming log-sum-exp, pass 2 the search.
 * `ExactState`: the exponential mechanism with exactly its law. The Gumbel-max race is decided

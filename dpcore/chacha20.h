@@ -381,7 +381,7 @@ DPC_MAYBE_UNUSED static void dpc_chacha20_refill_fn(dpc_chacha20_state *st) { dp
 static inline int dpc_clz64(uint64_t w);
 
 /*
- * Mironov's U* (ALGORITHMS 1.2; the reference description is random_ustar in _random.pyx), with
+ * Mironov's U* (Mironov, CCS 2012, Section 5.2; the reference description is random_ustar in _random.pyx), with
  * the double assembled from its bit fields instead of ldexp, plus the random bits of the last
  * word read that the double does not use.
  *

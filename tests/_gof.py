@@ -1,4 +1,4 @@
-"""Goodness-of-fit helpers shared by the distribution tests (ALGORITHMS 0.4).
+"""Goodness-of-fit helpers shared by the distribution tests (alpha fixed before the data, fixed seeds, power computed).
 
 Every test states alpha before looking at data; with a fixed seed the outcome is deterministic,
 and alpha is the chance that a correct sampler would fail for a random seed.

@@ -1,5 +1,5 @@
 """dpcore.bingham and the _bingham kernel: moments against quadrature of the Bingham density
-(ALGORITHMS 3.6), exact vs Gibbs, invariances, agreement with the naive NumPy chain,
+(normalising constants by independent quadrature), exact vs Gibbs, invariances, agreement with the naive NumPy chain,
 orthonormality, argument errors."""
 import numpy as np
 import pytest
@@ -77,7 +77,7 @@ def _rotation(d, seed):
 
 
 def test_quadrature_reproduces_reference_numbers():
-    # ALGORITHMS 3.6 (independently: Bessel closed form for d = 2)
+    # independently: Bessel closed form for d = 2
     for kappa in (2.0, 10.0):
         m2, _ = exact_moments(np.diag([kappa, 0.0]))
         closed = 0.5 + special.ive(1, kappa / 2) / (2 * special.ive(0, kappa / 2))

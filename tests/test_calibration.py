@@ -20,7 +20,7 @@ def _half_unit(text):
 
 
 def _matches_printed(value, text):
-    # The reference numbers in ALGORITHMS.md are rounded to the digits shown; our values are
+    # The reference numbers (published tables) are rounded to the digits shown; our values are
     # safe-side upper bounds within a relative 1e-8 of the exact value, so allow both.
     return abs(value - float(text)) <= _half_unit(text) + 1e-8 * abs(value)
 

@@ -1,4 +1,4 @@
-"""Tests of dpcore.graph and the _hrg kernel (ALGORITHMS 4.5)."""
+"""Tests of dpcore.graph and the _hrg kernel (PrivHRG, Xiao-Chen-Tan 2014)."""
 import itertools
 import math
 

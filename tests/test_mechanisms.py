@@ -35,7 +35,7 @@ def test_snapping_calibration_matches_mironov_bound():
     m = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=1.0, bound=100.0, method="snapping")
     eta = Fraction(1, 2**53)
     exact = (1 + 12 * Fraction(100) * eta) / Fraction(m.scale) + 2 * eta
-    assert exact <= 1  # ALGORITHMS 1.3: for eps = 1, B = 100 the reported eps_snap <= 1 exactly
+    assert exact <= 1  # Mironov 2012, Theorem 1: for eps = 1, B = 100 the reported eps_snap <= 1 exactly
     assert m.grid >= m.scale and m.grid / 2 < m.scale  # Lambda = smallest power of two >= lambda
     assert m.delta_effective == 0.0  # B = 100 <= 372 lambda
 
@@ -63,7 +63,7 @@ def test_gaussian_calibration_epsilon_delta_scalar_uses_exact_discrete_delta():
     m = GaussianMechanism.calibrate(sensitivity=1.0, epsilon=1.0, delta=1e-5)
     d_int = math.floor(1.0 / m.grid + 1.0)
     assert calibration.discrete_gaussian_delta(m.sigma**2, 1.0, d_int) <= 1e-5
-    # in real units sigma is close to the analytic Gaussian value 3.730632 (ALGORITHMS 1.7)
+    # in real units sigma is close to the analytic Gaussian value 3.730632 (Balle-Wang 2018)
     assert abs(m.sigma * m.grid - 3.730632) / 3.730632 < 1e-3
 
 
@@ -100,7 +100,7 @@ def test_laplace_discrete_scalar_law():
 
 
 def snapping_cell_probabilities(x, lam, grid, bound):
-    """Exact law of snapping (ALGORITHMS 1.3): cells of the Laplace(lam) noise around x."""
+    """Exact law of snapping (Mironov 2012, Section 5): cells of the Laplace(lam) noise around x."""
     ks = np.arange(-math.floor(bound / grid), math.floor(bound / grid) + 1)
     pts = ks * grid
     inner = pts[(pts > -bound) & (pts < bound)]
@@ -156,7 +156,7 @@ def test_gaussian_law():
 
 
 # ---------------------------------------------------------------------------------------------
-# Mironov's attack: reachability harness (ALGORITHMS 1.1)
+# Mironov's attack: reachability harness (Mironov, CCS 2012, Section 3)
 
 
 def _naive_reachable(y, f, lam):
@@ -207,7 +207,7 @@ def _snapping_reachable(y, x, lam, grid, bound):
 
 
 def test_naive_laplace_is_attackable():
-    """~68% of naive outputs at f = 0 cannot come from f = 1 (ALGORITHMS 1.1)."""
+    """~68% of naive outputs at f = 0 cannot come from f = 1 (Mironov, CCS 2012, Section 3)."""
     rng = np.random.default_rng(0)  # the naive sampler in the test: insecure by design
     k = rng.integers(1, 2**53, size=2000)
     s = rng.choice([-1.0, 1.0], size=2000)

@@ -3,7 +3,7 @@
 Known-answer vectors for ChaCha20 (RFC 8439), the generator's plumbing (state, pickling, spawn,
 fork, threads, random_state rules), the exact map from bits to values of each C sampler (by
 replaying chosen words), and the laws of the samplers against their exact distributions at a
-stated alpha (ALGORITHMS 0.4), each with a power test that feeds the same test a wrong law.
+stated alpha, each with a power test that feeds the same test a wrong law.
 """
 import copy
 import math
@@ -507,7 +507,7 @@ def test_shared_generator_across_threads_never_repeats_words():
 # U*: the exact map from bits to doubles
 
 def ustar_reference(words):
-    """ALGORITHMS 1.2 as exact rationals: (value, words used)."""
+    """Mironov 2012, Section 5.2, as exact rationals: (value, words used)."""
     words = [int(w) for w in words]
     i, zeros = 0, 0
     while True:

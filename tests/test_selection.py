@@ -185,7 +185,7 @@ def test_monotonic_drops_the_factor_two(method):
     law = pf_law if method == "permute-and-flip" else em_law
     assert scale_of(monotonic=True) == 2 * scale_of()
     assert chisquare_pvalue(counts, law(u, scale_of(monotonic=True))) > ALPHA
-    # the test can tell the factor 2 apart (ALGORITHMS 2.7 negative test)
+    # the test can tell the factor 2 apart (McSherry-Talwar 2007: the factor 2; a negative test)
     assert power(law(u, scale_of(monotonic=True)), law(u, scale_of()), N // 2) > 1 - 1e-6
     assert chisquare_pvalue(counts, law(u, scale_of())) < ALPHA
 

@@ -119,7 +119,7 @@ def floor_neglog_scaled(lo, hi, scale, bits):
     -------
     int
         The value for the real uniform, exactly: a geometric draw with ratio exp(-1/scale) when
-        the cell is U*'s (ALGORITHMS 1.2).
+        the cell is U*'s (Mironov, CCS 2012, Section 5.2).
     """
     lo, hi, scale = Fraction(lo), Fraction(hi), Fraction(scale)
     while True:

@@ -154,7 +154,7 @@ def snapping_scale(epsilon, bound):
     Notes
     -----
     The general form of the guarantee is eps = (1 + 12 B eta) / lambda + 2 eta ([Mir12], last line
-    of the proof of Theorem 1); ALGORITHMS.md section 1.3.
+    of the proof of Theorem 1).
 
     Examples
     --------
@@ -743,7 +743,7 @@ def zcdp_epsilon(rho, delta):
     -----
     For a fixed alpha the conversion solves in closed form for eps:
     eps(alpha) = alpha rho + log(1/delta)/(alpha-1) + log(alpha-1) - alpha log(alpha)/(alpha-1)
-    (the same bound, ALGORITHMS 6.22), so the tight eps is its minimum over alpha, found by a grid
+    (the same bound: Balle et al. 2020; Canonne-Kamath-Steinke 2020, conversion from concentrated DP), so the tight eps is its minimum over alpha, found by a grid
     and Brent's method on log(alpha-1). The candidate is then verified with :func:`zcdp_delta`
     and raised until the check passes, so the two functions are consistent.
 

@@ -332,7 +332,7 @@ def log_likelihood_sensitivity(n_nodes):
 
     One edge changes one E_r by one; |ell(e+1, N) - ell(e, N)| is largest at e = 0 and grows with N,
     and N_r <= N_max = floor(n/2) ceil(n/2), so Delta_u = ln N_max - (N_max - 1) ln(1 - 1/N_max)
-    (ALGORITHMS 4.3). Rounded up by a few units in the last place.
+    (Xiao, Chen, Tan, SIGMOD 2014, Section 4). Rounded up by a few units in the last place.
 
     Privacy
     -------

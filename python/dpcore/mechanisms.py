@@ -161,7 +161,7 @@ class LaplaceMechanism:
     def _calibrate_discrete(cls, sensitivity, epsilon, size, bound, granularity):
         grid = granularity or _pow2_floor(sensitivity / epsilon * 2.0**-GRID_BITS)
         # Rounding to the grid moves each coordinate by < 1 unit, so the L1 distance in grid
-        # units grows by < size (ALGORITHMS 1.5).
+        # units grows by < size (the grid is charged in the sensitivity).
         sens_units = Fraction(sensitivity) / Fraction(grid) + size
         scale = _round_up_to_double(sens_units / Fraction(epsilon))
         if scale > MAX_DISCRETE_LAPLACE_SCALE:

@@ -353,7 +353,7 @@ def exponential(utility, *, sensitivity, epsilon, monotonic=False, method="exact
     * ``"exact"``: the output law is exactly P(r) = exp(c u_r) / sum_r' exp(c u_r') for the
       given doubles u (read as exact rationals) and the double c; the guarantee holds in
       floating point. Its run time depends on the data and the draws (how many comparisons need
-      the slower paths); it is not constant-time (ALGORITHMS 0.3: run time is an output).
+      the slower paths); it is not constant-time (its run time is observable; timing channels: Haeberlen, Pierce, Narayan, USENIX Security 2011).
     * ``"gumbel"`` and ``"inverse-cdf"``: the same law up to floating-point rounding (relative
       errors near 1e-16 in the noise or weights), except that candidates whose score is more than
       about 708 below the best are never selected (the noise is bounded, the weights underflow),

@@ -30,10 +30,10 @@ import math
 import numpy as np
 
 from dpcore import _validation as check
-from dpcore._floats import GRID_BITS
+from dpcore._floats import GRID_BITS as GRID_BITS  # public: the sums' grid resolution
 from dpcore._release import Cost, release
+from dpcore._release.bins import MAX_HISTOGRAM_CELLS as MAX_HISTOGRAM_CELLS  # public limit
 from dpcore._release.bins import (
-    MAX_HISTOGRAM_CELLS,
     OUTSIDE,
     BinGrid,
     add_cell_noise,

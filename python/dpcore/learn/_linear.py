@@ -410,7 +410,7 @@ class LogisticRegression(_PrivateERMClassifier):
 
     Inexact minimisation: the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
-    suggestion, ALGORITHMS 6.1), provided the optimiser reaches tol within ``max_iter`` Newton
+    suggestion, Chaudhuri-Monteleoni-Sarwate 2011, Section 3), provided the optimiser reaches tol within ``max_iter`` Newton
     steps (it does for this smooth, strongly convex objective at the defaults; its iteration
     counts and gradient norms are not stored: they are exact functions of the data). For
     objective perturbation the paper's proof needs the exact minimiser of the perturbed
@@ -605,7 +605,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     charged to the sensitivity by :func:`dpcore.laplace`); everything after (ridge term,
     spectral trimming and the eigenvalue floor, the minimisation, the map back to the raw units) is post-processing. The sums are computed in
     floating point; with n records their rounding error is of order n * 2^-53 relative,
-    not charged (see ALGORITHMS 0.3).
+    not charged.
 
     References
     ----------

@@ -15,7 +15,7 @@ __all__ = ["GaussianNB"]
 
 
 class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
-    """Gaussian naive Bayes with epsilon-DP (Vaidya et al. 2013; the construction of ALGORITHMS 6.5).
+    """Gaussian naive Bayes with epsilon-DP (Vaidya, Shafiq, Basu, Hong 2013).
 
     Each feature k is clipped to the public ``bounds`` [l_k, u_k] and rescaled to
     z = (x - m_k) / h_k in [-1, 1] (m_k the midpoint, h_k the half-width). For every class c the
@@ -57,7 +57,7 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). Each of the three vectors
     gets exact discrete Laplace noise at epsilon/3, so the fit is epsilon-DP by sequential
     composition; the rest is post-processing. Floating-point sums of n terms carry an
-    uncharged rounding error of relative order n * 2^-53 (ALGORITHMS 0.3). The label set must
+    uncharged rounding error of relative order n * 2^-53 (Casacuberta et al. 2022 on floating-point sums). The label set must
     be public: with ``classes=None`` it is taken from y without noise (stored in ``classes_``),
     which the guarantee does not cover; pass ``classes`` for the stated guarantee.
 

@@ -1,4 +1,4 @@
-"""Differentially private principal component analysis (ALGORITHMS 3.1, 6.11, 6.12)."""
+"""Differentially private principal component analysis (Chaudhuri-Sarwate-Sinha 2013; Blum-Dwork-McSherry-Nissim 2005; Hardt-Price 2014)."""
 from __future__ import annotations
 
 import math
@@ -18,7 +18,7 @@ __all__ = ["PCA"]
 
 _METHODS = ("ppca", "sulq", "power")
 _SAMPLERS = ("gibbs", "deflation")
-# Rounding slack for float sums of n clipped terms (ALGORITHMS 0.3(3)): the computed sum of n
+# Rounding slack for float sums of n clipped terms (Casacuberta et al. 2022): the computed sum of n
 # terms of size <= 1 is within n * 2**-52 * n of the real one; we inflate sensitivities by this
 # relative factor, ample for n <= 10**6 rows.
 _SUM_SLACK = 1.0 + 2.0**-12
