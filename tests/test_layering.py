@@ -14,7 +14,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
-SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base"}
+SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base",
+          "dpcore._exact"}
 
 
 def module_name(path):
