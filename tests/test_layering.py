@@ -2,8 +2,8 @@
 
 * No module uses an underscore name of another dpcore module (imported by name, or reached as an
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
-  ``_release`` (with its submodules), ``learn._base`` and the compiled kernels
-  (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+  ``_release`` (with its submodules), ``learn._base``, ``_exact`` (the exact slow paths behind
+  the kernels' fast decisions) and the compiled kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
 * The import graph (module-level and function-level imports alike) has no cycle.
 """
 import ast
