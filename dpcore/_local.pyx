@@ -1,0 +1,243 @@
+# cython: language_level=3
+"""Local differential privacy kernel: randomized response, unary encoding, local hashing and
+Duchi et al.'s one-bit mean, vectorised over the records.
+
+Every decision is a comparison of random integers: "keep the truth" is ``w < threshold`` for a
+uniform 64-bit word w and an integer threshold computed exactly by the caller (so the
+probability is exactly threshold / 2**64), uniform choices among m values use Lemire's
+multiply-and-reject (exactly uniform), and Duchi's Bernoulli((1 + x) / 2) compares a
+full-precision uniform U* (Mironov) with the double |x|, which is exact because |x| is a double
+(see `duchi_into`). No probability is ever rounded inside the kernel.
+
+Words are read inline from the generator under its lock (`random_words`), in a fixed order, so
+a seed reproduces the output. The per-record work does not depend on whether the truth is kept
+(the replacement value is always drawn); rejection loops (Lemire, U*) run a data-independent
+number of times in law, but are not constant-time (ALGORITHMS 0.3(4)).
+
+The caller (dpcore.local) validates everything: values in range, k >= 2, thresholds and shapes.
+"""
+from libc.math cimport fabs
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+
+from dpcore._random cimport BitgenHandle, bitgen_handle, dpc_words, dpc_words_next, dpc_ustar, random_words
+
+
+cdef extern from "chacha20.h" nogil:
+    uint64_t dpc_mul64(uint64_t a, uint64_t b, uint64_t *lo)
+
+
+cdef inline uint64_t bounded(dpc_words *src, uint64_t n) noexcept nogil:
+    """Uniform integer in {0, ..., n - 1} (n >= 1; n = 1 reads no word).
+
+    x * n = hi 2**64 + lo for a uniform 64-bit x: every hi is hit by floor(2**64 / n) or one
+    more values of x; rejecting lo < 2**64 mod n leaves exactly floor(2**64 / n) for each hi.
+    """
+    cdef uint64_t x, hi, lo, reject
+    if n <= 1:
+        return 0
+    x = dpc_words_next(src)
+    hi = dpc_mul64(x, n, &lo)
+    if lo < n:  # only then can lo fall below 2**64 mod n (< n); skips the division usually
+        reject = (0 - n) % n
+        while lo < reject:
+            x = dpc_words_next(src)
+            hi = dpc_mul64(x, n, &lo)
+    return hi
+
+
+# ------------------------------------------------------------------------------------------
+# Generalized (k-ary) randomized response
+
+cdef void grr_fill(dpc_words *src, Py_ssize_t n, const int64_t *values,  # IN
+                   uint64_t k, uint64_t threshold,
+                   int64_t *out) noexcept nogil:  # OUT
+    """out[i] = values[i] with probability threshold / 2**64, else a uniform other value.
+
+    The other value is r + (r >= v) for r uniform on {0, ..., k - 2}: a bijection onto
+    {0, ..., k - 1} minus v, so each other value has probability (1 - threshold / 2**64) / (k - 1).
+    r is drawn whether or not it is used (k = 2 reads no word for it).
+    """
+    cdef Py_ssize_t i
+    cdef uint64_t w, r, v
+    for i in range(n):
+        v = <uint64_t>values[i]
+        w = dpc_words_next(src)
+        r = bounded(src, k - 1)
+        r += (r >= v)
+        out[i] = <int64_t>(v if w < threshold else r)
+
+
+def grr_into(int64_t[::1] out, const int64_t[::1] values, uint64_t k, uint64_t threshold,
+             random_state=None):
+    """Fill ``out`` with k-ary randomized response of ``values`` (each in [0, k), k >= 2):
+    P(out = v) = threshold / 2**64, P(out = j) = (1 - threshold / 2**64) / (k - 1) for j != v."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Py_ssize_t n = out.shape[0]
+    cdef dpc_words src
+    if values.shape[0] != n:
+        raise ValueError("values and out must have the same length")
+    if n == 0:
+        return
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        grr_fill(&src, n, &values[0], k, threshold, &out[0])
+
+
+# ------------------------------------------------------------------------------------------
+# Unary encoding (RAPPOR-style bit vectors)
+
+cdef void unary_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t k, const int64_t *values,  # IN
+                     uint64_t t_one, uint64_t t_zero,
+                     uint8_t *out) noexcept nogil:  # OUT
+    """Row i of out (k bits): bit j is 1 with probability t_one / 2**64 if j == values[i],
+    t_zero / 2**64 otherwise; one word per bit, all independent."""
+    cdef Py_ssize_t i, j
+    cdef int64_t v
+    cdef uint64_t t
+    cdef uint8_t *row
+    for i in range(n):
+        v = values[i]
+        row = out + i * k
+        for j in range(k):
+            t = t_one if j == v else t_zero
+            row[j] = dpc_words_next(src) < t
+
+
+def unary_into(uint8_t[:, ::1] out, const int64_t[::1] values, uint64_t t_one, uint64_t t_zero,
+               random_state=None):
+    """Fill the n x k array ``out`` with unary-encoding reports of ``values`` (each in [0, k))."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Py_ssize_t n = out.shape[0], k = out.shape[1]
+    cdef dpc_words src
+    if values.shape[0] != n:
+        raise ValueError("values and out must have the same length")
+    if n == 0 or k == 0:
+        return
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        unary_fill(&src, n, k, &values[0], t_one, t_zero, &out[0, 0])
+
+
+# ------------------------------------------------------------------------------------------
+# Optimized local hashing with an exactly pairwise-independent family
+#
+# x in [0, k) is written in base g (g prime) as m digits d_0..d_{m-1}; the hash with seed
+# (a, b) in Z_g^m x Z_g is h(x) = (b + sum_i a_i d_i) mod g. For x != x' some digit difference
+# is a unit of the field Z_g, so (h(x), h(x')) is uniform on Z_g^2 for a uniform seed.
+
+cdef inline uint64_t hash_digits(const int64_t *a, uint64_t b, const int64_t *digits, Py_ssize_t m,
+                                 uint64_t g) noexcept nogil:
+    cdef Py_ssize_t t
+    cdef uint64_t acc = b
+    for t in range(m):
+        acc = (acc + <uint64_t>a[t] * <uint64_t>digits[t]) % g  # < 2**64: a, d, acc < g <= 2**31
+    return acc
+
+
+cdef void olh_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t m, const int64_t *values,  # IN
+                   uint64_t g, uint64_t threshold,
+                   int64_t *seeds, int64_t *out) noexcept nogil:  # OUT (seeds: n x (m + 1))
+    """Per record: a uniform seed (a_0..a_{m-1}, b), the hash y = h(v), then randomized response
+    on Z_g: keep y with probability threshold / 2**64, else a uniform other element."""
+    cdef Py_ssize_t i, t
+    cdef uint64_t v, y, w, r, acc
+    cdef int64_t *seed
+    for i in range(n):
+        v = <uint64_t>values[i]
+        seed = seeds + i * (m + 1)
+        acc = 0
+        for t in range(m + 1):
+            seed[t] = <int64_t>bounded(src, g)
+        acc = <uint64_t>seed[m]
+        for t in range(m):  # digits of v, least significant first
+            acc = (acc + <uint64_t>seed[t] * (v % g)) % g
+            v = v // g
+        y = acc
+        w = dpc_words_next(src)
+        r = bounded(src, g - 1)
+        r += (r >= y)
+        out[i] = <int64_t>(y if w < threshold else r)
+
+
+def olh_into(int64_t[:, ::1] seeds, int64_t[::1] out, const int64_t[::1] values, uint64_t g,
+             uint64_t threshold, random_state=None):
+    """Fill ``seeds`` (n x (m + 1): a_0..a_{m-1}, b) and ``out`` (the reported hash values)."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Py_ssize_t n = out.shape[0], m = seeds.shape[1] - 1
+    cdef dpc_words src
+    if values.shape[0] != n or seeds.shape[0] != n or m < 1:
+        raise ValueError("seeds, values and out must have n rows (seeds m + 1 >= 2 columns)")
+    if n == 0:
+        return
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        olh_fill(&src, n, m, &values[0], g, threshold, &seeds[0, 0], &out[0])
+
+
+def olh_support(int64_t[::1] counts, const int64_t[:, ::1] seeds, const int64_t[::1] reports,
+                const int64_t[:, ::1] digits, uint64_t g):
+    """counts[j] += number of records i with h_i(j) == reports[i] (digits: k x m, base g)."""
+    cdef Py_ssize_t n = reports.shape[0], k = counts.shape[0], m = digits.shape[1]
+    cdef Py_ssize_t i, j
+    cdef uint64_t y, b
+    if seeds.shape[0] != n or seeds.shape[1] != m + 1 or digits.shape[0] != k:
+        raise ValueError("shapes of seeds, reports, digits and counts do not match")
+    if n == 0 or k == 0:
+        return
+    with nogil:
+        for i in range(n):
+            y = <uint64_t>reports[i]
+            b = <uint64_t>seeds[i, m]
+            for j in range(k):
+                counts[j] += hash_digits(&seeds[i, 0], b, &digits[j, 0], m, g) == y
+
+
+# ------------------------------------------------------------------------------------------
+# Duchi, Jordan and Wainwright's one-dimensional mean mechanism
+
+cdef void duchi_fill(dpc_words *src, Py_ssize_t n, const double *x,  # IN
+                     uint64_t keep_num, uint64_t keep_den,
+                     int8_t *out) noexcept nogil:  # OUT
+    """out[i] = +1 with probability (1 + x_i (2 p - 1)) / 2, else -1, with p = keep_num / keep_den.
+
+    Step 1, s = +1 with probability (1 + x) / 2 exactly: V = -U' or +U' (a fair sign bit, U' a
+    real uniform on (0, 1)) is uniform on (-1, 1), and s = +1 iff V < x. U* is U' truncated to a
+    double, so for a double t in [0, 1], U* < t iff U' < t (U' lies in [U*, next double after
+    U*), and that cell does not straddle the double t); so every comparison is exact.
+    Step 2, randomized response on s: keep with probability keep_num / keep_den (Lemire).
+    """
+    cdef Py_ssize_t i
+    cdef uint64_t bits = 0, extra
+    cdef int left = 0, nextra, negative, below, plus, keep
+    cdef double u, xi
+    for i in range(n):
+        if left == 0:
+            bits = dpc_words_next(src)
+            left = 64
+        negative = <int>(bits & 1)
+        bits >>= 1
+        left -= 1
+        xi = x[i]
+        u = dpc_ustar(src, &extra, &nextra)
+        below = u < fabs(xi)
+        if negative:  # -U' < x  iff  x >= 0 or U' > |x|
+            plus = (xi >= 0.0) | (not below)
+        else:  # U' < x  iff  x > 0 and U' < |x|
+            plus = (xi > 0.0) & below
+        keep = bounded(src, keep_den) < keep_num
+        out[i] = 1 if plus == keep else -1
+
+
+def duchi_into(int8_t[::1] out, const double[::1] x, uint64_t keep_num, uint64_t keep_den,
+               random_state=None):
+    """Fill ``out`` with Duchi et al. signs for ``x`` (each in [-1, 1], no NaN)."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Py_ssize_t n = out.shape[0]
+    cdef dpc_words src
+    if x.shape[0] != n:
+        raise ValueError("x and out must have the same length")
+    if n == 0:
+        return
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        duchi_fill(&src, n, &x[0], keep_num, keep_den, &out[0])
