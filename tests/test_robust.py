@@ -1,0 +1,400 @@
+"""dpcore.robust: the smooth sensitivity of the median against its definition (exhaustively on
+small data), the exact noise laws of the releases against independently computed laws, the
+calibration inequalities, and the release contract (validate, charge once, then draw)."""
+import collections
+import doctest
+import inspect
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy import stats as sps
+
+from _gof import ALPHA, chisquare_pvalue
+
+import dpcore
+from dpcore import robust
+from dpcore.random import ChaCha20
+
+
+def rng(seed):
+    return np.random.Generator(ChaCha20(seed))
+
+
+def power(p_true, p_null, n_draws):
+    """Chance that a chi-square test at ALPHA rejects p_null when p_true is the law."""
+    p_true, p_null = np.asarray(p_true), np.asarray(p_null)
+    lam = n_draws * np.sum((p_true - p_null) ** 2 / p_null)
+    df = p_null.size - 1
+    return sps.ncx2.sf(sps.chi2.isf(ALPHA, df), df, lam)
+
+
+# ------------------------------------------------------------------------------------------------
+# smooth sensitivity: the definition, by brute force
+
+
+def lower_median(values):
+    return sorted(values)[(len(values) + 1) // 2 - 1]
+
+
+def brute_force_smooth(n, grid_max, betas):
+    """S*(x) = max_k e^{-beta k} A^(k)(x), A^(k)(x) = max of LS(y) over data sets y at replace
+    distance <= k, LS(y) = max |med(y) - med(z)| over z replacing one record of y; every data set
+    of n records on {0..grid_max} (bounds (0, grid_max)). Restricting the replacements to the
+    grid loses nothing: the median of y with one record replaced by t is t clamped between two
+    order statistics of y, extreme at t = 0 or t = grid_max, and the order statistics and
+    bounds are grid points. Returns {data set (sorted tuple): [S* for each beta]}."""
+    sets = list(itertools.combinations_with_replacement(range(grid_max + 1), n))
+    local = {}
+    for y in sets:
+        med = lower_median(y)
+        worst = 0
+        for drop in set(y):
+            rest = list(y)
+            rest.remove(drop)
+            for t in range(grid_max + 1):
+                worst = max(worst, abs(lower_median(rest + [t]) - med))
+        local[y] = worst
+    counts = {y: collections.Counter(y) for y in sets}
+    out = {}
+    for x in sets:
+        a = [0] * (n + 1)  # a[k]: the largest LS at distance exactly k, then the running max
+        for y in sets:
+            common = sum((counts[x] & counts[y]).values())
+            k = n - common
+            a[k] = max(a[k], local[y])
+        for k in range(1, n + 1):
+            a[k] = max(a[k], a[k - 1])
+        out[x] = [max(math.exp(-beta * k) * a[k] for k in range(n + 1)) for beta in betas]
+    return out
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_smooth_sensitivity_equals_the_definition_exhaustively(n):
+    betas = [0.05, 0.4, 1.0, 3.0]
+    grid_max = 4 if n <= 6 else 3
+    for x, expected in brute_force_smooth(n, grid_max, betas).items():
+        for beta, want in zip(betas, expected):
+            got = robust.smooth_sensitivity_median(np.array(x, float), (0.0, grid_max), beta)
+            assert got == pytest.approx(want, rel=1e-13, abs=0), (x, beta)
+
+
+def definition_numpy(sorted_x, lower, upper, beta):
+    """NRS's formula, O(n**2): max_k e^{-beta k} max_t (x_{m+t} - x_{m+t-k-1}), padded."""
+    n = sorted_x.size
+    m = (n + 1) // 2
+    padded = np.concatenate([[lower], sorted_x, [upper] * (n + 2)])  # padded[i] = x_i, i >= 0
+    best = 0.0
+    for k in range(n + 1):
+        t = np.arange(k + 2)
+        hi = padded[np.minimum(m + t, n + 1)]
+        lo = padded[np.maximum(m + t - k - 1, 0)]
+        best = max(best, math.exp(-beta * k) * float(np.max(hi - lo)))
+    return best
+
+
+def test_smooth_sensitivity_matches_the_formula_on_random_data():
+    g = np.random.default_rng(5)  # test data only
+    for _ in range(300):
+        n = int(g.integers(1, 120))
+        x = np.sort(g.integers(-50, 50, n)).astype(float)
+        if g.random() < 0.3:
+            x = np.repeat(x[: max(1, n // 5)], 5)[:n]  # many ties
+        beta = float(g.choice([1e-3, 0.02, 0.3, 2.0, 50.0]))
+        want = definition_numpy(np.clip(x, -40, 40), -40.0, 40.0, beta)
+        got = robust.smooth_sensitivity_median(x, (-40.0, 40.0), beta)
+        assert got == pytest.approx(want, rel=1e-13, abs=1e-300)
+
+
+def test_smooth_bound_is_smooth_and_above_local_sensitivity():
+    """The bound the release uses: S >= LS and S(x) <= e^beta S(y) for every replace-one
+    neighbour y (all of them, on the grid), on random small data sets."""
+    g = np.random.default_rng(6)
+    grid = robust._Grid.of((0.0, 9.0))
+    beta = 0.3
+    for _ in range(60):
+        n = int(g.integers(1, 9))
+        x = g.integers(0, 10, n).astype(float)
+        units = grid.units(x)
+        m = (n + 1) // 2
+        s_x = robust._smooth_units(units, grid, m, beta)
+        med = lower_median(x)
+        for i in range(n):
+            for t in range(10):
+                y = x.copy()
+                y[i] = t
+                assert abs(lower_median(y) - med) <= s_x * grid.step
+                s_y = robust._smooth_units(grid.units(y), grid, m, beta)
+                assert s_x <= math.exp(beta) * s_y
+
+
+def test_kernel_is_fast_and_agrees_with_its_naive_twin():
+    g = np.random.default_rng(7)
+    x = np.sort(g.integers(0, 2**40, 20_000)).astype(np.int64)
+    m = (x.size + 1) // 2
+    fast = dpcore._robust.smooth_sensitivity_sorted(x, 0, 2**40, m, 0.001, x.size + 1)
+    slow = dpcore._robust.smooth_sensitivity_definition(x, 0, 2**40, m, 0.001)
+    assert fast == pytest.approx(slow, rel=1e-13)
+
+
+# ------------------------------------------------------------------------------------------------
+# calibration
+
+
+def test_lipschitz_constant_of_h4_is_an_upper_bound():
+    assert robust.LIPSCHITZ_H4**4 >= 27  # >= (3**(3/4))**4
+    z = np.linspace(0, 5, 200_001)
+    assert np.max(4 * z**3 / (1 + z**4)) <= float(robust.LIPSCHITZ_H4)
+    assert np.max(4 * z**3 / (1 + z**4)) == pytest.approx(3**0.75, rel=1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [2.0**-20, 0.01, 0.5, 1.0, 8.0, 2.0**10])
+def test_pure_plan_spends_at_most_epsilon(epsilon):
+    plan = robust.SmoothMedianPlan.calibrate(epsilon)
+    assert plan.noise == "h4" and plan.delta == 0.0
+    # slide L alpha plus dilation 3 beta (gamma - 1 = 3), exactly in rationals
+    assert robust.LIPSCHITZ_H4 * plan.alpha + 3 * Fraction(plan.beta) <= Fraction(epsilon)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(2.0**-20, 1e-9), (0.1, 1e-6), (1.0, 1e-6),
+                                            (3.0, 0.1), (2.0**10, 1e-12)])
+def test_laplace_plan_spends_at_most_epsilon_delta(epsilon, delta):
+    import mpmath
+    mpmath.mp.dps = 50
+    plan = robust.SmoothMedianPlan.calibrate(epsilon, delta)
+    eps, beta = mpmath.mpf(epsilon), mpmath.mpf(plan.beta)
+    assert plan.alpha == Fraction(epsilon) / 2
+    delta0 = mpmath.mpf(delta) * mpmath.exp(-eps / 2)
+    # slide alpha + dilation beta + ln(1/delta0) (e^beta - 1) <= epsilon; e^alpha delta0 <= delta
+    total = mpmath.mpf(plan.alpha.numerator) / plan.alpha.denominator + beta + \
+        mpmath.log(1 / delta0) * mpmath.expm1(beta)
+    assert total <= eps
+    assert mpmath.exp(eps / 2) * delta0 <= mpmath.mpf(delta) * (1 + mpmath.mpf(10) ** -40)
+
+
+# ------------------------------------------------------------------------------------------------
+# exact laws of the released median
+
+def h4_cdf(z):
+    """CDF of the density (sqrt(2) / pi) / (1 + z**4), from its antiderivative."""
+    z = np.asarray(z, dtype=float)
+    a = np.abs(z)
+    r2 = math.sqrt(2.0)
+    with np.errstate(divide="ignore"):
+        part = (np.log((a * a + r2 * a + 1) / (a * a - r2 * a + 1))
+                + 2 * np.arctan(r2 * a + 1) + 2 * np.arctan(r2 * a - 1)) / (4 * r2)
+    half = part / (math.pi / r2)  # P(0 <= Z <= a)
+    return np.where(np.isinf(a), 1.0, 0.5 + np.sign(z) * half)
+
+
+def test_h4_cdf_matches_quadrature():
+    for z in (-7.0, -1.3, -0.2, 0.0, 0.4, 1.0, 2.5, 30.0):
+        want = integrate.quad(lambda t: math.sqrt(2) / math.pi / (1 + t**4), -np.inf, z)[0]
+        assert float(h4_cdf(z)) == pytest.approx(want, abs=1e-10)
+
+
+def laplace_cdf(z):
+    return sps.laplace.cdf(z)
+
+
+# 15 records on a grid of 2**-6 in [0, 1] (exact grid points, so the expected S is computable)
+X_MED = np.array([3, 9, 14, 20, 27, 30, 31, 33, 34, 40, 45, 52, 57, 60, 63]) / 64.0
+BOUNDS = (0.0, 1.0)
+EDGES = np.arange(0, 65) / 64.0  # 64 bins of the output
+
+
+def expected_bins(cdf, scale_factor=1.0, epsilon=1.0, delta=None):
+    """The law of the binned output, computed from the documented calibration: centre the lower
+    median, scale S / alpha with S = max(2**-40 W, (1 + 2**-40) S*_{beta - 2**-39}) (grid units),
+    rounding to the grid and clamping to the bounds."""
+    plan = robust.SmoothMedianPlan.calibrate(epsilon, delta)
+    step = 2.0**-40  # grid of the bounds (0, 1)
+    s_star = definition_numpy(np.sort(X_MED), 0.0, 1.0, plan.beta - 2.0**-39)
+    s = max(2.0**-40, s_star * (1 + 2.0**-40))
+    scale = s / float(plan.alpha) * scale_factor  # in data units
+    center = lower_median(X_MED)
+
+    def below(edge):  # P(output < edge) for an edge on the grid, edge in (0, 1]
+        k = round(edge / step)  # outputs k' < k: K <= k - 1, i.e. o < (k - 1/2) step
+        return float(cdf(((k - 0.5) * step - center) / scale))
+
+    cum = np.array([0.0] + [below(e) for e in EDGES[1:-1]] + [1.0])
+    return np.diff(cum)
+
+
+def draw_medians(n_draws, seed, **kwargs):
+    g = rng(seed)
+    return np.array([robust.median(X_MED, bounds=BOUNDS, epsilon=1.0, random_state=g, **kwargs)
+                     for _ in range(n_draws)])
+
+
+N_LAW = 12_000
+
+
+@pytest.fixture(scope="module")
+def h4_draws():
+    return draw_medians(N_LAW, 11)
+
+
+@pytest.fixture(scope="module")
+def laplace_draws():
+    return draw_medians(N_LAW, 12, delta=1e-3)
+
+
+def binned(out):
+    assert np.all((out >= 0.0) & (out <= 1.0))
+    assert np.all(np.mod(out, 2.0**-40) == 0)  # grid points only
+    counts, _ = np.histogram(out, bins=EDGES)  # the last bin is closed: 1.0 (the clamp) counts
+    return counts
+
+
+def test_median_h4_law(h4_draws):
+    assert chisquare_pvalue(binned(h4_draws), expected_bins(h4_cdf)) > ALPHA
+
+
+def test_median_laplace_law(laplace_draws):
+    assert chisquare_pvalue(binned(laplace_draws), expected_bins(laplace_cdf, delta=1e-3)) > ALPHA
+
+
+@pytest.mark.parametrize("law, cdf, delta", [("h4", h4_cdf, None), ("laplace", laplace_cdf, 1e-3)])
+def test_median_law_tests_have_power(law, cdf, delta, h4_draws, laplace_draws):
+    """A noise scale 20% off is rejected (and would be with probability > 0.99)."""
+    draws = h4_draws if law == "h4" else laplace_draws
+    right = expected_bins(cdf, delta=delta)
+    wrong = expected_bins(cdf, 1.2, delta=delta)
+    keep = right > 0
+    assert power(right[keep], wrong[keep], N_LAW) > 0.99
+    assert chisquare_pvalue(binned(draws), wrong) < ALPHA
+
+
+@pytest.mark.parametrize("sampler, cdf", [(robust._draw_h4, h4_cdf), (robust._draw_laplace, laplace_cdf)])
+@pytest.mark.parametrize("scale", [Fraction(7, 10), Fraction(5, 2)])
+def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
+    """clamp(floor(c + s Z + 1/2), lo, hi) on a coarse grid, cell by cell, clamp cells included."""
+    center, lo, hi, n_draws = 3, -1, 8, 6000
+    word = rng(int(scale * 10) + (sampler is robust._draw_h4)).bit_generator.random_raw
+    out = np.array([sampler(center, scale, lo, hi, word) for _ in range(n_draws)])
+    ks = np.arange(lo, hi + 1)
+    upper = cdf((ks + 0.5 - center) / float(scale))
+    upper[-1] = 1.0
+    probs = np.diff(np.concatenate([[0.0], upper]))
+    counts = np.array([np.sum(out == k) for k in ks])
+    assert counts.sum() == n_draws
+    assert chisquare_pvalue(counts, probs) > ALPHA
+
+
+def test_icbrt_is_the_integer_cube_root():
+    g = np.random.default_rng(3)
+    for n in [0, 1, 7, 8, 9, 26, 27, 28] + [int(v) ** 3 + d for v in g.integers(1, 2**60, 50)
+                                            for d in (-1, 0, 1)] + [2**400 + 12345, 3**300]:
+        r = robust._icbrt(n)
+        assert r**3 <= n < (r + 1) ** 3
+
+
+def test_median_is_accurate_on_large_data():
+    """At n = 10**5 standard normal records the smooth sensitivity is ~ 2e-5 * spread, so the
+    release is within 0.01 of the sample median (h4 tails: P(|Z| > 0.01 alpha / S) < 1e-6)."""
+    x = np.random.default_rng(8).standard_normal(100_000)
+    out = robust.median(x, bounds=(-100.0, 100.0), epsilon=1.0, random_state=rng(9))
+    assert abs(out - np.sort(x)[49_999]) < 0.01
+
+
+# ------------------------------------------------------------------------------------------------
+# the release contract
+
+
+EPS = 0.5
+X1 = np.random.default_rng(0).uniform(0.0, 10.0, 301)
+RELEASES = {
+    "median": (lambda **o: robust.median(X1, **{**dict(bounds=(0, 10), epsilon=EPS), **o}),
+               (EPS, 0.0)),
+    "median/delta": (lambda **o: robust.median(
+        X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+}
+BAD = {
+    "median": [dict(bounds=None), dict(bounds=(10, 0)), dict(bounds=(0, math.inf)),
+               dict(bounds=(1e9, 1e9 + 1)), dict(delta=0.0), dict(delta=1.5), dict(delta=math.nan),
+               dict(epsilon=2.0**-30), dict(epsilon=1e6)],
+}
+COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon=math.inf),
+              dict(epsilon="1"), dict(random_state="seed"), dict(random_state=1.5),
+              dict(accountant=object())]
+
+
+def bad_cases():
+    for name in RELEASES:
+        for bad in COMMON_BAD + BAD.get(name.split("/")[0], []):
+            yield pytest.param(name, bad, id=f"{name}-{bad!r}")
+
+
+@pytest.mark.parametrize("name, bad", list(bad_cases()))
+def test_bad_argument_raises_and_charges_nothing(name, bad):
+    acc = dpcore.Accountant(10.0, 1e-3)
+    kwargs = dict(random_state=1, accountant=acc)
+    kwargs.update(bad)
+    with pytest.raises((ValueError, TypeError)) as info:
+        RELEASES[name][0](**kwargs)
+    assert str(info.value)
+    assert acc.history == [] and acc.spent == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_release_charges_once_the_documented_cost(name):
+    call, (eps, delta) = RELEASES[name]
+    acc = dpcore.Accountant(10.0, 1e-3)
+    call(random_state=1, accountant=acc)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta) == (eps, delta)
+    assert entry.label.startswith("robust.")
+
+
+def test_budget_exceeded_draws_nothing():
+    acc = dpcore.Accountant(0.1)
+    g = rng(50)
+    before = g.bit_generator.state
+    with pytest.raises(dpcore.BudgetExceeded):
+        robust.median(X1, bounds=(0, 10), epsilon=EPS, accountant=acc, random_state=g)
+    assert g.bit_generator.state == before and acc.history == []
+
+
+def test_errors_quote_no_private_value():
+    x = np.array([1.2345678, np.nan, 7.654321])
+    with pytest.raises(ValueError) as info:
+        robust.median(x, bounds=(0, 10), epsilon=1.0)
+    assert "1.234" not in str(info.value) and "7.654" not in str(info.value)
+    assert "3" not in str(info.value)  # nor the number of records
+    with pytest.raises(ValueError, match="at least one record"):
+        robust.median([], bounds=(0, 10), epsilon=1.0)
+
+
+def test_default_random_state_is_the_secure_generator():
+    out = robust.median(X1, bounds=(0, 10), epsilon=1.0)
+    assert 0.0 <= out <= 10.0
+
+
+# ------------------------------------------------------------------------------------------------
+# documentation
+
+RELEASE_FUNCTIONS = ["median"]
+
+
+@pytest.mark.parametrize("name", RELEASE_FUNCTIONS + ["smooth_sensitivity_median"])
+def test_public_functions_have_privacy_section(name):
+    doc = inspect.getdoc(getattr(robust, name))
+    assert "Privacy\n-------" in doc
+    if name in RELEASE_FUNCTIONS:
+        assert "replace-one" in doc or "add/remove" in doc
+        assert "Charged" in doc
+
+
+def test_all_names_exist():
+    for name in robust.__all__:
+        assert hasattr(robust, name)
+
+
+def test_docstring_examples():
+    failures, _ = doctest.testmod(robust, optionflags=doctest.ELLIPSIS)
+    assert failures == 0
