@@ -77,3 +77,15 @@ def test_docstring_examples(module_name):
     module = _import(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def test_import_dpcore_loads_no_heavy_dependency():
+    """`import dpcore` stays light (issue 15: under 0.25 s): scipy (0.3 s on its own),
+    scikit-learn and dask are imported only by the functions that need them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dpcore; print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'scipy', 'sklearn', 'dask', 'pandas'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -12,7 +12,6 @@ import sys
 
 import numpy as np
 
-from dpcore import _bingham
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore.random import check_random_state
@@ -20,6 +19,13 @@ from dpcore.random import check_random_state
 __all__ = ["bingham", "bingham_sequential", "uniform_frame"]
 
 _METHODS = ("auto", "exact", "gibbs")
+
+
+def _kernel():
+    # imported on first use: the kernel links scipy's LAPACK, whose import takes 0.3 s
+    from dpcore import _bingham
+
+    return _bingham
 
 
 def _symmetric_matrix(A, name="A"):
@@ -217,7 +223,7 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
     counters = np.zeros(3)
     if k == 1 and method != "gibbs":
         Vt = np.zeros((1, d))
-        _bingham.sequential(lam, Vt, 0, h, counters)
+        _kernel().sequential(lam, Vt, 0, h, counters)
         V = U @ Vt.T
         return (V, empty) if return_trace else V
     V0 = _check_init(init, d, k, U, lam, rng)
@@ -227,7 +233,7 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
     done = 0
     while done < n_sweeps:
         m = min(chunk, n_sweeps - done)
-        _bingham.gibbs(lam, Vt, m, h, trace[done:done + m], counters)
+        _kernel().gibbs(lam, Vt, m, h, trace[done:done + m], counters)
         done += m
         if progress:
             # counters only: the trace and the acceptance rate are functions of A, which may
@@ -296,7 +302,7 @@ def bingham_sequential(A, k, *, random_state=None):
     lam, U = np.linalg.eigh(A)
     lam, U = np.ascontiguousarray(lam[::-1]), U[:, ::-1]
     Vt = np.zeros((k, d))
-    _bingham.sequential(lam, Vt, 0, h, np.zeros(3))
+    _kernel().sequential(lam, Vt, 0, h, np.zeros(3))
     return U @ Vt.T
 
 

@@ -39,8 +39,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
-from scipy.special import erfcx, log_ndtr, ndtr
 
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
@@ -247,6 +245,7 @@ def snapping_epsilon(lam, bound):
 
 def _neg_erfcx_prime(x: float) -> float:
     """-erfcx'(x) = 2/sqrt(pi) - 2 x erfcx(x) (> 0)."""
+    from scipy.special import erfcx  # lazily: importing scipy takes 0.3 s
     return 2.0 / math.sqrt(math.pi) - 2.0 * x * float(erfcx(x))
 
 
@@ -255,6 +254,7 @@ def _agm_log_delta(s: float, epsilon: float) -> float:
 
     delta = Phi(a) - e^eps Phi(b), a = 1/(2s) - eps s, b = -1/(2s) - eps s.
     """
+    from scipy.special import erfcx, log_ndtr  # lazily: importing scipy takes 0.3 s
     a = 0.5 / s - epsilon * s
     if a >= 0.0:
         # Phi(a) >= 1/2: log space, no severe cancellation here.
@@ -454,6 +454,7 @@ def _dg_euler_maclaurin(m: int, n: int, sigma: float, k_ref: int, factor: float)
     |R| <= TV(f', [p, q]) / 12 (B_2 = 1/6, |B_2({x})| <= 1/6). f' changes monotonicity only at
     +-sigma, so the total variation is exact from its values there.
     """
+    from scipy.special import erfcx, ndtr  # lazily: importing scipy takes 0.3 s
     s2 = sigma * sigma
     two_s2 = 2.0 * s2
     c = sigma * math.sqrt(0.5 * math.pi)
@@ -674,6 +675,7 @@ def zcdp_delta(rho, epsilon):
     >>> 0.99e-6 < d < 1.01e-6
     True
     """
+    from scipy.optimize import brentq  # lazily: importing scipy takes 0.3 s
     rho = check.positive(rho, "rho")
     epsilon = check.nonnegative(epsilon, "epsilon")
 
@@ -710,6 +712,7 @@ def _bisect_between(holds, lo, hi, *, increasing):
 def _grid_then_refine(fun, lo, hi, num=741):
     """argmin and min of a function of t on [lo, hi]: coarse grid (``fun`` evaluated on a numpy
     array), then bounded Brent between the grid neighbours of the best point."""
+    from scipy.optimize import minimize_scalar  # lazily: importing scipy takes 0.3 s
     grid = np.linspace(lo, hi, num)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         values = np.asarray(fun(grid), dtype=np.float64)
