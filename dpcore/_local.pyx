@@ -3,9 +3,10 @@
 Duchi et al.'s one-bit mean, vectorised over the records.
 
 Every decision is a comparison of random integers: "keep the truth" is ``w < threshold`` for a
-uniform 64-bit word w and an integer threshold computed exactly by the caller (so the
-probability is exactly threshold / 2**64), uniform choices among m values use Lemire's
-multiply-and-reject (exactly uniform), and Duchi's Bernoulli((1 + x) / 2) compares a
+uniform 64-bit integer w (read lazily, a byte at a time: `below`) and an integer threshold
+computed exactly by the caller (so the probability is exactly threshold / 2**64), uniform
+choices among m values use Lemire's multiply-and-reject (exactly uniform), and Duchi's
+Bernoulli((1 + x) / 2) compares a
 full-precision uniform U* (Mironov) with the double |x|, which is exact because |x| is a double
 (see `duchi_into`). No probability is ever rounded inside the kernel.
 
@@ -45,6 +46,42 @@ cdef inline uint64_t bounded(dpc_words *src, uint64_t n) noexcept nogil:
     return hi
 
 
+# A Bernoulli(t / 2**64) decision read byte by byte. A uniform 64-bit integer w is compared
+# with t most significant byte first; the first byte that differs decides, and w < t is false
+# when all eight agree (w == t). That is exactly the event w < t for a uniform w, so the
+# probability is exactly t / 2**64, but a decision reads 1 + 1/255 bytes on average instead of
+# 8 (the bytes of w not read are never drawn). The bytes come from a pool of words (low byte
+# first); which bytes are read depends on the draws only, never on the user's value.
+
+cdef struct BytePool:
+    uint64_t word
+    int left
+
+
+cdef inline uint64_t next_byte(BytePool *pool, dpc_words *src) noexcept nogil:
+    cdef uint64_t b
+    if pool.left == 0:
+        pool.word = dpc_words_next(src)
+        pool.left = 8
+    b = pool.word & 0xff
+    pool.word >>= 8
+    pool.left -= 1
+    return b
+
+
+cdef inline uint64_t below(BytePool *pool, dpc_words *src, uint64_t t) noexcept nogil:
+    """1 with probability exactly t / 2**64 (uniform w < t, decided lazily), else 0."""
+    cdef int shift = 56
+    cdef uint64_t b, tb
+    while shift >= 0:
+        b = next_byte(pool, src)
+        tb = (t >> shift) & 0xff
+        if b != tb:
+            return b < tb
+        shift -= 8
+    return 0
+
+
 # ------------------------------------------------------------------------------------------
 # Generalized (k-ary) randomized response
 
@@ -58,13 +95,15 @@ cdef void grr_fill(dpc_words *src, Py_ssize_t n, const int64_t *values,  # IN
     r is drawn whether or not it is used (k = 2 reads no word for it).
     """
     cdef Py_ssize_t i
-    cdef uint64_t w, r, v
+    cdef uint64_t r, v, keep
+    cdef BytePool pool
+    pool.left = 0
     for i in range(n):
         v = <uint64_t>values[i]
-        w = dpc_words_next(src)
+        keep = 0 - below(&pool, src, threshold)  # all ones or zero: a select without a branch
         r = bounded(src, k - 1)
         r += (r >= v)
-        out[i] = <int64_t>(v if w < threshold else r)
+        out[i] = <int64_t>(r ^ ((r ^ v) & keep))
 
 
 def grr_into(int64_t[::1] out, const int64_t[::1] values, uint64_t k, uint64_t threshold,
@@ -90,17 +129,19 @@ cdef void unary_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t k, const int64_t *
                      uint64_t t_one, uint64_t t_zero,
                      uint8_t *out) noexcept nogil:  # OUT
     """Row i of out (k bits): bit j is 1 with probability t_one / 2**64 if j == values[i],
-    t_zero / 2**64 otherwise; one word per bit, all independent."""
+    t_zero / 2**64 otherwise, all independent (one lazy byte-wise decision per bit)."""
     cdef Py_ssize_t i, j
     cdef int64_t v
     cdef uint64_t t
     cdef uint8_t *row
+    cdef BytePool pool
+    pool.left = 0
     for i in range(n):
         v = values[i]
         row = out + i * k
         for j in range(k):
             t = t_one if j == v else t_zero
-            row[j] = dpc_words_next(src) < t
+            row[j] = <uint8_t>below(&pool, src, t)
 
 
 def unary_into(uint8_t[:, ::1] out, const int64_t[::1] values, uint64_t t_one, uint64_t t_zero,
@@ -140,8 +181,10 @@ cdef void olh_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t m, const int64_t *va
     """Per record: a uniform seed (a_0..a_{m-1}, b), the hash y = h(v), then randomized response
     on Z_g: keep y with probability threshold / 2**64, else a uniform other element."""
     cdef Py_ssize_t i, t
-    cdef uint64_t v, y, w, r, acc
+    cdef uint64_t v, y, r, acc, keep
     cdef int64_t *seed
+    cdef BytePool pool
+    pool.left = 0
     for i in range(n):
         v = <uint64_t>values[i]
         seed = seeds + i * (m + 1)
@@ -153,10 +196,10 @@ cdef void olh_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t m, const int64_t *va
             acc = (acc + <uint64_t>seed[t] * (v % g)) % g
             v = v // g
         y = acc
-        w = dpc_words_next(src)
+        keep = 0 - below(&pool, src, threshold)
         r = bounded(src, g - 1)
         r += (r >= y)
-        out[i] = <int64_t>(y if w < threshold else r)
+        out[i] = <int64_t>(r ^ ((r ^ y) & keep))
 
 
 def olh_into(int64_t[:, ::1] seeds, int64_t[::1] out, const int64_t[::1] values, uint64_t g,

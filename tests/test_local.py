@@ -511,25 +511,60 @@ def test_threads_match_serial():
         np.testing.assert_array_equal(a, b)
 
 
-def test_kernel_matches_numpy_twin():
-    """The GRR kernel against a NumPy twin reading the same 64-bit words: bit-identical."""
-    k, thr = 5, local.frequency_oracle("randomized_response", k=5, epsilon=1.0).thresholds[0]
-    values = np.resize(np.arange(k), 1000).astype(np.int64)
-    out = np.empty_like(values)
-    from dpcore import _local
-    _local.grr_into(out, values, k, thr, dpcore.ChaCha20(77))
-    words = iter(dpcore.ChaCha20(77).random_raw(10_000).tolist())
-    twin = []
-    for v in values.tolist():
-        w = next(words)
-        while True:  # Lemire's bounded draw on k - 1
-            x = next(words)
-            prod = x * (k - 1)
+def grr_twin(values, k, thr, words):
+    """Pure-Python k-ary randomized response reading the kernel's words in the kernel's order:
+    the keep decision (uniform 64-bit w < thr, compared most significant byte first, bytes from
+    a pool word low byte first), then Lemire's draw on k - 1 (no word when k = 2)."""
+    pool = []
+
+    def keep():
+        for shift in range(56, -8, -8):
+            if not pool:
+                word = next(words)
+                pool.extend((word >> (8 * j)) & 0xFF for j in range(8))
+            b, tb = pool.pop(0), (thr >> shift) & 0xFF
+            if b != tb:
+                return b < tb
+        return False  # w == thr
+
+    out = []
+    for v in values:
+        kept = keep()
+        hi = 0
+        while k > 2:
+            prod = next(words) * (k - 1)
             hi, lo = prod >> 64, prod & (TWO_64 - 1)
-            if lo >= (TWO_64 - (k - 1)) % (k - 1):
+            if lo >= TWO_64 % (k - 1):
                 break
-        r = hi + (hi >= v)
-        twin.append(v if w < thr else r)
+        out.append(v if kept else hi + (hi >= v))
+    return out
+
+
+def crafted_threshold(seed, depth):
+    """A threshold whose top `depth` bytes equal the first `depth` bytes the kernel reads from
+    ChaCha20(seed), so the first decision reads depth + 1 bytes (all 8 and w == t at depth 8)."""
+    first = int(dpcore.ChaCha20(seed).random_raw())
+    t = 0
+    for j in range(8):
+        byte = (first >> (8 * j)) & 0xFF if j < depth else (((first >> (8 * j)) & 0xFF) ^ 0x80)
+        t = (t << 8) | byte
+    return t
+
+
+@pytest.mark.parametrize("k, thr", [
+    (5, local.frequency_oracle("randomized_response", k=5, epsilon=1.0).thresholds[0]),
+    (2, local.frequency_oracle("randomized_response", k=2, epsilon=0.3).thresholds[0]),
+    (3, crafted_threshold(77, 1)), (2, crafted_threshold(77, 3)), (2, crafted_threshold(77, 8)),
+    (7, 1), (2, TWO_64 - 1), (2, 2**63),
+])
+def test_kernel_matches_python_twin(k, thr):
+    """The GRR kernel against a pure-Python twin reading the same words: identical output,
+    including decisions that need several bytes and the tie w == thr."""
+    from dpcore import _local
+    values = np.resize(np.arange(k), 600).astype(np.int64)
+    out = np.empty_like(values)
+    _local.grr_into(out, values, k, thr, dpcore.ChaCha20(77))
+    twin = grr_twin(values.tolist(), k, thr, iter(dpcore.ChaCha20(77).random_raw(20_000).tolist()))
     np.testing.assert_array_equal(out, twin)
 
 
