@@ -117,3 +117,53 @@ def test_speedup_at_1e5():
     print(f"\nn=1e5: definition {t_definition:.3f} s, kernel {t_kernel * 1e3:.2f} ms, "
           f"speedup {t_definition / t_kernel:.0f}x")
     assert t_definition / t_kernel >= 100
+
+
+# ------------------------------------------------------------------------------------------
+# Group "robust-aggregate": one private mean of 10**6 N(3, 1) records at epsilon = 1.
+# Contenders: ``dpcore-sample-aggregate`` (np.mean on 2000 blocks, widened winsorized mean over
+# output_range +-1e4) and ``dpcore-stats-mean`` (clipped mean with bounds +-1e4, role naive).
+# Each output must be within 10 standard deviations of its own expected error.
+
+AGG_N = 10**6
+
+
+def _normal_data():
+    return np.random.default_rng(20261126).normal(3.0, 1.0, AGG_N)
+
+
+def test_aggregate_sample_aggregate(benchmark):
+    dpcore_api()
+    from dpcore import robust
+
+    record(benchmark, n=AGG_N, contender="dpcore-sample-aggregate", role=DPCORE,
+           group="robust-aggregate")
+    x = _normal_data()
+    out = benchmark(robust.sample_aggregate, x, np.mean, n_blocks=2000,
+                    output_range=(-1e4, 1e4), epsilon=1.0)
+    assert abs(out - x.mean()) < 10 * 0.33e-3  # aggregation noise sd ~ 0.33e-3
+
+
+def test_aggregate_stats_mean(benchmark):
+    dpcore = dpcore_api()
+    record(benchmark, n=AGG_N, contender="dpcore-stats-mean", role=NAIVE, group="robust-aggregate")
+    x = _normal_data()
+    out = benchmark(dpcore.stats.mean, x, bounds=(-1e4, 1e4), epsilon=1.0)
+    assert abs(out - x.mean()) < 10 * 0.03  # noise sd ~ sqrt(2) 1e4 / 0.5 / 1e6 = 0.028
+
+
+def test_aggregate_accuracy_at_one_million():
+    """RMSE over 60 fresh data sets (the slow test in tests/test_robust.py uses 100), in units of
+    the non-private standard error 1e-3: sample-and-aggregate <= 1.3, stats.mean >= 10x worse.
+    (Expected ~1.05 and ~25; with 60 replications 60 (ratio / 1.05)**2 is about chi-square(60),
+    so a correct implementation exceeds 1.3 with probability ~ 0.5%.)"""
+    dpcore_api()
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    import test_robust as t
+
+    ratio, mean_ratio = t.sample_aggregate_accuracy(60, 11)
+    print(f"\nn=1e6, epsilon=1: sample_aggregate RMSE {ratio:.3f} x SE, stats.mean {mean_ratio:.1f} x SE")
+    assert ratio <= 1.3 and mean_ratio / ratio >= 10
