@@ -580,7 +580,7 @@ def test_public_functions_documented():
             doc = inspect.getdoc(obj)
             assert "Parameters\n----------" in doc and "Examples\n--------" in doc, name
             if name in ("randomized_response", "unary_encoding", "local_hashing", "duchi",
-                        "estimate_frequencies", "estimate_mean"):
+                        "estimate_frequencies", "estimate_mean", "planar_laplace"):
                 assert re.search(r"^Privacy\n-------\n", doc, flags=re.MULTILINE), name
             if name in ("randomized_response", "unary_encoding", "local_hashing", "duchi"):
                 privacy = doc.split("Privacy\n-------\n")[1]
@@ -591,3 +591,121 @@ def test_doctests():
     module = importlib.import_module("dpcore.local")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# ------------------------------------------------------------------------------------------
+# Planar Laplace on a grid
+
+
+def planar_pmf(lam, radius=90):
+    """Exact law of the offset on Z^2 (truncated where the mass is below 1e-30)."""
+    r = np.arange(-radius, radius + 1)
+    d1, d2 = np.meshgrid(r, r, indexing="ij")
+    w = np.exp(-lam * np.hypot(d1, d2))
+    return d1.ravel(), d2.ravel(), w.ravel() / w.sum()
+
+
+def planar_pvalue(offsets, lam):
+    d1, d2, p = planar_pmf(lam)
+    order = np.argsort(np.hypot(d1, d2), kind="stable")  # merge sparse cells of similar radius
+    d1, d2, p = d1[order], d2[order], p[order]
+    index = {(a, b): i for i, (a, b) in enumerate(zip(d1.tolist(), d2.tolist()))}
+    counts = np.zeros(p.size)
+    for a, b in offsets.tolist():
+        counts[index[(a, b)]] += 1
+    return chisquare_pvalue(counts, p)
+
+
+def test_planar_laplace_law():
+    eps, grid, n = 0.6, 1.0, 25_000
+    centre = np.array([3.0, -7.25])  # snapped to (3, -7)
+    z = local.planar_laplace(np.tile(centre, (n, 1)), epsilon=eps, grid=grid, random_state=13)
+    offsets = np.rint(z - [3.0, -7.0]).astype(np.int64)
+    assert np.array_equal(offsets, z - [3.0, -7.0])  # outputs on the grid
+    assert planar_pvalue(offsets, eps * grid) > ALPHA
+    assert planar_pvalue(offsets, eps * grid * 1.1) < ALPHA  # power
+
+
+def test_planar_laplace_fine_grid_law():
+    """A power-of-two grid finer than 1: lambda = epsilon u = 0.375; radial law of |d|."""
+    eps, grid, n = 3.0, 0.125, 12_000
+    z = local.planar_laplace(np.zeros((n, 2)), epsilon=eps, grid=grid, random_state=14)
+    offsets = (z / grid).astype(np.int64)
+    assert planar_pvalue(offsets, eps * grid) > ALPHA
+
+
+@pytest.mark.parametrize("lam, inv_scale, d", [
+    (Fraction(3), Fraction(1), (1, 2)),            # gamma = 3 sqrt(5) - 3 ~ 3.708: M = 4 factors
+    (Fraction(1, 2), Fraction(1, 4), (3, 4)),      # rational gamma = 2.5 - 1.75 = 0.75
+    (Fraction(7, 10), Fraction(1, 2), (2, 5)),     # gamma = 0.7 sqrt(29) - 3.5 ~ 0.2696
+    (Fraction(1, 2), Fraction(1, 2), (0, 0)),      # gamma = 0: always accepted
+])
+def test_bernoulli_exp_planar_exact(lam, inv_scale, d):
+    n = 20_000
+    words = local._Words(dpcore.default_rng(sum(d) + 1))
+    n2, taxi = d[0] ** 2 + d[1] ** 2, abs(d[0]) + abs(d[1])
+    hits = sum(local._bernoulli_exp_planar(words, n2, taxi, lam, inv_scale) for _ in range(n))
+    p = math.exp(-(float(lam) * math.sqrt(n2) - taxi * float(inv_scale)))
+    if p == 1.0:
+        assert hits == n
+        return
+    assert abs(hits / n - p) <= z_critical(n_checks=3) * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("eps, grid", [(0.01, 8.0), (1.0, 1.0), (2.0**-10, 2.0**6), (50.0, 0.5)])
+def test_planar_calibration(eps, grid):
+    bounds = ((-100.0, 400.5), (0.0, 1234.0))
+    mech = local.PlanarLaplaceMechanism.calibrate(epsilon=eps, grid=grid, bounds=bounds)
+    lam = Fraction(eps) * Fraction(grid)
+    assert mech.decay == lam
+    assert Fraction(mech.proposal_scale) ** 2 * lam**2 >= 2  # proposal dominates: acceptance <= 1
+    diameter = mpmath.sqrt(mpmath.mpf(500.5) ** 2 + mpmath.mpf(1234.0) ** 2)
+    exact = mpmath.mpf(eps) * (diameter + mpmath.sqrt(2) * grid)
+    assert exact <= mech.epsilon_ldp <= exact * (1 + mpmath.mpf(2) ** -50)
+
+
+def test_planar_snapping_and_shapes():
+    # epsilon u = 60: the noise is 0 except with probability ~4 e^-60
+    z = local.planar_laplace([[0.4, -0.4], [2.5, 3.5], [-7.6, 1e6]], epsilon=60.0, grid=1.0, random_state=0)
+    np.testing.assert_array_equal(z, [[0.0, -0.0], [2.0, 4.0], [-8.0, 1e6]])
+    single = local.planar_laplace([1.0, 2.0], epsilon=1.0, grid=0.5, random_state=1)
+    assert single.shape == (2,)
+    assert local.planar_laplace(np.zeros((0, 2)), epsilon=1.0, grid=1.0).shape == (0, 2)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(points=[[0.0, 0.0]], epsilon=1.0, grid=3.0), ValueError, "power of two"),
+    (dict(points=[[0.0, 0.0]], epsilon=0.0, grid=1.0), ValueError, "epsilon"),
+    (dict(points=[[0.0, 0.0]], epsilon=1.0, grid=-1.0), ValueError, "grid"),
+    (dict(points=[0.0, 0.0, 1.0], epsilon=1.0, grid=1.0), ValueError, "shape"),
+    (dict(points=[[0.0, 0.0, 1.0]], epsilon=1.0, grid=1.0), ValueError, "shape"),
+    (dict(points=[[0.0, np.nan]], epsilon=1.0, grid=1.0), ValueError, "points"),
+    (dict(points=[[0.0, 2.0**60]], epsilon=1.0, grid=1.0), ValueError, "2\\*\\*50"),
+    (dict(points=[[0.0, 1e-300]], epsilon=1e-3, grid=2.0**-1000), ValueError, "grid"),
+    (dict(points=[[0.0, float(SECRET)]], epsilon=1.0, grid=1.0, bounds=((0, 1), (0, 1))), ValueError,
+     "outside"),
+    (dict(points=[[0.0, 0.0]], epsilon=1.0, grid=1.0, bounds=((0, 1), (1, 0))), ValueError, "bounds"),
+    (dict(points=[[0.0, 0.0]], epsilon=1.0, grid=1.0, bounds=(0, 1)), TypeError, "bounds"),
+    (dict(points=[[0.0, 0.0]], epsilon=1.0, grid=1.0, random_state="x"), TypeError, "random_state"),
+])
+def test_planar_bad_arguments(kwargs, exc, match):
+    acc = dpcore.Accountant(100.0)
+    points = kwargs.pop("points")
+    with pytest.raises(exc, match=match) as info:
+        local.planar_laplace(points, accountant=acc if "bounds" in kwargs else None, **kwargs)
+    assert str(SECRET) not in str(info.value)
+    assert not acc.history
+
+
+def test_planar_accountant():
+    acc = dpcore.Accountant(100.0)
+    with pytest.raises(ValueError, match="bounds"):
+        local.planar_laplace([[1.0, 1.0]], epsilon=0.1, grid=1.0, accountant=acc)
+    assert not acc.history
+    bounds = ((0.0, 30.0), (0.0, 40.0))
+    mech = local.PlanarLaplaceMechanism.calibrate(epsilon=0.1, grid=1.0, bounds=bounds)
+    local.planar_laplace([[1.0, 1.0], [29.0, 39.0]], epsilon=0.1, grid=1.0, bounds=bounds, accountant=acc,
+                         random_state=2)
+    assert len(acc.history) == 1 and acc.history[0].epsilon == mech.epsilon_ldp
+    assert acc.history[0].label == "local.planar_laplace"
+    assert 0.1 * (50 + math.sqrt(2)) <= mech.epsilon_ldp < 0.1 * (50 + math.sqrt(2)) + 1e-12
