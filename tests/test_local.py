@@ -617,7 +617,7 @@ def planar_pvalue(offsets, lam):
 
 
 def test_planar_laplace_law():
-    eps, grid, n = 0.6, 1.0, 25_000
+    eps, grid, n = 0.6, 1.0, 60_000
     centre = np.array([3.0, -7.25])  # snapped to (3, -7)
     z = local.planar_laplace(np.tile(centre, (n, 1)), epsilon=eps, grid=grid, random_state=13)
     offsets = np.rint(z - [3.0, -7.0]).astype(np.int64)
@@ -628,7 +628,7 @@ def test_planar_laplace_law():
 
 def test_planar_laplace_fine_grid_law():
     """A power-of-two grid finer than 1: lambda = epsilon u = 0.375; radial law of |d|."""
-    eps, grid, n = 3.0, 0.125, 12_000
+    eps, grid, n = 3.0, 0.125, 30_000
     z = local.planar_laplace(np.zeros((n, 2)), epsilon=eps, grid=grid, random_state=14)
     offsets = (z / grid).astype(np.int64)
     assert planar_pvalue(offsets, eps * grid) > ALPHA
@@ -640,8 +640,10 @@ def test_planar_laplace_fine_grid_law():
     (Fraction(7, 10), Fraction(1, 2), (2, 5)),     # gamma = 0.7 sqrt(29) - 3.5 ~ 0.2696
     (Fraction(1, 2), Fraction(1, 2), (0, 0)),      # gamma = 0: always accepted
 ])
-def test_bernoulli_exp_planar_exact(lam, inv_scale, d):
-    n = 20_000
+@pytest.mark.parametrize("exact", [False, True])
+def test_bernoulli_exp_planar_exact(lam, inv_scale, d, exact, monkeypatch):
+    monkeypatch.setattr(local, "_FORCE_EXACT", exact)
+    n = 20_000 if not exact else 5_000
     words = local._Words(dpcore.default_rng(sum(d) + 1))
     n2, taxi = d[0] ** 2 + d[1] ** 2, abs(d[0]) + abs(d[1])
     hits = sum(local._bernoulli_exp_planar(words, n2, taxi, lam, inv_scale) for _ in range(n))
@@ -709,3 +711,13 @@ def test_planar_accountant():
     assert len(acc.history) == 1 and acc.history[0].epsilon == mech.epsilon_ldp
     assert acc.history[0].label == "local.planar_laplace"
     assert 0.1 * (50 + math.sqrt(2)) <= mech.epsilon_ldp < 0.1 * (50 + math.sqrt(2)) + 1e-12
+
+
+@pytest.mark.parametrize("eps, grid", [(0.5, 1.0), (3.0, 0.125), (20.0, 1.0)])
+def test_planar_fast_path_matches_exact_path(eps, grid, monkeypatch):
+    """The double-precision pre-decisions change nothing: same words, same outputs."""
+    points = np.zeros((3000, 2))
+    fast = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
+    monkeypatch.setattr(local, "_FORCE_EXACT", True)
+    exact = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
+    np.testing.assert_array_equal(fast, exact)

@@ -1057,24 +1057,24 @@ class _Words:
         return self._buf.pop()
 
 
-def _uniform_below(words, enclosure):
+def _uniform_below(words, enclosure, first):
     """True with probability exactly r, for r in [0, 1] known through ``enclosure(bits)`` ->
     (lo, hi) with lo <= r <= hi and hi - lo <= about 2**-bits.
 
-    A real uniform U is read 64 bits at a time: after P bits it lies in [a / 2**P,
-    (a + 1) / 2**P); U < r is decided once that cell lies below lo or at/above hi. For an
-    irrational r this happens with probability one; a rational r has lo == hi exactly.
+    A real uniform U is read 64 bits at a time (``first`` is its first word): after P bits it
+    lies in [a / 2**P, (a + 1) / 2**P); U < r is decided once that cell lies below lo or at/above
+    hi. For an irrational r this happens with probability one; a rational r has lo == hi.
     """
-    a, bits = 0, 0
+    a, bits = first, 64
     while True:
-        a = (a << 64) | words.next()
-        bits += 64
         lo, hi = enclosure(bits + 4)
         cell = Fraction(1, 2**bits)
         if (a + 1) * cell <= lo:
             return True
         if a * cell >= hi:
             return False
+        a = (a << 64) | words.next()
+        bits += 64
 
 
 def _sqrt_enclosure(n, bits):
@@ -1085,21 +1085,50 @@ def _sqrt_enclosure(n, bits):
     return (lo, lo) if s * s == n << (2 * bits) else (lo, Fraction(s + 1, 2**bits))
 
 
+# Fast path of the planar acceptance test: gamma is first computed in doubles. While lam
+# sqrt(n2) < 2**20 and taxi / s < 2**21, each of the few roundings errs by at most 2**-53 of
+# a number below 2**21, so |gamma_double - gamma| < 2**-29 and |r_double - r| < 2**-28 for r =
+# gamma / (M K); a uniform whose first 64 bits put it more than _FAST_MARGIN away from r_double
+# is decided by them alone, exactly as the exact comparison would decide it. Otherwise the same
+# word goes on to the exact comparison (the law is the exact one either way).
+_FAST_MARGIN = 2.0**-26
+_FAST_LIMIT = 2.0**20
+_FORCE_EXACT = False  # test hook: every decision through the exact enclosures
+
+
 def _bernoulli_exp_planar(words, n2, taxi, lam, inv_scale):
     """Exact Bernoulli(exp(-gamma)) with gamma = lam sqrt(n2) - taxi inv_scale >= 0 (irrational
     in general): exp(-gamma) = exp(-gamma / M)**M with an integer M >= gamma, each factor by
     Canonne-Kamath-Steinke's series (K = 1, 2, ... while Bernoulli(c / K); success iff K odd),
-    every Bernoulli(c / K) decided by `_uniform_below` on an exact enclosure of c / K."""
+    every Bernoulli(c / K) decided on the uniform's first word when the double estimate of
+    c / K is clearly away from it, else by `_uniform_below` on an exact enclosure."""
     offset = taxi * inv_scale
 
     def gamma(bits):
         lo, hi = _sqrt_enclosure(n2, bits)
         return lam * lo - offset, lam * hi - offset
 
-    m = max(1, math.ceil(gamma(16)[1]))
+    main, off = float(lam) * math.sqrt(n2), taxi * float(inv_scale)
+    in_range = main < _FAST_LIMIT and off < 2 * _FAST_LIMIT
+    if in_range:
+        g = main - off
+        m = max(1, math.ceil(g + _FAST_MARGIN))  # >= gamma: the error is below the margin
+    else:
+        m = max(1, math.ceil(gamma(16)[1]))
+    fast = in_range and not _FORCE_EXACT
     for _ in range(m):
         k = 1
-        while _uniform_below(words, lambda b, k=k: tuple(g / (m * k) for g in gamma(b))):
+        while True:
+            a = words.next()
+            if fast:
+                r = g / (m * k)
+                if (a + 1) * 2.0**-64 <= r - _FAST_MARGIN:
+                    k += 1
+                    continue
+                if a * 2.0**-64 >= r + _FAST_MARGIN:
+                    break
+            if not _uniform_below(words, lambda b, k=k: tuple(x / (m * k) for x in gamma(b)), a):
+                break
             k += 1
         if k % 2 == 0:
             return False
