@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Union, cast
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
@@ -28,7 +29,8 @@ from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._floats import round_down as _down, round_up as _up
 
-__all__ = ["Accountant", "BudgetExceeded", "Charge", "ParallelBlock", "Partition"]
+__all__ = ["Accountant", "AccountantLike", "BudgetExceeded", "Charge", "ParallelBlock",
+           "Partition"]
 
 _ZERO = Fraction(0)
 #: Relative amount by which a total may exceed the budget: the binary representation error of
@@ -120,12 +122,12 @@ class _Sums:
         if c.rho is not None:
             rho += sign * Fraction(c.rho)
         else:
-            eps += sign * Fraction(c.epsilon)
-            delta += sign * Fraction(c.delta)
+            eps += sign * Fraction(cast(float, c.epsilon))
+            delta += sign * Fraction(cast(float, c.delta))
             if c.rho_implied is not None:
-                ce += sign * Fraction(c.epsilon)
-                cd += sign * Fraction(c.delta)
-                cr += sign * Fraction(c.rho_implied)
+                ce += sign * Fraction(cast(float, c.epsilon))
+                cd += sign * Fraction(cast(float, c.delta))
+                cr += sign * Fraction(cast(float, c.rho_implied))
         return _Sums(eps, delta, rho, ce, cd, cr)
 
 
@@ -639,9 +641,9 @@ class _PartSum:
             return _PartSum(self.n + 1, True, rho=self.rho + Fraction(c.rho), rho_implied=None)
         implied = None
         if self.rho_implied is not None and c.delta == 0.0:
-            implied = self.rho_implied + Fraction(c.epsilon) ** 2 / 2
-        return _PartSum(self.n + 1, False, self.eps + Fraction(c.epsilon),
-                        self.delta + Fraction(c.delta), _ZERO, implied)
+            implied = self.rho_implied + Fraction(cast(float, c.epsilon)) ** 2 / 2
+        return _PartSum(self.n + 1, False, self.eps + Fraction(cast(float, c.epsilon)),
+                        self.delta + Fraction(cast(float, c.delta)), _ZERO, implied)
 
 
 def _max_implied(a, b):
@@ -843,3 +845,7 @@ class Partition:
             When mixing zCDP and (epsilon, delta) charges in one block, or invalid parameters.
         """
         return self._block._charge(self, epsilon, delta, rho, label)
+
+
+#: What ``accountant`` accepts in every release (besides None): each has ``charge``.
+AccountantLike = Union[Accountant, ParallelBlock, Partition]

@@ -8,6 +8,7 @@ k = d, where the density is constant. It is the sampler behind private PCA
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import sys
 
 import numpy as np
@@ -15,6 +16,10 @@ import numpy as np
 from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore.random import check_random_state
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["bingham", "bingham_sequential", "uniform_frame"]
 
@@ -38,7 +43,7 @@ def _symmetric_matrix(A, name="A"):
     return 0.5 * (A + A.T)
 
 
-def uniform_frame(d, k, *, random_state=None):
+def uniform_frame(d: int, k: int, *, random_state: RandomStateLike = None) -> np.ndarray:
     """A uniformly distributed d x k matrix with orthonormal columns (Haar measure).
 
     Parameters
@@ -101,8 +106,10 @@ def _check_init(init, d, k, U, lam, rng):
     return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
 
 
-def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
-            progress=False, return_trace=False):
+def bingham(A: ArrayLike, k: int, *, n_sweeps: int = 200, method: str = "auto",
+            init: ArrayLike | None = None, random_state: RandomStateLike = None,
+            progress: bool = False, return_trace: bool = False
+            ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Draw a d x k matrix with orthonormal columns from the matrix Bingham distribution.
 
     The density with respect to the uniform measure on the Stiefel manifold is proportional to
@@ -246,7 +253,7 @@ def bingham(A, k, *, n_sweeps=200, method="auto", init=None, random_state=None,
     return (V, trace) if return_trace else V
 
 
-def bingham_sequential(A, k, *, random_state=None):
+def bingham_sequential(A: ArrayLike, k: int, *, random_state: RandomStateLike = None) -> np.ndarray:
     """k exact draws, one column at a time: column j from the vector Bingham density
     proportional to exp(v^T A v) on the unit vectors orthogonal to columns 1..j-1.
 

@@ -93,7 +93,7 @@ def _exp_up(log_value: float) -> float:
 # Laplace and snapping
 
 
-def laplace_scale(sensitivity, epsilon):
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """Laplace scale ``sensitivity / epsilon``, rounded up to the next double.
 
     Parameters
@@ -127,7 +127,7 @@ def _snapping_epsilon_exact(lam: float, bound: float) -> Fraction:
     return (1 + 12 * Fraction(bound) * _FRAC_ETA) / Fraction(lam) + 2 * _FRAC_ETA
 
 
-def snapping_scale(epsilon, bound):
+def snapping_scale(epsilon: float, bound: float) -> float:
     """Mironov's snapping lambda for sensitivity 1: the smallest double meeting ``epsilon``.
 
     Parameters
@@ -189,7 +189,7 @@ def snapping_scale(epsilon, bound):
     return lam
 
 
-def snapping_grid(lam):
+def snapping_grid(lam: float) -> float:
     """The snapping grid Lambda: the smallest power of two >= ``lam`` (exact).
 
     Parameters
@@ -212,7 +212,7 @@ def snapping_grid(lam):
     return math.ldexp(1.0, exponent - 1) if mantissa == 0.5 else math.ldexp(1.0, exponent)
 
 
-def snapping_epsilon(lam, bound):
+def snapping_epsilon(lam: float, bound: float) -> float:
     """Effective epsilon of the snapping mechanism, (1 + 12 B eta) / lambda + 2 eta, rounded up.
 
     Parameters
@@ -283,7 +283,7 @@ def _agm_log_delta(s: float, epsilon: float) -> float:
     return -0.5 * big_a * big_a + math.log(0.5) + math.log(diff)
 
 
-def analytic_gaussian_delta(sigma, epsilon, sensitivity):
+def analytic_gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     """Exact delta of the continuous Gaussian mechanism at ``epsilon`` (Balle-Wang).
 
     Parameters
@@ -361,7 +361,7 @@ def _bisect_smallest(holds, guess: float, name: str, rel_tol: float = 0.0) -> fl
             lo = mid
 
 
-def analytic_gaussian_sigma(epsilon, delta, sensitivity):
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """Balle-Wang analytic Gaussian: the smallest sigma making N(0, sigma**2) (eps, delta)-DP.
 
     Parameters
@@ -523,7 +523,7 @@ def _dg_log_delta(sigma2, epsilon, sensitivity, method=None):
     return math.log(numerator) + log_ref_up - _log_normaliser_lower(sigma) + _REL_MARGIN
 
 
-def discrete_gaussian_delta(sigma2, epsilon, sensitivity):
+def discrete_gaussian_delta(sigma2: float, epsilon: float, sensitivity: float) -> float:
     """Exact delta of the scalar discrete Gaussian N_Z(0, sigma2), rounded up (CKS Theorem 7).
 
     Parameters
@@ -578,7 +578,7 @@ def discrete_gaussian_delta(sigma2, epsilon, sensitivity):
     return _exp_up(_dg_log_delta(sigma2, epsilon, sensitivity))
 
 
-def discrete_gaussian_sigma(epsilon, delta, sensitivity):
+def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """The smallest sigma (to a relative 2**-40) for which N_Z(0, sigma**2) is (eps, delta)-DP.
 
     Parameters
@@ -644,7 +644,7 @@ def _zcdp_log_delta_at(x, rho, epsilon):
     return value, err
 
 
-def zcdp_delta(rho, epsilon):
+def zcdp_delta(rho: float, epsilon: float) -> float:
     """Tight delta(eps) of a rho-zCDP mechanism (Canonne-Kamath-Steinke).
 
     Parameters
@@ -726,7 +726,7 @@ def _grid_then_refine(fun, lo, hi, num=741):
     return best_t, best
 
 
-def zcdp_epsilon(rho, delta):
+def zcdp_epsilon(rho: float, delta: float) -> float:
     """Tight epsilon of a rho-zCDP mechanism at ``delta`` (rounded up).
 
     Parameters
@@ -784,7 +784,7 @@ def zcdp_epsilon(rho, delta):
     return _bisect_between(holds, lo, hi, increasing=True)
 
 
-def zcdp_epsilon_simple(rho, delta):
+def zcdp_epsilon_simple(rho: float, delta: float) -> float:
     """The simple rho-zCDP conversion eps = rho + 2 sqrt(rho ln(1/delta)) (Bun-Steinke).
 
     Parameters
@@ -810,7 +810,7 @@ def zcdp_epsilon_simple(rho, delta):
     return _inflate(rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)))
 
 
-def zcdp_rho_for(epsilon, delta):
+def zcdp_rho_for(epsilon: float, delta: float) -> float:
     """The largest rho whose tight conversion gives ``zcdp_delta(rho, epsilon) <= delta``.
 
     Parameters
@@ -876,7 +876,8 @@ def zcdp_rho_for(epsilon, delta):
 # composition
 
 
-def advanced_composition(epsilon, delta, k, delta_prime):
+def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float
+                         ) -> tuple[float, float]:
     """Advanced composition of k adaptively chosen (eps, delta)-DP mechanisms (DRV 2010).
 
     Parameters

@@ -14,6 +14,8 @@ Dask's local scheduler. numpy arrays are accepted too (computed locally).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpcore import _validation as check
@@ -27,6 +29,11 @@ from dpcore._release.bins import (
     sample_2d,
 )
 from dpcore._release.sums import Statistic, check_privacy, flat_records
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = ["histogramdd", "histogram", "count", "sum", "mean"]
 
@@ -142,9 +149,12 @@ def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
     return counts
 
 
-def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace",
-                outside="drop", relation="add_remove", nonnegative=False, consistent=False,
-                split_every=SPLIT_EVERY, random_state=None, accountant=None):
+def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | None = None,
+                epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+                outside: str = "drop", relation: str = "add_remove", nonnegative: bool = False,
+                consistent: bool = False, split_every: int = SPLIT_EVERY,
+                random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+                ) -> tuple[np.ndarray, list[np.ndarray]]:
     """:func:`dpcore.stats.histogramdd` on a Dask array (n, d) or (n,), or a Dask dataframe
     (its columns are the coordinates).
 
@@ -198,8 +208,10 @@ def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="lapl
     return counts.reshape(grid.shape), list(grid.edges)
 
 
-def histogram(x, *, bins, range, epsilon, delta=0.0, mechanism="laplace", nonnegative=False,
-              split_every=SPLIT_EVERY, random_state=None, accountant=None):
+def histogram(x: Any, *, bins: int | ArrayLike, range: Sequence[float], epsilon: float,
+              delta: float = 0.0, mechanism: str = "laplace", nonnegative: bool = False,
+              split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
+              accountant: AccountantLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dpcore.stats.histogram` (equal-width bins) on a 1-d Dask array or Series.
 
     Returns
@@ -264,8 +276,9 @@ def _exact(x, plan, split_every):
     return result
 
 
-def count(x, *, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
-          random_state=None, accountant=None):
+def count(x: Any, *, epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+          split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
+          accountant: AccountantLike | None = None) -> int:
     """:func:`dpcore.stats.count` on a Dask collection (every element is one record).
 
     Returns
@@ -290,8 +303,9 @@ def count(x, *, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY
                         random_state=random_state, label="distributed.count")
 
 
-def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
-        random_state=None, accountant=None):
+def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+        mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
+        random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """:func:`dpcore.stats.sum` on a Dask collection: exact per-chunk sums on the grid.
 
     Returns
@@ -319,8 +333,9 @@ def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=
                         random_state=random_state, label="distributed.sum")
 
 
-def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", split_every=SPLIT_EVERY,
-         random_state=None, accountant=None):
+def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+         mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
+         random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """:func:`dpcore.stats.mean` on a Dask collection (noisy centred sum / noisy count).
 
     Returns

@@ -21,6 +21,7 @@ inference", KDD 2014, 911-920.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 import functools
 import math
 import os
@@ -37,6 +38,11 @@ from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.random import check_random_state
 from dpcore._release import Cost, release
 from dpcore._floats import round_up as _round_up
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = [
     "Dendrogram",
@@ -78,7 +84,7 @@ def _physical_memory():
         return None
 
 
-def check_n_nodes(n_nodes, name="n_nodes"):
+def check_n_nodes(n_nodes: int, name: str = "n_nodes") -> int:
     """The public vertex count as an int in [3, MAX_NODES] whose estimated memory
     (``BYTES_PER_NODE * n_nodes``) fits in physical memory; otherwise a ValueError naming
     ``name``. Checked before anything is allocated or any edge is read.
@@ -327,7 +333,7 @@ def _dendrogram_from_state(state, labels, *, counts=None, log_likelihood=None, p
 # --------------------------------------------------------------------------- sensitivity
 
 
-def log_likelihood_sensitivity(n_nodes):
+def log_likelihood_sensitivity(n_nodes: int) -> float:
     """Delta_u: the largest change of the HRG log-likelihood when one edge is added or removed.
 
     One edge changes one E_r by one; |ell(e+1, N) - ell(e, N)| is largest at e = 0 and grows with N,
@@ -374,7 +380,9 @@ def _steps(n_steps, n):
     return check.integer(n_steps, "n_steps", minimum=0)
 
 
-def fit_hrg(G, *, n_nodes=None, n_steps=None, simplify=False, random_state=None, progress=False):
+def fit_hrg(G: ArrayLike, *, n_nodes: int | None = None, n_steps: int | None = None,
+            simplify: bool = False, random_state: RandomStateLike = None, progress: bool = False
+            ) -> Dendrogram:
     """Fit a hierarchical random graph (not private): the most likely dendrogram the chain visits.
 
     Runs the Clauset-Moore-Newman Markov chain at temperature 1 (stationary law proportional to
@@ -495,7 +503,8 @@ def _complements(totals, owner, values, nodes):
     return nodes[which], flat - start[which]
 
 
-def sample_graph(dendrogram, *, random_state=None, as_networkx=False):
+def sample_graph(dendrogram: Dendrogram, *, random_state: RandomStateLike = None,
+                 as_networkx: bool = False) -> Any:
     """Draw a graph from a hierarchical random graph.
 
     Each vertex pair is an edge independently with probability p_r of its lowest common ancestor
@@ -623,8 +632,10 @@ class HRGRelease:
         return out
 
 
-def release_hrg(G, *, epsilon, epsilon_split=0.5, n_nodes=None, n_steps=None, simplify=False,
-                random_state=None, accountant=None, progress=False):
+def release_hrg(G: ArrayLike, *, epsilon: float, epsilon_split: float = 0.5,
+                n_nodes: int | None = None, n_steps: int | None = None, simplify: bool = False,
+                random_state: RandomStateLike = None, accountant: AccountantLike | None = None,
+                progress: bool = False) -> HRGRelease:
     """Release a hierarchical random graph and a synthetic graph with edge-DP (PrivHRG).
 
     1. A dendrogram is drawn by the exponential mechanism with utility log L(T) (sensitivity

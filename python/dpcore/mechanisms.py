@@ -11,6 +11,7 @@ on the private value.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -22,6 +23,11 @@ from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = [
     "laplace",
@@ -235,8 +241,10 @@ class LaplaceMechanism:
         return _shaped(out.reshape(values.shape), values.ndim == 0)
 
 
-def laplace(value, *, sensitivity, epsilon, bound=None, method="discrete", granularity=None,
-            random_state=None, accountant=None):
+def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: float | None = None,
+            method: str = "discrete", granularity: float | None = None,
+            random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+            ) -> float | np.ndarray:
     """Release ``value`` with Laplace-type noise, safely in floating point.
 
     Parameters
@@ -425,8 +433,10 @@ class GaussianMechanism:
         return _shaped(out.reshape(values.shape), values.ndim == 0)
 
 
-def gaussian(value, *, sensitivity, epsilon=None, delta=None, rho=None, granularity=None,
-             random_state=None, accountant=None):
+def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = None,
+             delta: float | None = None, rho: float | None = None, granularity: float | None = None,
+             random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+             ) -> float | np.ndarray:
     """Release ``value`` with discrete Gaussian noise on a power-of-two grid.
 
     Parameters
@@ -501,7 +511,8 @@ def gaussian(value, *, sensitivity, epsilon=None, delta=None, rho=None, granular
 # Integer samplers
 
 
-def discrete_laplace(scale, size=None, *, random_state=None):
+def discrete_laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
+                     random_state: RandomStateLike = None) -> int | np.ndarray:
     """Draw exact discrete Laplace integers: P(z) proportional to exp(-|z| / scale).
 
     Parameters
@@ -545,7 +556,8 @@ def discrete_laplace(scale, size=None, *, random_state=None):
     return out if shape is not None else out[0]
 
 
-def discrete_gaussian(sigma, size=None, *, random_state=None):
+def discrete_gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *,
+                      random_state: RandomStateLike = None) -> int | np.ndarray:
     """Draw exact discrete Gaussian integers: P(z) proportional to exp(-z**2 / (2 sigma**2)).
 
     Parameters

@@ -38,6 +38,8 @@ References
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable
 import math
 import warnings
 from dataclasses import dataclass
@@ -48,6 +50,11 @@ from dpcore import _validation as check
 from dpcore._release import Cost, release
 from dpcore._release.bins import BinGrid, add_cell_noise, histogram_noise, sample_2d
 from dpcore._release.sums import check_privacy
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = [
     "PerturbedHistogram",
@@ -66,7 +73,7 @@ _WEIGHTS = ("threshold", "clip", "raw")
 LARGE_GRID = 10**8
 
 
-def lei_bandwidth(n, epsilon, d):
+def lei_bandwidth(n: int, epsilon: float, d: int) -> float:
     """Lei's default cell width on the unit cube: (sqrt(log n) / (n epsilon))^(2 / (d + 2)).
 
     Parameters
@@ -183,8 +190,10 @@ class PerturbedHistogram:
         return np.stack([m[i] for m, i in zip(mids, idx)], axis=1), w[keep]
 
 
-def perturbed_histogram(X, *, epsilon, bounds, h=None, bins=None, relation="replace",
-                        random_state=None, accountant=None):
+def perturbed_histogram(X: ArrayLike, *, epsilon: float, bounds: Sequence[Any], h: float | None = None,
+                        bins: int | ArrayLike | None = None, relation: str = "replace",
+                        random_state: RandomStateLike = None,
+                        accountant: AccountantLike | None = None) -> PerturbedHistogram:
     """Release the perturbed histogram of Lei (2011): exact noisy counts on a public grid.
 
     Parameters
@@ -282,8 +291,9 @@ def _check_release(release):
     return release
 
 
-def m_estimate(release, loss, theta0, *, weights="threshold", beta=0.05, method=None,
-               options=None):
+def m_estimate(release: PerturbedHistogram, loss: Callable[..., Any], theta0: ArrayLike, *,
+               weights: str = "threshold", beta: float = 0.05, method: str | None = None,
+               options: dict[str, Any] | None = None) -> np.ndarray:
     """Minimise sum_j w_j * loss(a_j, theta) over theta: any M-estimator from the release.
 
     Parameters
@@ -347,7 +357,8 @@ def _marginal(release, axis, weights, beta):
     return (w.sum(axis=other) if other else w), release.edges[axis]
 
 
-def quantile(release, q, *, axis=0, weights="threshold", beta=0.05):
+def quantile(release: PerturbedHistogram, q: ArrayLike, *, axis: int = 0,
+             weights: str = "threshold", beta: float = 0.05) -> float:
     """The q-quantile of one coordinate, from the release (linear within the cell).
 
     Parameters
@@ -393,7 +404,8 @@ def quantile(release, q, *, axis=0, weights="threshold", beta=0.05):
     return float(e[j] + frac * (e[j + 1] - e[j]))
 
 
-def median(release, *, axis=0, weights="threshold", beta=0.05):
+def median(release: PerturbedHistogram, *, axis: int = 0, weights: str = "threshold",
+           beta: float = 0.05) -> float:
     """The median of one coordinate from the release (:func:`quantile` at 0.5).
 
     Privacy
@@ -416,7 +428,8 @@ def _huber(r, c):
     return np.where(a <= c, 0.5 * r * r, c * (a - 0.5 * c))
 
 
-def huber_location(release, *, c=1.345, axis=0, weights="threshold", beta=0.05):
+def huber_location(release: PerturbedHistogram, *, c: float = 1.345, axis: int = 0,
+                   weights: str = "threshold", beta: float = 0.05) -> float:
     """Huber's M-estimator of location of one coordinate from the release.
 
     Parameters
@@ -468,7 +481,8 @@ def _design(release, weights, beta):
     return X, pts[:, -1], w
 
 
-def lad_regression(release, *, weights="threshold", beta=0.05):
+def lad_regression(release: PerturbedHistogram, *, weights: str = "threshold", beta: float = 0.05
+                   ) -> np.ndarray:
     """Least absolute deviation regression of the last coordinate on the others.
 
     Solved exactly as a linear program (scipy's HiGHS) over the cells with nonzero weight;
@@ -514,7 +528,8 @@ def lad_regression(release, *, weights="threshold", beta=0.05):
     return res.x[:p]
 
 
-def huber_regression(release, *, c=1.345, weights="threshold", beta=0.05):
+def huber_regression(release: PerturbedHistogram, *, c: float = 1.345, weights: str = "threshold",
+                     beta: float = 0.05) -> np.ndarray:
     """Huber regression of the last coordinate on the others (threshold ``c`` in y's units).
 
     Returns

@@ -22,14 +22,24 @@ a stream exactly, for whoever needs that on purpose.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Union
+
 import numpy as np
 
 from dpcore._random import ChaCha20, bitgen_handle, default_bit_generator
 
-__all__ = ["ChaCha20", "check_random_state", "default_bit_generator", "default_rng"]
+__all__ = ["ChaCha20", "RandomStateLike", "SeedLike", "check_random_state", "default_bit_generator",
+           "default_rng"]
+
+#: A seed (tests and reproducibility only).
+SeedLike = Union[int, Sequence[int], np.random.SeedSequence]
+#: What ``random_state`` accepts everywhere: None (the secure generator), a seed or a generator.
+RandomStateLike = Union[None, SeedLike, np.random.BitGenerator, np.random.Generator,
+                        np.random.RandomState]
 
 
-def default_rng(seed=None):
+def default_rng(seed: SeedLike | None = None) -> np.random.Generator:
     """A `numpy.random.Generator` over dpcore's ChaCha20 bit generator.
 
     Parameters
@@ -65,7 +75,7 @@ def default_rng(seed=None):
     return np.random.Generator(ChaCha20(seed))
 
 
-def check_random_state(random_state):
+def check_random_state(random_state: RandomStateLike) -> np.random.Generator:
     """Turn a ``random_state`` argument into a `numpy.random.Generator`.
 
     Parameters

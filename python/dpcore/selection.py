@@ -10,6 +10,7 @@ with it.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import functools
 import math
 from collections.abc import Iterator
@@ -23,6 +24,11 @@ from dpcore import _validation as check
 from dpcore._random import bitgen_handle
 from dpcore._release import Cost, release
 from dpcore._floats import round_down as _round_down, round_up as _round_up
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS"]
 
@@ -259,8 +265,9 @@ def _inverse_cdf(source, scale, handle):
 # Public functions
 
 
-def exponential(utility, *, sensitivity, epsilon, monotonic=False, method="exact", random_state=None,
-                accountant=None):
+def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monotonic: bool = False,
+                method: str = "exact", random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> int:
     """Select one candidate with the exponential mechanism (or permute-and-flip).
 
     Candidate r is chosen with probability proportional to exp(c u_r), c = epsilon /
@@ -401,8 +408,9 @@ def exponential(utility, *, sensitivity, epsilon, monotonic=False, method="exact
     return mech.select(utility, random_state=random_state, accountant=accountant)
 
 
-def top_k(utility, k, *, sensitivity, epsilon, monotonic=False, method="gumbel", random_state=None,
-          accountant=None):
+def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
+          monotonic: bool = False, method: str = "gumbel", random_state: RandomStateLike = None,
+          accountant: AccountantLike | None = None) -> np.ndarray:
     """Select the top k candidates with one-shot Gumbel noise (Durfee and Rogers).
 
     Adds one Gumbel(0, 1) variable to each score c u_r, c = epsilon / (2 k sensitivity)

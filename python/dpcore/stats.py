@@ -25,6 +25,7 @@ Conventions shared by all of them (see each function's Privacy section):
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import math
 
 import numpy as np
@@ -51,6 +52,11 @@ from dpcore._release.sums import (
 from dpcore.mestimators import perturbed_histogram
 from dpcore.selection import ExponentialMechanism
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
+
 __all__ = ["count", "sum", "mean", "var", "std", "quantile", "median", "histogram", "histogramdd",
            "perturbed_histogram"]
 
@@ -72,7 +78,8 @@ _GRID_METHODS = ("exact", "gumbel", "inverse-cdf")
 # count, sum, mean, var, std
 
 
-def count(x, *, epsilon, delta=0.0, mechanism="laplace", random_state=None, accountant=None):
+def count(x: ArrayLike, *, epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+          random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> int:
     """Differentially private number of records.
 
     Parameters
@@ -125,8 +132,9 @@ def count(x, *, epsilon, delta=0.0, mechanism="laplace", random_state=None, acco
                         random_state=random_state, label="stats.count")
 
 
-def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
-        accountant=None):
+def sum(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+        mechanism: str = "laplace", random_state: RandomStateLike = None,
+        accountant: AccountantLike | None = None) -> float:
     """Differentially private sum of records clipped to ``bounds``.
 
     Parameters
@@ -195,8 +203,9 @@ def sum(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state
                         random_state=random_state, label="stats.sum")
 
 
-def mean(x, *, bounds=None, epsilon, delta=0.0, mechanism="laplace", random_state=None,
-         accountant=None):
+def mean(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+         mechanism: str = "laplace", random_state: RandomStateLike = None,
+         accountant: AccountantLike | None = None) -> float:
     """Differentially private mean of records clipped to ``bounds``.
 
     A noisy sum of the centred records divided by a noisy count (n is private), each released
@@ -272,8 +281,9 @@ def _variance(x, bounds, epsilon, delta, mechanism, ddof, random_state, accounta
                         random_state=random_state, label=label)
 
 
-def var(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", random_state=None,
-        accountant=None):
+def var(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: int = 0,
+        delta: float = 0.0, mechanism: str = "laplace", random_state: RandomStateLike = None,
+        accountant: AccountantLike | None = None) -> float:
     """Differentially private variance of records clipped to ``bounds``.
 
     Noisy count, noisy sum and noisy sum of squares of the centred records, each with a third
@@ -341,8 +351,9 @@ def var(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", rand
                      "stats.var")
 
 
-def std(x, *, bounds=None, epsilon, ddof=0, delta=0.0, mechanism="laplace", random_state=None,
-        accountant=None):
+def std(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: int = 0,
+        delta: float = 0.0, mechanism: str = "laplace", random_state: RandomStateLike = None,
+        accountant: AccountantLike | None = None) -> float:
     """Differentially private standard deviation: the square root of :func:`var`.
 
     Parameters
@@ -484,7 +495,10 @@ class _Grid:
         return chunks
 
 
-def quantile(x, q, *, epsilon, bounds=None, grid=None, method=None, random_state=None, accountant=None):
+def quantile(x: ArrayLike, q: ArrayLike, *, epsilon: float, bounds: ArrayLike | None = None,
+             grid: int | ArrayLike | str | None = None, method: str | None = None,
+             random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+             ) -> float | np.ndarray:
     """Differentially private quantile(s) with the exponential mechanism.
 
     The candidates, chosen with ``grid``:
@@ -675,7 +689,9 @@ def _quantile(x, q, epsilon, bounds, grid, method, random_state, accountant, lab
     return float(out[()]) if out.ndim == 0 else out
 
 
-def median(x, *, epsilon, bounds=None, grid=None, method=None, random_state=None, accountant=None):
+def median(x: ArrayLike, *, epsilon: float, bounds: ArrayLike | None = None,
+           grid: int | ArrayLike | str | None = None, method: str | None = None,
+           random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """Differentially private median: :func:`quantile` at q = 0.5.
 
     Parameters
@@ -760,8 +776,10 @@ def _bin_edges(bins, value_range):
     return edges, None
 
 
-def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", nonnegative=False,
-              random_state=None, accountant=None):
+def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
+              epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+              nonnegative: bool = False, random_state: RandomStateLike = None,
+              accountant: AccountantLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Differentially private histogram: exact integer noise on every bin, empty bins included.
 
     Parameters
@@ -844,9 +862,11 @@ def histogram(x, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace", n
 # ------------------------------------------------------------------------------------------------
 # d-dimensional histogram (kernel _histogram)
 
-def histogramdd(sample, *, bins, range=None, epsilon, delta=0.0, mechanism="laplace",
-                outside="drop", relation="add_remove", nonnegative=False, consistent=False,
-                random_state=None, accountant=None):
+def histogramdd(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
+                epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+                outside: str = "drop", relation: str = "add_remove", nonnegative: bool = False,
+                consistent: bool = False, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """Differentially private d-dimensional histogram: exact integer noise on every cell.
 
     Parameters

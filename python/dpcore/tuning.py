@@ -8,10 +8,16 @@ sensitivity; :func:`validation_errors` computes the usual score.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from dpcore import _validation as check
 from dpcore.selection import ExponentialMechanism
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from dpcore.random import RandomStateLike
+    from dpcore.accounting import AccountantLike
 
 __all__ = ["select_candidate", "validation_errors"]
 
@@ -27,8 +33,10 @@ def _scores(scores):
     return arr
 
 
-def select_candidate(scores, *, epsilon, sensitivity=1.0, higher_is_better=True, monotonic=False,
-                     method="exact", random_state=None, accountant=None):
+def select_candidate(scores: ArrayLike, *, epsilon: float, sensitivity: float = 1.0,
+                     higher_is_better: bool = True, monotonic: bool = False, method: str = "exact",
+                     random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+                     ) -> int:
     """Choose one candidate from its held-out scores with the exponential mechanism.
 
     Candidate i is chosen with probability proportional to exp(epsilon s_i / (2 sensitivity)),
@@ -136,7 +144,7 @@ def select_candidate(scores, *, epsilon, sensitivity=1.0, higher_is_better=True,
     return mech.select(utility, random_state=random_state, accountant=accountant)
 
 
-def validation_errors(models, X, y):
+def validation_errors(models: Sequence[Any], X: ArrayLike, y: ArrayLike) -> np.ndarray:
     """Number of misclassified validation records for each model (a score of sensitivity 1).
 
     Not a release: the counts are exact and private; pass them to :func:`select_candidate`
