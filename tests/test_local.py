@@ -721,3 +721,33 @@ def test_planar_fast_path_matches_exact_path(eps, grid, monkeypatch):
     monkeypatch.setattr(local, "_FORCE_EXACT", True)
     exact = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
     np.testing.assert_array_equal(fast, exact)
+
+
+# ------------------------------------------------------------------------------------------
+# Heavier checks (run with -m slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k, eps", [(100, 0.5), (3, 8.0), (2, 2.0**-3)])
+def test_randomized_response_law_large(k, eps):
+    """2 million reports, also from the secure default generator (unseeded: this check fails
+    with probability ALPHA for a correct sampler)."""
+    values = np.resize(np.arange(k), 2_000_000)
+    oracle = local.frequency_oracle("randomized_response", k=k, epsilon=eps)
+    for random_state in (123, None):
+        reports = local.randomized_response(values, k=k, epsilon=eps, random_state=random_state)
+        kept = np.count_nonzero(reports == values)
+        p = float(oracle.p)
+        assert abs(kept / values.size - p) <= z_critical(n_checks=6) * math.sqrt(p * (1 - p) / values.size)
+        if k == 2:
+            continue
+        others = (reports - values) % k  # uniform on 1 .. k - 1 among the non-kept
+        counts = np.bincount(others[others != 0], minlength=k)[1:]
+        assert chisquare_pvalue(counts, np.full(k - 1, 1 / (k - 1))) > ALPHA / 6
+
+
+@pytest.mark.slow
+def test_planar_laplace_law_large():
+    eps, n = 0.25, 200_000
+    z = local.planar_laplace(np.zeros((n, 2)), epsilon=eps, grid=1.0, random_state=99)
+    assert planar_pvalue(z.astype(np.int64), eps) > ALPHA
