@@ -401,6 +401,142 @@ def test_sample_aggregate_mean_at_one_million():
 
 
 # ------------------------------------------------------------------------------------------------
+# sparse vector: the exact law of every output pattern
+
+SVT_Q = [1.0, 2.5, 1.75, 3.0]
+SVT_T = 2.0
+SVT_KW = dict(epsilon=1.0, sensitivity=1.0, granularity=0.25)
+
+
+def dlap_tail(t):
+    """k -> P(nu >= k) for nu ~ DLap(t) (P(j) = (1 - p)/(1 + p) p**|j|, p = e**(-1/t))."""
+    p = math.exp(-1.0 / t)
+
+    def tail(k):
+        k = np.asarray(k)
+        up = p ** np.maximum(k, 1) / (1 + p)
+        return np.where(k >= 1, up, 1.0 - p ** np.maximum(1 - k, 1) / (1 + p))
+
+    return tail
+
+
+def svt_patterns(n, c):
+    """Every output pattern: a run of n queries stopping at the c-th True."""
+    out = []
+    for bits in itertools.product([False, True], repeat=n):
+        for length in range(1, n + 1):
+            head = bits[:length]
+            if sum(head) == c or (length == n and sum(head) < c):
+                if head not in out:
+                    out.append(head)
+                break
+    return out
+
+
+def svt_law(plan, queries, threshold, threshold_scale=None, query_scale=None):
+    """P(pattern) = sum_r P(rho = r) prod_i P(q_i + nu_i >= T + r)**b_i (1 - ...)**(1 - b_i),
+    summed exactly over the integer noisy threshold (tails beyond 60 scales: < e**-60)."""
+    t1 = threshold_scale or plan.threshold_scale
+    t2 = query_scale or plan.query_scale
+    p1 = math.exp(-1.0 / t1)
+    span = int(60 * t1) + 1
+    r = np.arange(-span, span + 1)
+    w = (1 - p1) / (1 + p1) * p1 ** np.abs(r)
+    q = [round(v / plan.grid) for v in queries]
+    t = round(threshold / plan.grid)
+    tail = dlap_tail(t2)
+    above = [tail(t + r - qi) for qi in q]
+    patterns = svt_patterns(len(queries), plan.max_positives)
+    probs = []
+    for pat in patterns:
+        f = w.copy()
+        for i, b in enumerate(pat):
+            f = f * (above[i] if b else 1.0 - above[i])
+        probs.append(float(np.sum(f)))
+    return patterns, np.array(probs)
+
+
+def draw_svt(n_draws, seed, c):
+    g = rng(seed)
+    counts = collections.Counter()
+    for _ in range(n_draws):
+        out = robust.sparse_vector(SVT_Q, SVT_T, max_positives=c, random_state=g, **SVT_KW)
+        counts[tuple(bool(b) for b in out)] += 1
+    return counts
+
+
+def test_svt_plan_is_the_documented_calibration():
+    plan = robust.SparseVectorPlan.calibrate(max_positives=2, **SVT_KW)
+    assert plan.grid == 0.25 and plan.sensitivity_units == 5
+    assert plan.epsilon1 + plan.epsilon2 <= 1.0
+    assert plan.epsilon1 == pytest.approx(1 / (1 + 4 ** (2 / 3)), rel=1e-15)
+    assert Fraction(plan.threshold_scale) >= Fraction(5) / Fraction(plan.epsilon1)
+    assert Fraction(plan.query_scale) >= Fraction(2 * 2 * 5) / Fraction(plan.epsilon2)
+    assert robust.SparseVectorPlan.calibrate(epsilon=1.0, max_positives=1).grid == 2.0**-20
+
+
+def test_svt_patterns_sum_to_one():
+    for c in (1, 2):
+        plan = robust.SparseVectorPlan.calibrate(max_positives=c, **SVT_KW)
+        assert svt_law(plan, SVT_Q, SVT_T)[1].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+N_SVT = 30_000
+
+
+@pytest.fixture(scope="module")
+def svt_draws():
+    return {c: draw_svt(N_SVT, 20 + c, c) for c in (1, 2)}
+
+
+@pytest.mark.parametrize("c", [1, 2])
+def test_svt_pattern_law(svt_draws, c):
+    plan = robust.SparseVectorPlan.calibrate(max_positives=c, **SVT_KW)
+    patterns, probs = svt_law(plan, SVT_Q, SVT_T)
+    counts = svt_draws[c]
+    assert set(counts) <= set(patterns)
+    assert chisquare_pvalue([counts[p] for p in patterns], probs) > ALPHA
+
+
+@pytest.mark.parametrize("c", [1, 2])
+def test_svt_pattern_law_has_power(svt_draws, c):
+    """The same test rejects the law with the query noise of c D / epsilon2 (the classic
+    "monotone queries" calibration, not valid here): P(reject) > 0.99 at this N."""
+    plan = robust.SparseVectorPlan.calibrate(max_positives=c, **SVT_KW)
+    patterns, right = svt_law(plan, SVT_Q, SVT_T)
+    _, wrong = svt_law(plan, SVT_Q, SVT_T, query_scale=plan.query_scale / 2)
+    assert power(right, wrong, N_SVT) > 0.99
+    counts = svt_draws[c]
+    assert chisquare_pvalue([counts[p] for p in patterns], wrong) < ALPHA
+
+
+@pytest.mark.slow
+def test_svt_pattern_law_one_million_draws():
+    plan = robust.SparseVectorPlan.calibrate(max_positives=2, **SVT_KW)
+    patterns, probs = svt_law(plan, SVT_Q, SVT_T)
+    counts = draw_svt(10**6, 99, 2)
+    assert chisquare_pvalue([counts[p] for p in patterns], probs) > ALPHA
+
+
+def test_svt_reads_a_stream_lazily_and_stops():
+    read = []
+
+    def stream():
+        for v in [0.0, 0.0, 1e9, 1e9, 0.0]:
+            read.append(v)
+            yield v
+
+    out = robust.above_threshold(stream(), 10.0, epsilon=1.0, random_state=rng(3))
+    assert out.tolist() == [False, False, True] and len(read) == 3
+    acc = dpcore.Accountant(5.0)
+    with pytest.raises(ValueError, match="charged"):
+        robust.sparse_vector(iter([0.0, math.nan]), 10.0, epsilon=1.0, max_positives=1,
+                             accountant=acc, random_state=rng(3))
+    assert len(acc.history) == 1
+    assert robust.sparse_vector([], 0.0, epsilon=1.0, max_positives=1).tolist() == []
+
+
+# ------------------------------------------------------------------------------------------------
 # the release contract
 
 
@@ -411,6 +547,10 @@ RELEASES = {
                (EPS, 0.0)),
     "median/delta": (lambda **o: robust.median(
         X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+    "sparse_vector": (lambda **o: robust.sparse_vector(
+        **{**dict(queries=X1, threshold=5.0, epsilon=EPS, max_positives=3), **o}), (EPS, 0.0)),
+    "above_threshold": (lambda **o: robust.above_threshold(
+        **{**dict(queries=X1, threshold=5.0, epsilon=EPS), **o}), (EPS, 0.0)),
     "sample_aggregate": (lambda **o: robust.sample_aggregate(
         X1, **{**dict(estimator=np.mean, n_blocks=10, output_range=(0, 10), epsilon=EPS), **o}),
         (EPS, 0.0)),
@@ -423,6 +563,10 @@ BAD = {
                          dict(output_range=None), dict(output_range=(1, 1)),
                          dict(output_range=[(0, 1, 2)]), dict(output_range=(0, math.nan)),
                          dict(grid=2), dict(estimator=3)],
+    "sparse_vector": [dict(max_positives=0), dict(max_positives=1.0), dict(sensitivity=0.0),
+                      dict(granularity=0.3), dict(threshold=math.nan), dict(queries=[1.0, math.inf]),
+                      dict(queries="abc"), dict(queries=3.0), dict(queries=[[1.0]])],
+    "above_threshold": [dict(sensitivity=-1.0), dict(queries=[math.nan])],
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon=math.inf),
               dict(epsilon="1"), dict(random_state="seed"), dict(random_state=1.5),
@@ -483,7 +627,7 @@ def test_default_random_state_is_the_secure_generator():
 # ------------------------------------------------------------------------------------------------
 # documentation
 
-RELEASE_FUNCTIONS = ["median", "sample_aggregate"]
+RELEASE_FUNCTIONS = ["median", "sample_aggregate", "sparse_vector", "above_threshold"]
 
 
 @pytest.mark.parametrize("name", RELEASE_FUNCTIONS + ["smooth_sensitivity_median"])
