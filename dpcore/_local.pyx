@@ -122,6 +122,24 @@ def grr_into(int64_t[::1] out, const int64_t[::1] values, uint64_t k, uint64_t t
         grr_fill(&src, n, &values[0], k, threshold, &out[0])
 
 
+def binary_rr_u8_into(uint8_t[::1] out, const uint8_t[::1] bits, uint64_t threshold, random_state=None):
+    """Binary randomized response on 0/1 bytes (booleans): out = bit with probability
+    threshold / 2**64, else 1 - bit. The same draws, in the same order, as `grr_into` with k = 2."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Py_ssize_t n = out.shape[0], i
+    cdef dpc_words src
+    cdef BytePool pool
+    if bits.shape[0] != n:
+        raise ValueError("bits and out must have the same length")
+    if n == 0:
+        return
+    pool.left = 0
+    with h.lock, nogil:
+        random_words(&src, h.bitgen)
+        for i in range(n):
+            out[i] = bits[i] ^ <uint8_t>(1 - below(&pool, &src, threshold))
+
+
 # ------------------------------------------------------------------------------------------
 # Unary encoding (RAPPOR-style bit vectors)
 

@@ -751,3 +751,13 @@ def test_planar_laplace_law_large():
     eps, n = 0.25, 200_000
     z = local.planar_laplace(np.zeros((n, 2)), epsilon=eps, grid=1.0, random_state=99)
     assert planar_pvalue(z.astype(np.int64), eps) > ALPHA
+
+
+def test_bool_path_matches_int_path():
+    """Booleans go through a byte kernel: the same draws as the int64 kernel with k = 2."""
+    values = np.resize([True, False, False], 5000)
+    a = local.randomized_response(values, k=2, epsilon=0.8, random_state=17)
+    b = local.randomized_response(values.astype(np.int64), k=2, epsilon=0.8, random_state=17)
+    assert a.dtype == np.bool_
+    np.testing.assert_array_equal(a, b.astype(bool))
+    assert local.randomized_response(np.True_, k=2, epsilon=1.0, random_state=1) in (True, False)

@@ -346,8 +346,9 @@ def _best_hash_range(epsilon):
 # Input checks
 
 
-def _encode(values, k, categories, name="values"):
-    """(codes as a 1-d int64 array, k, the input's shape, the categories array or None).
+def _encode(values, k, categories, name="values", as_bytes=False):
+    """(codes as a 1-d int64 array, k, the input's shape, the categories array or None);
+    booleans as 0/1 uint8 bytes instead when ``as_bytes``.
 
     Error messages never quote a value: they may be private.
     """
@@ -369,8 +370,11 @@ def _encode(values, k, categories, name="values"):
             return np.zeros(0, dtype=np.int64), k, shape, None
         if not (np.issubdtype(flat.dtype, np.integer) or flat.dtype == np.bool_):
             raise TypeError(f"{name} must be integers in [0, k) (or bools for k=2), got dtype {flat.dtype}")
-        if flat.dtype == np.bool_ and k != 2:
-            raise ValueError(f"boolean {name} need k=2, got k={k}")
+        if flat.dtype == np.bool_:
+            if k != 2:
+                raise ValueError(f"boolean {name} need k=2, got k={k}")
+            if as_bytes:
+                return np.ascontiguousarray(flat).view(np.uint8), k, shape, None  # 0/1 bytes
         if flat.size and (flat.min() < 0 or flat.max() >= k):
             raise ValueError(f"{name} must lie in [0, k) = [0, {k}); some value is outside")
         return np.ascontiguousarray(flat, dtype=np.int64), k, shape, None
@@ -474,16 +478,21 @@ def randomized_response(values, *, k=None, categories=None, epsilon, random_stat
     ...                           random_state=1).dtype.kind
     'U'
     """
-    codes, k, shape, cats = _encode(values, k, categories)
+    codes, k, shape, cats = _encode(values, k, categories, as_bytes=True)
     oracle = _oracle("randomized_response", k, _check_epsilon(epsilon), None)
-    is_bool = cats is None and np.asarray(values).dtype == np.bool_
+    is_bool = codes.dtype == np.uint8
     if codes.size == 0:
         return (cats[:0] if cats is not None else np.zeros(shape, dtype=bool if is_bool else np.int64))
-
-    def draw(rng):
-        out = np.empty_like(codes)
-        _local.grr_into(out, codes, k, oracle.thresholds[0], rng)
-        return out
+    if is_bool:  # bytes in, bytes out: the same draws as the int64 kernel with k = 2
+        def draw(rng):
+            out = np.empty_like(codes)
+            _local.binary_rr_u8_into(out, codes, oracle.thresholds[0], rng)
+            return out.view(np.bool_)
+    else:
+        def draw(rng):
+            out = np.empty_like(codes)
+            _local.grr_into(out, codes, k, oracle.thresholds[0], rng)
+            return out
 
     out = release(draw, cost=Cost(epsilon=oracle.epsilon), accountant=accountant,
                   random_state=random_state, label="local.randomized_response")
@@ -491,7 +500,7 @@ def randomized_response(values, *, k=None, categories=None, epsilon, random_stat
 
 
 def _decode(codes, shape, cats, is_bool=False):
-    result = cats[codes] if cats is not None else (codes.astype(bool) if is_bool else codes)
+    result = cats[codes] if cats is not None else (codes.astype(bool, copy=False) if is_bool else codes)
     result = result.reshape(shape)
     return result[()] if len(shape) == 0 else result
 
