@@ -19,7 +19,12 @@ reported by :func:`frequency_oracle` (``p``, ``q`` as Fractions) and :class:`Duc
 
 Accounting. A per-user randomizer needs no central accountant; when one is given, it is
 charged ``epsilon`` once per call: the local epsilon of every user (parallel composition across
-users, each user's value being used once). An empty input releases nothing and charges nothing.
+users, each user's value being used once). :func:`planar_laplace` is charged its plain LDP
+epsilon over the public ``bounds`` it requires for that. An empty input releases nothing and
+charges nothing.
+
+Decoding is post-processing (no charge). Local hashing decodes in O(n k m) integer operations
+(n reports, k values, m base-g digits), in the compiled kernel.
 
 Not constant-time: rejection loops run a random number of times (their law does not depend on
 the value, but the kernels are not hardened against timing side channels; ALGORITHMS 0.3(4)).
@@ -902,6 +907,8 @@ def _duchi(epsilon):
     b = Fraction(bound)
     keep = (b + 1) / (2 * b)
     ratio = (b + 1) / (b - 1)
+    if not (1 < bound < 2.0**52 and keep.denominator < 2**64):  # unreachable: B <= ~2 / 2**-24
+        raise ValueError(f"epsilon={epsilon!r} is outside the range the one-bit mechanism supports")
     return DuchiMechanism(epsilon, bound, keep, _ratio_epsilon(ratio, epsilon))
 
 
