@@ -217,13 +217,13 @@ def test_numpy_laplace(benchmark, size):
 @pytest.mark.parametrize("size", [NOISE_CELLS], indirect=True)
 def test_dpcore_noise_step(benchmark, size):
     dpcore_api()
-    from dpcore import _histogram
+    from dpcore import _noise
 
     counts = np.zeros(size, dtype=np.int64)
 
     def run():
         counts[:] = 0
-        _histogram.discrete_laplace_add_into(counts, 1.0, None)  # the secure generator
+        _noise.discrete_laplace_add_into(counts, 1.0, None)  # the secure generator
         return counts
 
     record(benchmark, n=size, contender="dpcore-noise-step", role=DPCORE, group="histogram-noise")

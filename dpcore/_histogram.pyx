@@ -1,6 +1,6 @@
 """Quantized density counting: bin n points in d dimensions into a mixed-radix grid of int64
-counts (one pass, nogil, accumulating into the caller's array so data can arrive in chunks), and
-the exact noise step over every cell.
+counts (one pass, nogil, accumulating into the caller's array so data can arrive in chunks). The
+noise on every cell is added in place by dpcore._noise.
 
 Binning follows ``numpy.histogramdd`` exactly: bin k of an axis is the half-open interval
 [e_k, e_{k+1}), the last bin is closed ([e_{K-1}, e_K]). For equal-width edges the bin is first
@@ -40,11 +40,6 @@ from cython cimport floating
 from libc.math cimport fabs
 from libc.string cimport memset
 from libc.stdint cimport int32_t, int64_t, uint8_t
-
-import numpy as np
-
-from dpcore import _noise
-from dpcore.random import check_random_state
 
 
 cdef extern from "histogram_simd.h" nogil:
@@ -344,24 +339,3 @@ def _set_prefetch_cells(int64_t cells, int mode=1):
     global prefetch_cells, prefetch_mode
     prefetch_cells = cells
     prefetch_mode = mode
-
-
-cdef Py_ssize_t NOISE_CHUNK = 1 << 16
-
-
-def discrete_laplace_add_into(int64_t[::1] counts, double scale, random_state=None):
-    """counts[j] += DLap(scale) independently for every j (exact; empty cells included).
-
-    Draws in chunks of 65536 cells with dpcore's exact discrete Laplace sampler (the same draws,
-    in the same order, as one call of ``_noise.discrete_laplace_into`` over all cells), so a grid
-    of any size needs only a small buffer. ``scale`` is validated by the caller.
-    """
-    cdef Py_ssize_t n = counts.shape[0], off, m, j
-    cdef int64_t[::1] buf = np.empty(min(n, NOISE_CHUNK) if n > 0 else 1, dtype=np.int64)
-    rng = check_random_state(random_state)  # one generator for every chunk (a seed once)
-    for off in range(0, n, NOISE_CHUNK):
-        m = min(NOISE_CHUNK, n - off)
-        _noise.discrete_laplace_into(buf[:m], scale, rng)
-        with nogil:
-            for j in range(m):
-                counts[off + j] += buf[j]

@@ -768,6 +768,81 @@ def discrete_laplace_into(int64_t[::1] out, double scale, random_state=None):
             _dlap_block(&s, scale, &out[off], m, pend, scale_exact, bits)
 
 
+cdef inline void add_noise(int64_t *counts, const int64_t *noise, Py_ssize_t m) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(m):
+        counts[j] += noise[j]
+
+
+# The Laplace adder restarts its word reader (dropping spare bits) every this many cells: the
+# draws of its first version (one discrete_laplace_into call per 65536 cells), so seeded
+# histograms are unchanged. A multiple of CHUNK.
+cdef Py_ssize_t DLAP_ADD_RESTART = 1 << 16
+
+
+cdef int dlap_add_into(int64_t *counts, Py_ssize_t n, double scale, object random_state) except -1:
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Pending pend[256]
+    cdef Py_ssize_t off, m
+    cdef LockedBits bits = locked_bits(h)
+    cdef Source s
+    cdef int64_t[::1] noise = np.empty(max(min(n, CHUNK), 1), dtype=np.int64)
+    scale_exact = Fraction(scale)
+    with h.lock:
+        for off in range(0, n, CHUNK):
+            if off % DLAP_ADD_RESTART == 0:
+                source_init(&s, h.bitgen)
+            m = min(CHUNK, n - off)
+            _dlap_block(&s, scale, &noise[0], m, pend, scale_exact, bits)
+            with nogil:
+                add_noise(counts + off, &noise[0], m)
+    return 0
+
+
+cdef int dgauss_add_into(int64_t *counts, Py_ssize_t n, double sigma,
+                         object random_state) except -1:
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef Pending pend[256]
+    cdef Py_ssize_t off, m
+    cdef LockedBits bits = locked_bits(h)
+    cdef DGaussParams p
+    cdef Source s
+    cdef int64_t[::1] noise = np.empty(max(min(n, CHUNK), 1), dtype=np.int64)
+    _dgauss_params(&p, sigma)
+    sigma2 = Fraction(sigma) ** 2
+    t = Fraction(p.t)
+    with h.lock:
+        source_init(&s, h.bitgen)
+        for off in range(0, n, CHUNK):
+            m = min(CHUNK, n - off)
+            _dgauss_block(&s, &p, &noise[0], m, pend, sigma2, t, bits)
+            with nogil:
+                add_noise(counts + off, &noise[0], m)
+    return 0
+
+
+def discrete_laplace_add_into(int64_t[::1] counts, double scale, random_state=None):
+    """counts[j] += DLap(scale) independently for every j (exact; empty cells included).
+
+    Noise is drawn a block at a time into a small buffer, so a grid of any size needs no
+    full-size temporary. ``scale`` is validated by the caller.
+    """
+    dlap_add_into(&counts[0] if counts.shape[0] > 0 else NULL, counts.shape[0], scale,
+                  random_state)
+
+
+def discrete_gaussian_add_into(int64_t[::1] counts, double sigma, random_state=None):
+    """counts[j] += N_Z(0, sigma**2) independently for every j (exact; empty cells included).
+
+    The same draws, in the same order, as `discrete_gaussian_into` over all cells (so
+    ``counts += dpcore.discrete_gaussian(sigma, counts.size, random_state=rng)`` gives the same
+    counts for the same generator state), without the full-size temporary. ``sigma`` is
+    validated by the caller.
+    """
+    dgauss_add_into(&counts[0] if counts.shape[0] > 0 else NULL, counts.shape[0], sigma,
+                    random_state)
+
+
 def discrete_laplace_grid_into(double[::1] out, const double[::1] x, double grid, double bound,
                                double scale, random_state=None):
     """Fused release: out = (rint(clip(x, -bound, bound) / grid) + DLap(scale)) * grid.

@@ -12,7 +12,7 @@ from _gof import ALPHA, integer_pvalue, z_critical
 
 from dpcore._release import bins as release_bins, sums as release_sums
 import dpcore
-from dpcore import _histogram, stats
+from dpcore import _histogram, _noise, stats
 
 
 def rng(seed):
@@ -201,12 +201,27 @@ def test_every_cell_is_noised():
 def test_discrete_laplace_add_into_uses_one_stream():
     """A seed is turned into one generator: chunks get different noise."""
     a = np.zeros(3 * 65536, dtype=np.int64)
-    _histogram.discrete_laplace_add_into(a, 3.0, 7)
+    _noise.discrete_laplace_add_into(a, 3.0, 7)
     chunks = a.reshape(3, -1)
     assert not np.array_equal(chunks[0], chunks[1])
     b = np.zeros_like(a)
-    _histogram.discrete_laplace_add_into(b, 3.0, 7)
+    _noise.discrete_laplace_add_into(b, 3.0, 7)
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_seeded_noise_is_the_samplers_draws(mechanism):
+    """The released counts are the exact counts plus the sampler's draws over the cells in C
+    order, from the generator as given (Gaussian: dpcore.discrete_gaussian's draws)."""
+    x = rng(52).random((300, 2))
+    kw = {"delta": 1e-6} if mechanism == "gaussian" else {}
+    counts, _ = stats.histogramdd(x, bins=[70, 40], range=[(0, 1)] * 2, epsilon=0.8,
+                                  mechanism=mechanism, random_state=dpcore.ChaCha20(6), **kw)
+    exact, _ = np.histogramdd(x, bins=[70, 40], range=[(0, 1)] * 2)
+    scale = release_sums.IntegerNoise.calibrate(mechanism, 1, 0.8, kw.get("delta", 0.0)).scale
+    sampler = dpcore.discrete_gaussian if mechanism == "gaussian" else dpcore.discrete_laplace
+    noise = sampler(scale, size=(70, 40), random_state=dpcore.ChaCha20(6))
+    np.testing.assert_array_equal(counts, exact.astype(np.int64) + noise)
 
 
 def test_gaussian_mechanism_noise_scale():

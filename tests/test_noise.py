@@ -429,6 +429,62 @@ def test_grid_kernels_match_unfused_computation(n, exact):
         assert gen_a.random_raw() == gen_b.random_raw()  # the same words were used
 
 
+def _laplace_add_reference(counts, scale, gen):
+    """The first in-place Laplace adder (formerly in _histogram): one discrete_laplace_into call
+    per 65536 cells, on one generator."""
+    for off in range(0, counts.size, 65536):
+        noise = np.empty(min(65536, counts.size - off), dtype=np.int64)
+        _noise.discrete_laplace_into(noise, scale, gen)
+        counts[off:off + noise.size] += noise
+
+
+def _gaussian_add_reference(counts, sigma, gen):
+    """The former Gaussian histogram path: a full-size draw, then added."""
+    counts += dpcore.discrete_gaussian(sigma, counts.size, random_state=gen)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 600, 4096 + 1, 2 * 65536 + 5])
+def test_add_into_kernels_match_the_earlier_paths(n, exact):
+    """discrete_*_add_into add, word for word, the noise the earlier histogram paths added (the
+    same counts and generator state for the same seed), fast path and exact path alike."""
+    if exact and n > 600:  # the exact path is slow; 600 > 256: several pending batches
+        return
+    cases = [(_noise.discrete_laplace_add_into, _laplace_add_reference, 0.4),
+             (_noise.discrete_laplace_add_into, _laplace_add_reference, 37.2),
+             (_noise.discrete_gaussian_add_into, _gaussian_add_reference, 0.6),
+             (_noise.discrete_gaussian_add_into, _gaussian_add_reference, 2.3),
+             (_noise.discrete_gaussian_add_into, _gaussian_add_reference, 1e6)]
+    if exact:
+        cases = cases[::2]
+    for add_into, reference, scale in cases:
+        start = np.arange(n, dtype=np.int64) % 7 - 3
+        got, want = start.copy(), start.copy()
+        gen_a, gen_b = dpcore.ChaCha20(n + 1), dpcore.ChaCha20(n + 1)
+        if exact:
+            with exact_path():
+                add_into(got, scale, gen_a)
+                reference(want, scale, gen_b)
+        else:
+            add_into(got, scale, gen_a)
+            reference(want, scale, gen_b)
+        np.testing.assert_array_equal(got, want)
+        assert gen_a.random_raw() == gen_b.random_raw()  # the same words were used
+
+
+def test_add_into_kernels_take_a_seed():
+    """A seed is turned into one generator for all cells; the same seed, the same noise."""
+    for add_into in (_noise.discrete_laplace_add_into, _noise.discrete_gaussian_add_into):
+        a = np.zeros(3 * 4096, dtype=np.int64)
+        add_into(a, 3.0, 7)
+        b = np.zeros_like(a)
+        add_into(b, 3.0, 7)
+        np.testing.assert_array_equal(a, b)
+        assert not np.array_equal(a[:4096], a[4096:8192])
+        with pytest.raises(TypeError, match="random_state"):
+            add_into(a, 3.0, 1.5)
+
+
 @pytest.mark.parametrize("kind", ["laplace", "gaussian"])
 def test_huge_values_are_released_exactly_not_refused(kind):
     """Values beyond the fused kernels' 2**62 grid units are released with the same law (no

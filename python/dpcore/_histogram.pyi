@@ -16,9 +16,5 @@ def count_into(
     counts: NDArray[np.int64],  # flat, prod(nbins); incremented in place
 ) -> tuple[int, int]: ...  # (rows not counted, rows with NaN/inf among them)
 
-def discrete_laplace_add_into(
-    counts: NDArray[np.int64], scale: float, random_state: object = ...
-) -> None: ...
-
 def _set_prefetch_cells(cells: int, mode: int = ...) -> None: ...
 def _simd_level(level: int | None = ...) -> int: ...  # -1 scalar, 0 portable block, 1 AVX2

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore import _histogram
+from dpcore import _histogram, _noise
 from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
 
@@ -172,9 +172,9 @@ def histogram_noise(mechanism, relation, epsilon, delta):
 def add_cell_noise(counts, noise, rng):
     """counts (flat int64) += independent noise in every cell, empty ones included."""
     if noise.mechanism == "laplace":
-        _histogram.discrete_laplace_add_into(counts, noise.scale, rng)
+        _noise.discrete_laplace_add_into(counts, noise.scale, rng)
     else:
-        counts += noise.draw(counts.size, rng)
+        _noise.discrete_gaussian_add_into(counts, noise.scale, rng)
 
 
 def project_simplex(v, total):
