@@ -49,11 +49,14 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from dpcore import _local
+import dpcore._local as _local  # compiled kernel (no stub: mypy treats it as Any)
 from dpcore import _validation as check
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
+from dpcore.accounting import AccountantLike
+from dpcore.random import RandomStateLike
 
 __all__ = [
     "randomized_response",
@@ -216,7 +219,7 @@ class FrequencyOracle:
     g: int | None
     thresholds: tuple
 
-    def variance(self, n, frequencies):
+    def variance(self, n: int, frequencies: ArrayLike) -> np.ndarray:
         """Exact variance of each estimated frequency from ``n`` reports when the true
         frequencies are ``frequencies``: (f p (1 - p) + (1 - f) q (1 - q)) / (n (p - q)**2)."""
         n = check.integer(n, "n", minimum=1)
@@ -226,7 +229,7 @@ class FrequencyOracle:
         return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * gap * gap)
 
 
-def frequency_oracle(mechanism, *, k, epsilon, g=None):
+def frequency_oracle(mechanism: str, *, k: int, epsilon: float, g: int | None = None) -> FrequencyOracle:
     """Calibrate a frequency oracle: its exact support probabilities and effective epsilon.
 
     Parameters
@@ -415,7 +418,9 @@ def _check_categories(categories):
 # Randomized response
 
 
-def randomized_response(values, *, k=None, categories=None, epsilon, random_state=None, accountant=None):
+def randomized_response(values: ArrayLike, *, k: int | None = None, categories: ArrayLike | None = None,
+                        epsilon: float, random_state: RandomStateLike = None,
+                        accountant: AccountantLike | None = None) -> np.ndarray:
     """Privatise one value per user with k-ary (generalized) randomized response.
 
     Each user reports their true value with probability p ~ e^epsilon / (e^epsilon + k - 1)
@@ -514,8 +519,9 @@ def _decode(codes, shape, cats, is_bool=False):
 # Unary encoding
 
 
-def unary_encoding(values, *, k=None, categories=None, epsilon, method="optimized", random_state=None,
-                   accountant=None):
+def unary_encoding(values: ArrayLike, *, k: int | None = None, categories: ArrayLike | None = None,
+                   epsilon: float, method: str = "optimized", random_state: RandomStateLike = None,
+                   accountant: AccountantLike | None = None) -> np.ndarray:
     """Privatise one value per user as a perturbed one-hot bit vector (unary encoding).
 
     Bit j of a user's report is 1 with probability p when j is the user's value and q
@@ -613,7 +619,7 @@ class LocalHashingReports:
     g: int
     k: int
 
-    def hash(self, x):
+    def hash(self, x: ArrayLike) -> np.ndarray:
         """The hash of domain value(s) ``x`` under every user's seed: shape (n,) + shape(x)."""
         x = np.asarray(x, dtype=np.int64)
         m = self.seeds.shape[1] - 1
@@ -627,7 +633,9 @@ class LocalHashingReports:
         return acc
 
 
-def local_hashing(values, *, k=None, categories=None, epsilon, g=None, random_state=None, accountant=None):
+def local_hashing(values: ArrayLike, *, k: int | None = None, categories: ArrayLike | None = None,
+                  epsilon: float, g: int | None = None, random_state: RandomStateLike = None,
+                  accountant: AccountantLike | None = None) -> LocalHashingReports:
     """Privatise one value per user with optimized local hashing (OLH, [WBLJ17]).
 
     Each user draws a hash function h: {0..k-1} -> {0..g-1} from a pairwise-independent family
@@ -742,8 +750,9 @@ class FrequencyEstimate:
     categories: np.ndarray | None = None
 
 
-def estimate_frequencies(reports, *, epsilon, mechanism="randomized_response", k=None, categories=None,
-                         g=None):
+def estimate_frequencies(reports: ArrayLike | LocalHashingReports, *, epsilon: float,
+                         mechanism: str = "randomized_response", k: int | None = None,
+                         categories: ArrayLike | None = None, g: int | None = None) -> FrequencyEstimate:
     """Unbiased estimates of the value frequencies from local reports (post-processing).
 
     Parameters
@@ -890,12 +899,12 @@ class DuchiMechanism:
     epsilon_effective: float
 
     @classmethod
-    def calibrate(cls, epsilon):
+    def calibrate(cls, epsilon: float) -> DuchiMechanism:
         """Validate epsilon and compute B (rounded up to a double) and the exact keep law."""
         epsilon = _check_epsilon(epsilon)
         return _duchi(epsilon)
 
-    def probability_plus(self, x):
+    def probability_plus(self, x: float) -> Fraction:
         """P(report = +B | x) = (1 + x / B) / 2, exactly (as a Fraction) for a double x."""
         return (1 + Fraction(x) / Fraction(self.bound)) / 2
 
@@ -912,7 +921,8 @@ def _duchi(epsilon):
     return DuchiMechanism(epsilon, bound, keep, _ratio_epsilon(ratio, epsilon))
 
 
-def duchi(values, *, epsilon, random_state=None, accountant=None):
+def duchi(values: ArrayLike, *, epsilon: float, random_state: RandomStateLike = None,
+          accountant: AccountantLike | None = None) -> np.ndarray:
     """Privatise one value in [-1, 1] per user with Duchi et al.'s one-bit mechanism.
 
     Each user reports +B with probability (1 + x / B) / 2 and -B otherwise, where
@@ -1008,7 +1018,7 @@ class MeanEstimate:
     n: int
 
 
-def estimate_mean(reports, *, epsilon):
+def estimate_mean(reports: ArrayLike, *, epsilon: float) -> MeanEstimate:
     """Unbiased estimate of the mean from :func:`duchi` reports (post-processing).
 
     Parameters
@@ -1177,7 +1187,9 @@ class PlanarLaplaceMechanism:
     epsilon_ldp: float | None
 
     @classmethod
-    def calibrate(cls, *, epsilon, grid, bounds=None):
+    def calibrate(cls, *, epsilon: float, grid: float,
+                  bounds: tuple[tuple[float, float], tuple[float, float]] | None = None
+                  ) -> PlanarLaplaceMechanism:
         """Validate the parameters; compute lambda, the proposal scale and the LDP epsilon."""
         epsilon = check.positive(epsilon, "epsilon")
         if epsilon > check.MAX_EPSILON:
@@ -1215,7 +1227,10 @@ def _check_box(bounds):
     return check.bounds_pair(bx, "bounds[0]"), check.bounds_pair(by, "bounds[1]")
 
 
-def planar_laplace(points, *, epsilon, grid, bounds=None, random_state=None, accountant=None):
+def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
+                   bounds: tuple[tuple[float, float], tuple[float, float]] | None = None,
+                   random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+                   ) -> np.ndarray:
     """Privatise one location per user with the planar Laplace mechanism on a public grid.
 
     Each location is snapped to the nearest point of the grid u Z^2 and moved by a random
