@@ -761,3 +761,28 @@ def test_bool_path_matches_int_path():
     assert a.dtype == np.bool_
     np.testing.assert_array_equal(a, b.astype(bool))
     assert local.randomized_response(np.True_, k=2, epsilon=1.0, random_state=1) in (True, False)
+
+
+def test_unary_kernel_matches_python_twin():
+    """Unary encoding: one lazy byte-wise Bernoulli(t / 2**64) per bit, row by row."""
+    from dpcore import _local
+    o = local.frequency_oracle("optimized_unary", k=7, epsilon=1.3)
+    t_one, t_zero = o.thresholds
+    values = np.resize(np.arange(7), 300).astype(np.int64)
+    out = np.empty((values.size, 7), dtype=np.uint8)
+    _local.unary_into(out, values, t_one, t_zero, dpcore.ChaCha20(5))
+    words = iter(dpcore.ChaCha20(5).random_raw(10_000).tolist())
+    pool = []
+
+    def below(t):
+        for shift in range(56, -8, -8):
+            if not pool:
+                word = next(words)
+                pool.extend((word >> (8 * j)) & 0xFF for j in range(8))
+            b, tb = pool.pop(0), (t >> shift) & 0xFF
+            if b != tb:
+                return b < tb
+        return False
+
+    twin = [[below(t_one if j == v else t_zero) for j in range(7)] for v in values.tolist()]
+    np.testing.assert_array_equal(out, np.array(twin, dtype=np.uint8))
