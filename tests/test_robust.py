@@ -401,6 +401,193 @@ def test_sample_aggregate_mean_at_one_million():
 
 
 # ------------------------------------------------------------------------------------------------
+# propose-test-release
+
+
+def all_data_sets(n, grid_max):
+    return list(itertools.combinations_with_replacement(range(grid_max + 1), n))
+
+
+def iqr_of(values):
+    z = sorted(values)
+    n = len(z)
+    return z[(3 * n + 3) // 4 - 1] - z[(n + 3) // 4 - 1]
+
+
+def trimmed_of(h):
+    def f(values):
+        z = sorted(values)
+        kept = z[h:len(z) - h]
+        return Fraction(sum(kept), len(kept))
+    return f
+
+
+def local_sensitivity(stat, x, grid_max):
+    """max |stat(x) - stat(y)| over y replacing one record by a grid value (enough: the
+    statistics are piecewise linear in the replaced value with breaks at grid points)."""
+    base = stat(x)
+    worst = 0
+    for i in range(len(x)):
+        for t in range(grid_max + 1):
+            y = list(x)
+            y[i] = t
+            worst = max(worst, abs(stat(y) - base))
+    return worst
+
+
+def ptr_distance(kind, x, grid_max, bound):
+    grid = robust._Grid.of((0.0, float(grid_max)))
+    units = grid.units(np.array(x, float))
+    bound_units = bound / grid.step
+    if kind == "median":
+        return robust._median_distance(units, grid, bound_units)
+    if kind == "iqr":
+        return robust._iqr_distance(units, grid, bound_units)
+    return robust._trimmed_distance(units, grid, 1, bound_units)
+
+
+def test_ptr_median_distance_is_the_exact_distance_to_instability():
+    """g = min k such that some data set within k replacements has LS > b, brute force."""
+    for n in (1, 2, 3, 4, 5):
+        sets = all_data_sets(n, 5)
+        ls = {y: local_sensitivity(lower_median, y, 5) for y in sets}
+        counts = {y: collections.Counter(y) for y in sets}
+        for bound in (0.5, 1.5, 2.5, 4.5):
+            for x in sets:
+                dist = [n - sum((counts[x] & counts[y]).values()) for y in sets]
+                want = min([d for d, y in zip(dist, sets) if ls[y] > bound], default=n + 1)
+                assert ptr_distance("median", x, 5, bound) == want, (x, bound)
+
+
+@pytest.mark.parametrize("kind, stat", [("iqr", iqr_of), ("trimmed", trimmed_of(1))])
+def test_ptr_distance_bounds_are_valid(kind, stat):
+    """What the privacy proof needs, on every data set of n in 3..6 records on {0..5}:
+    g >= 1 implies LS <= b, and |g(x) - g(y)| <= 1 for every replace-one neighbour y."""
+    for n in (3, 4, 5, 6):
+        for bound in (0.4, 1.5, 3.0):
+            memo = {}
+
+            def g(data):
+                key = tuple(sorted(data))
+                if key not in memo:
+                    memo[key] = ptr_distance(kind, key, 5, bound)
+                return memo[key]
+
+            for x in all_data_sets(n, 5):
+                if g(x) >= 1:
+                    assert local_sensitivity(stat, x, 5) <= bound, (x, bound)
+                for i in range(n):
+                    for t in range(6):
+                        y = list(x)
+                        y[i] = t
+                        assert abs(g(x) - g(y)) <= 1, (x, y, bound)
+
+
+X_PTR = np.arange(41.0)  # median 20; LS within k replacements is k + 1: g = floor(b) for b < 20
+# bounds far out, so the clamp to them has probability < e**-50 (noise scale 19)
+PTR_KW = dict(bounds=(-1000.0, 1000.0), bound=9.5, epsilon=1.0, delta=1e-2)
+N_PTR = 20_000
+
+
+def dlap_cdf(t):
+    p = math.exp(-1.0 / t)
+
+    def cdf(k):  # P(Z <= k)
+        k = np.asarray(k, dtype=float)
+        return np.where(k >= 0, 1.0 - p ** (np.maximum(k, 0) + 1) / (1 + p),
+                        p ** np.maximum(-k, 0) / (1 + p))
+
+    return cdf
+
+
+def ptr_law():
+    """P(refuse) = P(g + Z < cut), Z ~ DLap(2); cut = smallest integer with P(Z >= cut) < delta;
+    released: grid (rint(20 / grid) + DLap(t)) with the LaplaceMechanism calibrated at
+    (bound, epsilon / 2); binned into 20 bins of the noise in units of its scale, plus tails."""
+    from dpcore.mechanisms import LaplaceMechanism
+
+    scale = 2.0  # 1 / (epsilon / 2)
+    p = math.exp(-1 / scale)
+    cut = next(c for c in range(1, 1000) if p**c / (1 + p) < 1e-2)
+    g = 9
+    p_refuse = float(dlap_cdf(scale)(cut - g - 1))
+    mech = LaplaceMechanism.calibrate(sensitivity=9.5, epsilon=0.5)
+    center = round(20.0 / mech.grid)
+    edges = np.round(np.linspace(-3, 3, 21) * mech.scale)  # bin edges of the integer noise
+    cdf = dlap_cdf(mech.scale)
+    cum = np.concatenate([[0.0], cdf(edges - 1), [1.0]])  # P(Z < edge)
+    released = np.diff(cum) * (1 - p_refuse)
+    return p_refuse, released, mech, center, edges
+
+
+@pytest.fixture(scope="module")
+def ptr_draws():
+    g = rng(31)
+    return [robust.ptr_median(X_PTR, random_state=g, **PTR_KW) for _ in range(N_PTR)]
+
+
+def test_ptr_distance_of_the_law_instance():
+    grid = robust._Grid.of(PTR_KW["bounds"])
+    assert robust._median_distance(grid.units(X_PTR), grid, 9.5 / grid.step) == 9
+
+
+def test_ptr_median_law(ptr_draws):
+    p_refuse, released, mech, center, edges = ptr_law()
+    refused = sum(r.refused for r in ptr_draws)
+    noise = np.array([round(r.value / mech.grid) - center for r in ptr_draws if r.released])
+    assert all((r.value is None) == r.refused for r in ptr_draws)
+    counts = np.bincount(np.searchsorted(edges, noise, side="right"), minlength=edges.size + 1)
+    observed = np.concatenate([[refused], counts])
+    assert 0.3 < p_refuse < 0.7  # the instance exercises both outcomes
+    assert chisquare_pvalue(observed, np.concatenate([[p_refuse], released])) > ALPHA
+
+
+def test_ptr_trimmed_mean_on_cauchy_is_within_twice_the_standard_error():
+    """Issue 16: 10%-trimmed mean of n = 10**4 standard Cauchy records, epsilon = 1,
+    delta = 1e-6, proposed bound 20 / n (the data's LS is ~ 2 * 3.08 / (0.8 n) = 7.7 / n, and
+    reaching 20 / n needs ~ 0.06 n = 600 replacements, far beyond the cut of ~ 29: refusals
+    have probability ~ e**-285). RMSE over 200 data sets around the true centre 0, against the
+    non-private trimmed mean's: the added noise has sd sqrt(2) 20 / n / 0.5 = 0.0057 against a
+    standard error ~ 0.022, so the ratio is ~ 1.03; 2 is far out of reach of chance."""
+    g = np.random.default_rng(12)
+    n = 10**4
+    private, plain = [], []
+    for rep in range(200):
+        x = g.standard_cauchy(n)
+        r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), bound=20 / n, epsilon=1.0,
+                                    delta=1e-6, random_state=rng(700 + rep))
+        assert r.released
+        private.append(r.value)
+        z = np.sort(np.clip(x, -1e4, 1e4))
+        plain.append(z[1000:9000].mean())
+    ratio = math.sqrt(np.mean(np.square(private)) / np.mean(np.square(plain)))
+    assert ratio <= 2.0
+    assert ratio == pytest.approx(1.03, abs=0.1)
+
+
+def test_ptr_refusal_is_charged_and_explicit():
+    acc = dpcore.Accountant(10.0, 1e-2)
+    x = np.array([0.0, 0.0, 50.0, 100.0, 100.0])  # median's LS is 50: g = 0
+    out = robust.ptr_median(x, bounds=(0.0, 100.0), bound=1.0, epsilon=1.0, delta=1e-6,
+                            accountant=acc, random_state=rng(2))
+    assert out == robust.PTRResult(True, None) and not out.released
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta) == (1.0, 1e-6)
+    with pytest.raises(AttributeError):
+        out.value = 3.0  # frozen
+
+
+def test_ptr_iqr_and_exact_sum():
+    x = np.linspace(0.0, 100.0, 10_001)
+    # each quartile's ball maximum is (k + 1) 0.01: g = 24 for b = 0.5, the cut is 8 at epsilon 4
+    r = robust.ptr_iqr(x, bounds=(0.0, 100.0), bound=0.5, epsilon=4.0, delta=1e-6,
+                       random_state=rng(3))
+    assert r.released and abs(r.value - 50.0) < 0.5
+    units = np.array([2**41, 2**41 - 1, 7] * 1000, dtype=np.int64)
+    assert robust._exact_sum(units, -(2**20)) == int(units.astype(object).sum())
+
+
+# ------------------------------------------------------------------------------------------------
 # sparse vector: the exact law of every output pattern
 
 SVT_Q = [1.0, 2.5, 1.75, 3.0]
@@ -547,6 +734,12 @@ RELEASES = {
                (EPS, 0.0)),
     "median/delta": (lambda **o: robust.median(
         X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+    "ptr_median": (lambda **o: robust.ptr_median(
+        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+    "ptr_iqr": (lambda **o: robust.ptr_iqr(
+        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+    "ptr_trimmed_mean": (lambda **o: robust.ptr_trimmed_mean(
+        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
     "sparse_vector": (lambda **o: robust.sparse_vector(
         **{**dict(queries=X1, threshold=5.0, epsilon=EPS, max_positives=3), **o}), (EPS, 0.0)),
     "above_threshold": (lambda **o: robust.above_threshold(
@@ -567,6 +760,10 @@ BAD = {
                       dict(granularity=0.3), dict(threshold=math.nan), dict(queries=[1.0, math.inf]),
                       dict(queries="abc"), dict(queries=3.0), dict(queries=[[1.0]])],
     "above_threshold": [dict(sensitivity=-1.0), dict(queries=[math.nan])],
+    "ptr_median": [dict(bound=0.0), dict(bound=None), dict(delta=0.0), dict(delta=None),
+                   dict(bounds=None), dict(bounds=(5, 5))],
+    "ptr_iqr": [dict(bound=-1.0), dict(delta=1.0)],
+    "ptr_trimmed_mean": [dict(trim=0.5), dict(trim=-0.1), dict(trim=math.nan), dict(bound=math.inf)],
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon=math.inf),
               dict(epsilon="1"), dict(random_state="seed"), dict(random_state=1.5),
@@ -627,7 +824,8 @@ def test_default_random_state_is_the_secure_generator():
 # ------------------------------------------------------------------------------------------------
 # documentation
 
-RELEASE_FUNCTIONS = ["median", "sample_aggregate", "sparse_vector", "above_threshold"]
+RELEASE_FUNCTIONS = ["median", "sample_aggregate", "ptr_median", "ptr_iqr", "ptr_trimmed_mean",
+                     "sparse_vector", "above_threshold"]
 
 
 @pytest.mark.parametrize("name", RELEASE_FUNCTIONS + ["smooth_sensitivity_median"])
