@@ -273,17 +273,80 @@ def test_median_law_tests_have_power(law, cdf, delta, h4_draws, laplace_draws):
 @pytest.mark.parametrize("sampler, cdf", [(robust._draw_h4, h4_cdf), (robust._draw_laplace, laplace_cdf)])
 @pytest.mark.parametrize("scale", [Fraction(7, 10), Fraction(5, 2)])
 def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
-    """clamp(floor(c + s Z + 1/2), lo, hi) on a coarse grid, cell by cell, clamp cells included."""
-    center, lo, hi, n_draws = 3, -1, 8, 6000
+    """clamp(floor(c + s Z + 1/2), lo, hi) on a coarse grid, cell by cell, clamp cells included
+    (a rational centre, as the trimmed mean's)."""
+    center, lo, hi, n_draws = Fraction(10, 3), -1, 8, 6000
     word = rng(int(scale * 10) + (sampler is robust._draw_h4)).bit_generator.random_raw
     out = np.array([sampler(center, scale, lo, hi, word) for _ in range(n_draws)])
     ks = np.arange(lo, hi + 1)
-    upper = cdf((ks + 0.5 - center) / float(scale))
+    upper = cdf((ks + 0.5 - float(center)) / float(scale))
     upper[-1] = 1.0
     probs = np.diff(np.concatenate([[0.0], upper]))
     counts = np.array([np.sum(out == k) for k in ks])
     assert counts.sum() == n_draws
     assert chisquare_pvalue(counts, probs) > ALPHA
+
+
+# ------------------------------------------------------------------------------------------------
+# trimmed mean by smooth sensitivity
+
+
+def test_trimmed_smooth_bound_is_smooth_and_above_local_sensitivity():
+    """S >= LS (brute force over grid replacements) and S(x) <= e^beta S(y) for every
+    replace-one neighbour, on every data set of n in 3..6 records on {0..5}, h = 1."""
+    grid = robust._Grid.of((0.0, 5.0))
+    beta = 0.4
+    for n in (3, 4, 5, 6):
+        memo = {}
+
+        def smooth(data):
+            key = tuple(sorted(data))
+            if key not in memo:
+                memo[key] = robust._smooth_trimmed_units(grid.units(np.array(key, float)), grid,
+                                                         1, beta) * grid.step
+            return memo[key]
+
+        for x in all_data_sets(n, 5):
+            assert local_sensitivity(trimmed_of(1), x, 5) <= smooth(x) * (1 + 1e-12)
+            for i in range(n):
+                for t in range(6):
+                    y = list(x)
+                    y[i] = t
+                    assert smooth(x) <= math.exp(beta) * smooth(y)
+
+
+def test_trimmed_mean_h4_law():
+    """15 records, trim 0.2 (h = 3): centre the exact mean of x_(4..12), scale S / alpha with
+    S = max(2**-40 W / 9, (1 + 2**-40) max_k e^(-beta' k) (x_(13+k) - x_(3-k)) / 9)."""
+    plan = robust.SmoothMedianPlan.calibrate(1.0)
+    z = np.sort(X_MED)
+    n, h = 15, 3
+    beta = plan.beta - 2.0**-39
+    padded = np.concatenate([[0.0] * (n + 3), z, [1.0] * (n + 3)])  # x_i at padded[i + n + 2]
+    terms = [math.exp(-beta * k) * (padded[n - h + 1 + k + n + 2] - padded[h - k + n + 2])
+             for k in range(n + 2)]
+    s = max(2.0**-40 / (n - 2 * h), max(terms) * (1 + 2.0**-40) / (n - 2 * h))
+    scale = s / float(plan.alpha)
+    center = float(np.mean(z[h:n - h]))
+    step = 2.0**-40
+
+    def below(edge):
+        k = round(edge / step)
+        return float(h4_cdf(((k - 0.5) * step - center) / scale))
+
+    probs = np.diff([0.0] + [below(e) for e in EDGES[1:-1]] + [1.0])
+    g = rng(14)
+    out = np.array([robust.trimmed_mean(X_MED, bounds=BOUNDS, epsilon=1.0, trim=0.2,
+                                        random_state=g) for _ in range(6000)])
+    assert chisquare_pvalue(binned(out), probs) > ALPHA
+
+
+def test_trimmed_mean_with_delta_and_no_trim():
+    x = np.random.default_rng(4).normal(5.0, 1.0, 20_000)
+    out = robust.trimmed_mean(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-6, trim=0.0,
+                              random_state=rng(4))
+    # trim 0: S ~ e^(-beta k) (10 - x_(n-k)) / n at best: below 10 / n; Laplace scale 2 S
+    assert abs(out - x.mean()) < 0.02
 
 
 def test_icbrt_is_the_integer_cube_root():
@@ -734,6 +797,10 @@ RELEASES = {
                (EPS, 0.0)),
     "median/delta": (lambda **o: robust.median(
         X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+    "trimmed_mean": (lambda **o: robust.trimmed_mean(
+        X1, **{**dict(bounds=(0, 10), epsilon=EPS), **o}), (EPS, 0.0)),
+    "trimmed_mean/delta": (lambda **o: robust.trimmed_mean(
+        X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-7, trim=0.25), **o}), (EPS, 1e-7)),
     "ptr_median": (lambda **o: robust.ptr_median(
         X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
     "ptr_iqr": (lambda **o: robust.ptr_iqr(
@@ -760,6 +827,7 @@ BAD = {
                       dict(granularity=0.3), dict(threshold=math.nan), dict(queries=[1.0, math.inf]),
                       dict(queries="abc"), dict(queries=3.0), dict(queries=[[1.0]])],
     "above_threshold": [dict(sensitivity=-1.0), dict(queries=[math.nan])],
+    "trimmed_mean": [dict(trim=0.5), dict(trim="a"), dict(bounds=None), dict(delta=0.0)],
     "ptr_median": [dict(bound=0.0), dict(bound=None), dict(delta=0.0), dict(delta=None),
                    dict(bounds=None), dict(bounds=(5, 5))],
     "ptr_iqr": [dict(bound=-1.0), dict(delta=1.0)],
@@ -824,7 +892,7 @@ def test_default_random_state_is_the_secure_generator():
 # ------------------------------------------------------------------------------------------------
 # documentation
 
-RELEASE_FUNCTIONS = ["median", "sample_aggregate", "ptr_median", "ptr_iqr", "ptr_trimmed_mean",
+RELEASE_FUNCTIONS = ["median", "trimmed_mean", "sample_aggregate", "ptr_median", "ptr_iqr", "ptr_trimmed_mean",
                      "sparse_vector", "above_threshold"]
 
 
