@@ -148,10 +148,11 @@ def run_timing(repeats=3):
     out = {
         "scikit-learn LogisticRegression (lbfgs)": best(lambda: SkLogReg().fit(X, y)),
         "dpcore LogisticRegression (objective)": best(
-            lambda: LogisticRegression(epsilon=1.0, data_norm=norm, random_state=0).fit(X, y)),
+            lambda: LogisticRegression(epsilon=1.0, data_norm=norm, classes=[0, 1],
+                                       random_state=0).fit(X, y)),
         "dpcore LogisticRegression (output)": best(
             lambda: LogisticRegression(epsilon=1.0, data_norm=norm, method="output",
-                                       random_state=0).fit(X, y)),
+                                       classes=[0, 1], random_state=0).fit(X, y)),
     }
     if dpl is not None:
         out["diffprivlib LogisticRegression"] = best(

@@ -10,6 +10,7 @@ from sklearn.base import clone  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 import dpcore  # noqa: E402
+from dpcore.accounting import PrivacyWarning  # noqa: E402
 from dpcore.learn import (  # noqa: E402
     PCA,
     GaussianNB,
@@ -160,7 +161,7 @@ def test_input_errors_quote_no_private_value(name):
 
 def test_single_label_error_quotes_no_label():
     y = np.full(_X.shape[0], 987)
-    with pytest.raises(ValueError, match="class") as info:
+    with pytest.raises(ValueError, match="class") as info, pytest.warns(PrivacyWarning):
         LogisticRegression(data_norm=2.0).fit(_X, y)
     assert "987" not in str(info.value)
 
@@ -168,9 +169,24 @@ def test_single_label_error_quotes_no_label():
 def test_priors_error_quotes_no_class_count():
     # with classes taken from y, the number of classes present is private
     y = np.arange(_X.shape[0]) % 7
-    with pytest.raises(ValueError, match="priors") as info:
+    with pytest.raises(ValueError, match="priors") as info, pytest.warns(PrivacyWarning):
         GaussianNB(bounds=(-1, 1), priors=[0.5, 0.5]).fit(_X, y)
     assert "7" not in str(info.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda c: LogisticRegression(data_norm=2.0, classes=c, random_state=0),
+    lambda c: LinearSVC(data_norm=2.0, classes=c, random_state=0),
+    lambda c: GaussianNB(bounds=(-1, 1), classes=c, random_state=0),
+], ids=["LogisticRegression", "LinearSVC", "GaussianNB"])
+def test_label_set_read_from_y_warns_and_names_no_label(make):
+    """classes=None reads the label set from the private y: a PrivacyWarning says so (quoting
+    no label); with the public classes there is no warning (warnings are errors in this suite)."""
+    y = np.where(_X[:, 0] > 0, 4321, 8765)
+    with pytest.warns(PrivacyWarning, match="classes=None") as record:
+        make(None).fit(_X, y)
+    assert not any(s in str(w.message) for w in record for s in ("4321", "8765"))
+    make([4321, 8765]).fit(_X, y)
 
 
 def test_2d_y_error_quotes_no_row_count():

@@ -10,6 +10,10 @@ from dpcore.learn._linear import LinearRegression, LinearSVC, LogisticRegression
 from dpcore.learn._naive_bayes import GaussianNB  # noqa: E402
 from dpcore.learn._search import PrivateGridSearch  # noqa: E402
 
+# Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
+# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
+pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+
 # The checks feed unscaled data of unknown range; the public bounds below are generous and a
 # huge epsilon makes the noise negligible, so the checks exercise the estimator contract.
 ESTIMATORS = [

@@ -9,6 +9,10 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from dpcore.learn._kernel import RandomFourierFeatures  # noqa: E402
 from dpcore.learn._linear import LinearSVC  # noqa: E402
 
+# Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
+# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
+pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+
 
 def test_rows_have_unit_norm():
     X = np.random.default_rng(0).normal(scale=10, size=(200, 4))

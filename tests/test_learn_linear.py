@@ -24,6 +24,10 @@ from dpcore.learn._linear import (  # noqa: E402
     output_perturbation_beta,
 )
 
+# Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
+# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
+pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+
 
 @pytest.fixture(scope="module")
 def cancer():

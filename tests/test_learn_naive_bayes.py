@@ -13,6 +13,10 @@ import dpcore  # noqa: E402
 from _gof import ALPHA  # noqa: E402
 from dpcore.learn._naive_bayes import GaussianNB  # noqa: E402
 
+# Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
+# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
+pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+
 
 @pytest.fixture(scope="module")
 def cancer():

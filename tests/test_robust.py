@@ -518,7 +518,7 @@ def test_ptr_median_distance_is_the_exact_distance_to_instability():
         for bound in (0.5, 1.5, 2.5, 4.5):
             for x in sets:
                 dist = [n - sum((counts[x] & counts[y]).values()) for y in sets]
-                want = min([d for d, y in zip(dist, sets) if ls[y] > bound], default=n + 1)
+                want = min([d for d, y in zip(dist, sets) if ls[y] > bound], default=math.inf)
                 assert ptr_distance("median", x, 5, bound) == want, (x, bound)
 
 
@@ -543,7 +543,7 @@ def test_ptr_distance_bounds_are_valid(kind, stat):
                     for t in range(6):
                         y = list(x)
                         y[i] = t
-                        assert abs(g(x) - g(y)) <= 1, (x, y, bound)
+                        assert abs(g(x) - g(y)) <= 1 or g(x) == g(y) == math.inf, (x, y, bound)
 
 
 X_PTR = np.arange(41.0)  # median 20; LS within k replacements is k + 1: g = floor(b) for b < 20
@@ -638,6 +638,14 @@ def test_ptr_refusal_is_charged_and_explicit():
     assert (entry.epsilon, entry.delta) == (1.0, 1e-6)
     with pytest.raises(AttributeError):
         out.value = 3.0  # frozen
+
+
+def test_ptr_with_a_bound_no_data_set_exceeds_always_releases():
+    x = np.arange(10.0)
+    for seed in range(20):
+        r = robust.ptr_median(x, bounds=(0, 10), bound=10.0, epsilon=1.0, delta=1e-9,
+                              random_state=rng(seed))
+        assert r.released
 
 
 def test_ptr_iqr_and_exact_sum():

@@ -4,7 +4,7 @@ The public thin API; see the README for a tour. ``random_state=None`` everywhere
 cryptographically secure ChaCha20 generator.
 """
 from dpcore._version import __version__
-from dpcore.accounting import Accountant, BudgetExceeded
+from dpcore.accounting import Accountant, BudgetExceeded, PrivacyWarning
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace, gaussian, laplace
 from dpcore.random import ChaCha20, default_rng
 from dpcore.selection import exponential, top_k
@@ -30,6 +30,7 @@ __all__ = [
     "graph",
     "laplace",
     "mestimators",
+    "PrivacyWarning",
     "select_candidate",
     "stats",
     "top_k",

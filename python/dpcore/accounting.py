@@ -30,12 +30,18 @@ from dpcore import calibration
 from dpcore._floats import round_down as _down, round_up as _up
 
 __all__ = ["Accountant", "AccountantLike", "BudgetExceeded", "Charge", "ParallelBlock",
-           "Partition"]
+           "Partition", "PrivacyWarning"]
 
 _ZERO = Fraction(0)
 #: Relative amount by which a total may exceed the budget: the binary representation error of
 #: decimal fractions such as 0.1, summed over up to ~10**4 charges (see Accountant).
 BUDGET_TOLERANCE = Fraction(1, 2**40)
+
+
+class PrivacyWarning(UserWarning):
+    """A release reads something from the private data that its guarantee does not cover
+    (e.g. a classifier's label set when ``classes`` is not given). The release still happens;
+    give the public value the message names to get the stated guarantee."""
 
 
 class BudgetExceeded(RuntimeError):

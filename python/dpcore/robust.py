@@ -42,7 +42,7 @@ import numpy as np
 from dpcore import _exact, _robust
 from dpcore import _validation as check
 from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
-from dpcore._release import Cost, release
+from dpcore._release import Cost, public_arithmetic, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, LaplaceMechanism, discrete_laplace
 from dpcore.selection import ExponentialMechanism
 
@@ -106,10 +106,10 @@ class _Grid:
         if not (math.isfinite(width) and width >= 2.0**-900):
             raise ValueError(f"{name} must have a width (upper - lower) in [2**-900, 1e308], got "
                              f"({lower!r}, {upper!r})")
-        step = _pow2_floor(width * 2.0**-GRID_BITS)
-        if max(abs(lower), abs(upper)) >= 2.0**61 * step:
+        if max(abs(lower), abs(upper)) >= 2.0**20 * width:  # keeps |units| < 2**61
             raise ValueError(f"{name} must satisfy max(|lower|, |upper|) < 2**20 (upper - lower) "
                              f"(shift the data towards 0), got ({lower!r}, {upper!r})")
+        step = _pow2_floor(width * 2.0**-GRID_BITS)
         # dividing by a power of two is exact: the grid ends are exact integers
         return cls(lower, upper, step, int(np.rint(lower / step)), int(np.rint(upper / step)))
 
@@ -635,13 +635,17 @@ def _winsorized_mean(z, lower, upper, grid, epsilon, rng):
     b = min(upper, q3 + WIDEN * spread)
     clipped = np.clip(z, a, b)
     value = math.fsum(clipped.tolist()) / k
-    # one clipped estimate moves the exact sum by <= b - a; fsum and the division each round by
-    # <= 2**-53 relative to |value| <= max(|a|, |b|): 2**-49 of that covers both, both neighbours
-    sensitivity = (b - a) / k + 2.0**-49 * max(abs(a), abs(b))
-    sensitivity = math.nextafter(sensitivity, math.inf)
-    half = _round_down(Fraction(epsilon) / 2)
-    lap = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=half)
-    return float(lap.release(value, random_state=rng))
+    return float(_winsorized_noise(b - a, max(abs(a), abs(b)), k, epsilon).release(
+        value, random_state=rng))
+
+
+def _winsorized_noise(width, magnitude, k, epsilon):
+    """The Laplace mechanism for the mean of k values clipped to an interval of ``width``: one
+    clipped estimate moves the exact sum by <= width; fsum and the division each round by
+    <= 2**-53 relative to |value| <= magnitude: 2**-49 magnitude covers both, both neighbours."""
+    sensitivity = math.nextafter(width / k + 2.0**-49 * magnitude, math.inf)
+    return LaplaceMechanism.calibrate(sensitivity=sensitivity,
+                                      epsilon=_round_down(Fraction(epsilon) / 2))
 
 
 def sample_aggregate(x, estimator, *, n_blocks, output_range, epsilon, grid=AGGREGATE_GRID,
@@ -753,6 +757,11 @@ def sample_aggregate(x, estimator, *, n_blocks, output_range, epsilon, grid=AGGR
     d = ranges.shape[0]
     eps_coord = _round_down(Fraction(epsilon) / d)
     n = records.shape[0]
+    with public_arithmetic("output_range and epsilon"):
+        # the widest interval any coordinate can get: its noise must be calibratable (before
+        # the charge); narrower intervals give smaller scales
+        for lower, upper in ranges.tolist():
+            _winsorized_noise(upper - lower, max(abs(lower), abs(upper)), n_blocks, eps_coord)
 
     def draw(rng):
         order = rng.permutation(n)
@@ -816,10 +825,11 @@ def _ball_gaps(units, grid, p, k):
 
 
 def _first_above(bound_exceeded, n):
-    """The smallest k in [0, n + 1] with bound_exceeded(k) (nondecreasing in k), or n + 1."""
-    lo, hi = 0, n + 1
+    """The smallest k in [0, n] with bound_exceeded(k) (nondecreasing in k), or infinity: the
+    n-ball holds every data set of n records, so nothing beyond it can exceed."""
+    lo, hi = 0, n
     if not bound_exceeded(hi):
-        return hi
+        return math.inf
     while lo < hi:
         mid = (lo + hi) // 2
         if bound_exceeded(mid):
@@ -870,6 +880,12 @@ def _exact_sum(units, lo):
                for i in range(0, shifted.size, chunk)) + lo * shifted.size
 
 
+def _bound_units(bound, grid):
+    """The proposed bound in grid units (dividing by a power of two is exact), capped at twice
+    the grid's span: no local sensitivity here exceeds the span, so the cap changes no test."""
+    return min(bound / grid.step, 2.0 * (grid.hi - grid.lo))
+
+
 def _ptr_plan(epsilon, delta, bound, name="bound"):
     epsilon = _epsilon(epsilon)
     delta = check.probability(delta, "delta")
@@ -895,9 +911,11 @@ def _ptr_plan(epsilon, delta, bound, name="bound"):
 
 def _ptr(label, distance, value, release_sensitivity, eps_release, scale, cut, clamp, epsilon,
          delta, random_state, accountant):
-    lap = LaplaceMechanism.calibrate(sensitivity=release_sensitivity, epsilon=eps_release)
+    with public_arithmetic("bound and epsilon"):
+        lap = LaplaceMechanism.calibrate(sensitivity=release_sensitivity, epsilon=eps_release)
 
     def draw(rng):
+        # distance is infinite when no data set of this size can exceed the bound: always pass
         if distance + int(discrete_laplace(scale, random_state=rng)) < cut:
             return PTRResult(True, None)
         noisy = float(lap.release(value, random_state=rng))
@@ -983,7 +1001,7 @@ def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountan
     epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, bound)
     units = grid.units(records)
     m = (units.size + 1) // 2
-    distance = _median_distance(units, grid, bound / grid.step)  # / power of two: exact
+    distance = _median_distance(units, grid, _bound_units(bound, grid))
     value = grid.to_real(int(units[m - 1]))  # a grid point: exact
     return _ptr("robust.ptr_median", distance, value, bound, eps_release, scale, cut,
                 (grid.lower, grid.upper), epsilon, delta, random_state, accountant)
@@ -1031,7 +1049,7 @@ def ptr_iqr(x, *, bounds, bound, epsilon, delta, random_state=None, accountant=N
     epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, bound)
     units = grid.units(records)
     p1, p3 = _iqr_positions(units.size)
-    distance = _iqr_distance(units, grid, bound / grid.step)
+    distance = _iqr_distance(units, grid, _bound_units(bound, grid))
     value = float(Fraction(int(units[p3 - 1] - units[p1 - 1])) * Fraction(grid.step))  # exact
     return _ptr("robust.ptr_iqr", distance, value, bound, eps_release, scale, cut,
                 (0.0, grid.upper - grid.lower), epsilon, delta, random_state, accountant)
@@ -1088,7 +1106,7 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     units = grid.units(records)
     n = units.size
     kept = n - 2 * h
-    distance = _trimmed_distance(units, grid, h, bound / grid.step)
+    distance = _trimmed_distance(units, grid, h, _bound_units(bound, grid))
     total = _exact_sum(units[h:n - h], grid.lo)
     value = float(Fraction(total, kept) * Fraction(grid.step))
     slack = 2.0**-52 * max(abs(grid.lower), abs(grid.upper))
@@ -1163,9 +1181,10 @@ class SparseVectorPlan:
         return cls(epsilon, eps1, eps2, c, grid, d, t1, t2)
 
     def units(self, value, name):
-        """A query answer (or the threshold) in grid units: rint(value / grid), exactly."""
+        """A query answer (or the threshold) in grid units: rint(value / grid), exactly (in
+        rationals: no overflow for huge answers)."""
         value = check.real(value, name)
-        return int(np.rint(value / self.grid))  # dividing by a power of two: exact
+        return round(Fraction(value) / Fraction(self.grid))  # half to even, as rint
 
 
 def sparse_vector(queries, threshold, *, epsilon, max_positives, sensitivity=1.0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 from sklearn.base import clone
@@ -12,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from dpcore import _validation as check
 from dpcore._release import check_accountant
+from dpcore.accounting import PrivacyWarning
 from dpcore.random import check_random_state
 
 try:  # scikit-learn >= 1.6
@@ -110,6 +112,27 @@ def check_classes(classes, name="classes"):
     classes = np.unique(np.asarray(classes))
     if classes.ndim != 1 or classes.size < 2:
         raise ValueError(f"{name} must hold at least 2 distinct labels, got {classes.size}")
+    return classes
+
+
+def label_set(y, classes, *, minimum=2):
+    """The label set a classifier fits: the public ``classes`` (every label of y must be in
+    it), or, when None, the labels found in y (at least ``minimum`` of them), with a
+    PrivacyWarning (that set is read from the private data without noise). The messages never
+    quote a label of y."""
+    if classes is not None:
+        if not np.all(np.isin(y, classes)):
+            raise ValueError("y contains labels outside classes")
+        return classes
+    warnings.warn(
+        "classes=None: the label set is read from y without noise, which the privacy guarantee "
+        "does not cover; pass the public list of labels as classes",
+        PrivacyWarning, stacklevel=3,
+    )
+    classes = np.unique(y)
+    if classes.size < minimum:
+        raise ValueError("y holds one class only: a classifier needs at least 2 classes "
+                         "(give the public label set as classes)")
     return classes
 
 

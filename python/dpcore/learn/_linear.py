@@ -265,13 +265,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         epsilon, data_norm, alpha, tol, max_iter, c, classes = self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
         _base.check_targets(y)
-        if classes is None:
-            classes = np.unique(y)   # reveals the labels present: pass classes to avoid that
-            if classes.size < 2:     # no label quoted
-                raise ValueError("y holds one class only: a classifier needs at least 2 classes "
-                                 "(give the public label set as classes)")
-        elif not np.all(np.isin(y, classes)):
-            raise ValueError("y contains labels outside classes")  # never quote a private label
+        classes = _base.label_set(y, classes)
         _base.check_n(X.shape[0])
         n = X.shape[0]
         Xs = self._design(X, data_norm)
@@ -404,7 +398,8 @@ class LogisticRegression(_PrivateERMClassifier):
     One-vs-rest: every record enters all k models, so each is fitted with epsilon / k and the
     fit composes sequentially to epsilon. The label set must be public: with ``classes=None`` it
     is taken from y without noise (stored in ``classes_``, and it fixes k), which the guarantee
-    does not cover; pass ``classes`` for the stated guarantee. Every argument (X, y, classes,
+    does not cover (fit warns with ``dpcore.PrivacyWarning``); pass ``classes`` for the stated
+    guarantee. Every argument (X, y, classes,
     parameters, ``random_state``, ``accountant``) is checked before the charge, and the fitted
     model holds only the released coefficients and public values (no optimiser diagnostics).
 
@@ -435,7 +430,8 @@ class LogisticRegression(_PrivateERMClassifier):
     >>> from dpcore.learn._linear import LogisticRegression
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
-    >>> clf = LogisticRegression(epsilon=1.0, data_norm=3.0, random_state=0).fit(X, y)
+    >>> clf = LogisticRegression(epsilon=1.0, data_norm=3.0, classes=[0, 1], random_state=0)
+    >>> clf = clf.fit(X, y)
     >>> clf.score(X, y) > 0.9
     True
     """
@@ -510,7 +506,7 @@ class LinearSVC(_PrivateERMClassifier):
     -------
     epsilon-DP under replace-one neighbours (n public), rows clipped to ``data_norm``, labels in
     the public set ``classes`` (with ``classes=None`` the label set is taken from y and is not
-    covered); ``epsilon`` is charged after every argument has been checked. Same mechanisms,
+    covered: fit warns with ``dpcore.PrivacyWarning``); ``epsilon`` is charged after every argument has been checked. Same mechanisms,
     one-vs-rest budget split and caveats (inexact minimiser, real-valued noise vector) as
     :class:`LogisticRegression`, with c = 1/(2h); no optimiser diagnostics are stored.
 
@@ -520,7 +516,8 @@ class LinearSVC(_PrivateERMClassifier):
     >>> from dpcore.learn._linear import LinearSVC
     >>> rng = np.random.default_rng(1)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = np.where(X[:, 0] > 0, "a", "b")
-    >>> LinearSVC(epsilon=1.0, data_norm=3.0, random_state=0).fit(X, y).score(X, y) > 0.9
+    >>> svc = LinearSVC(epsilon=1.0, data_norm=3.0, classes=["a", "b"], random_state=0)
+    >>> svc.fit(X, y).score(X, y) > 0.9
     True
     """
 

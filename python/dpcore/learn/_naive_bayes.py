@@ -59,7 +59,8 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     composition; the rest is post-processing. Floating-point sums of n terms carry an
     uncharged rounding error of relative order n * 2^-53 (Casacuberta et al. 2022 on floating-point sums). The label set must
     be public: with ``classes=None`` it is taken from y without noise (stored in ``classes_``),
-    which the guarantee does not cover; pass ``classes`` for the stated guarantee.
+    which the guarantee does not cover (fit warns with ``dpcore.PrivacyWarning``); pass
+    ``classes`` for the stated guarantee.
 
     References
     ----------
@@ -73,7 +74,7 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = np.vstack([rng.normal(-1, 1, (2000, 2)), rng.normal(1, 1, (2000, 2))])
     >>> y = np.repeat([0, 1], 2000)
-    >>> nb = GaussianNB(epsilon=1.0, bounds=(-4, 4), random_state=0).fit(X, y)
+    >>> nb = GaussianNB(epsilon=1.0, bounds=(-4, 4), classes=[0, 1], random_state=0).fit(X, y)
     >>> nb.score(X, y) > 0.85
     True
     """
@@ -117,10 +118,7 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         _base.check_targets(y)
         d = X.shape[1]
         epsilon, var_floor, (lower, upper), classes, priors = self._check_params(X.shape[0], d)
-        if classes is None:
-            classes = np.unique(y)   # reveals the labels present: pass classes to avoid that
-        elif not np.all(np.isin(y, classes)):
-            raise ValueError("y contains labels outside classes")  # never quote a private label
+        classes = _base.label_set(y, classes, minimum=1)
         k = classes.size
         if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
             raise ValueError("priors must have one entry per class")
