@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "dpc_cpu.h"
+
 #define HIST_FLAG (-((int64_t)1 << 58))
 #define HIST_MAX_D 16 /* the block path serves d <= 16 */
 #define HIST_MAX_P (4 * HIST_MAX_D)
@@ -131,8 +133,7 @@ static void hist_shares_f32_base(const float *x, ptrdiff_t len, const hist_patte
         for (q = 0; q < p; q++) HIST_SHARE_SCALAR((double)x[j + q], q);
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#define HIST_HAVE_AVX2 1
+#if DPC_HAVE_AVX2
 #include <immintrin.h>
 
 /* Four values: t = (x - lo) * scale, ok as above, share = ok ? b * stride : HIST_FLAG. */
@@ -182,8 +183,6 @@ hist_shares_f32_avx2(const float *x, ptrdiff_t len, const hist_pattern *pat, int
                                 hist_share4(_mm256_cvtps_pd(_mm_loadu_ps(x + j + q)), pat, q));
     }
 }
-#else
-#define HIST_HAVE_AVX2 0
 #endif
 
 typedef void (*hist_f64_fn)(const double *, ptrdiff_t, const hist_pattern *, int64_t *);
@@ -199,9 +198,8 @@ static int hist_set_level(int level)
     hist_shares_f64 = hist_shares_f64_base;
     hist_shares_f32 = hist_shares_f32_base;
     hist_level = 0;
-#if HIST_HAVE_AVX2
-    __builtin_cpu_init();
-    if (level >= 1 && __builtin_cpu_supports("avx2")) {
+#if DPC_HAVE_AVX2
+    if (level >= 1 && dpc_cpu_has_avx2()) {
         hist_shares_f64 = hist_shares_f64_avx2;
         hist_shares_f32 = hist_shares_f32_avx2;
         hist_level = 1;

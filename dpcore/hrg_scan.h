@@ -7,9 +7,9 @@
 #define DPCORE_HRG_SCAN_H
 
 #include <stdint.h>
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include "dpc_cpu.h"
+#if DPC_HAVE_AVX2
 #include <immintrin.h>
-#define HRG_HAVE_AVX2 1
 #endif
 
 static void hrg_scan_scalar(const int32_t *lab, int32_t lo, int32_t hi, int32_t s,
@@ -27,7 +27,7 @@ static void hrg_scan_scalar(const int32_t *lab, int32_t lo, int32_t hi, int32_t 
     *cr = b;
 }
 
-#ifdef HRG_HAVE_AVX2
+#if DPC_HAVE_AVX2
 /* HRG_COMPRESS[mask]: the lanes set in mask, in order, first (a permutation for
    _mm256_permutevar8x32_epi32), so matching positions are stored without branches. */
 static int32_t HRG_COMPRESS[256][8];
@@ -68,7 +68,7 @@ __attribute__((target("avx2,popcnt"))) static void hrg_scan_avx2(
 
 static int hrg_scan_vector(void)
 {
-#ifdef HRG_HAVE_AVX2
+#if DPC_HAVE_AVX2
     return hrg_avx2_ok;
 #else
     return 0;
@@ -86,7 +86,7 @@ static inline void hrg_prefetch(const void *p)
 
 static void hrg_scan_init(void)
 {
-#ifdef HRG_HAVE_AVX2
+#if DPC_HAVE_AVX2
     int mask, lane, k;
     for (mask = 0; mask < 256; mask++) {
         k = 0;
@@ -94,14 +94,14 @@ static void hrg_scan_init(void)
             if (mask & (1 << lane)) HRG_COMPRESS[mask][k++] = lane;
         while (k < 8) HRG_COMPRESS[mask][k++] = 0;
     }
-    hrg_avx2_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    hrg_avx2_ok = dpc_cpu_has_avx2() && dpc_cpu_has_popcnt();
 #endif
 }
 
 static inline void hrg_scan(const int32_t *lab, int32_t lo, int32_t hi, int32_t s, int32_t r,
                             int want_r, int32_t *bufs, int *cs, int32_t *bufr, int *cr)
 {
-#ifdef HRG_HAVE_AVX2
+#if DPC_HAVE_AVX2
     if (hrg_avx2_ok) {
         hrg_scan_avx2(lab, lo, hi, s, r, want_r, bufs, cs, bufr, cr);
         return;

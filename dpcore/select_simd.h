@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <float.h>
+#include "dpc_cpu.h"
 #if defined(_MSC_VER)
 #include <intrin.h>
 #endif
@@ -160,11 +161,8 @@ ATTR static void sel_exp_block_##SUFFIX(const double *x, double *y, int n)      
 }
 
 SEL_DEFINE_BLOCKS(base, )
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define SEL_HAVE_AVX2 1
+#if DPC_HAVE_AVX2
 SEL_DEFINE_BLOCKS(avx2, __attribute__((target("avx2"))))
-#else
-#define SEL_HAVE_AVX2 0
 #endif
 
 typedef void (*sel_uniform_fn)(const uint64_t *, double *, int);
@@ -191,9 +189,8 @@ static int sel_set_level(int level)
     sel_log_block = sel_log_block_base;
     sel_exp_block = sel_exp_block_base;
     sel_level = 0;
-#if SEL_HAVE_AVX2
-    __builtin_cpu_init();
-    if (level >= 1 && __builtin_cpu_supports("avx2")) {
+#if DPC_HAVE_AVX2
+    if (level >= 1 && dpc_cpu_has_avx2()) {
         sel_uniform_block = sel_uniform_block_avx2;
         sel_gumbel_block = sel_gumbel_block_avx2;
         sel_expo_block = sel_expo_block_avx2;
