@@ -658,3 +658,20 @@ def test_cross_val_score_in_workers_releases_nothing_unpaid():
                                              n_jobs=1, error_score="raise")
     assert len(scores) == 5 and len(acc.history) == 5
     assert acc.spent[0] == pytest.approx(0.5)
+
+
+def test_charge_partitions_is_all_or_nothing():
+    acc = dpcore.Accountant(1.0)
+    acc.charge(epsilon=0.25)
+    with acc.parallel(label="block") as block:
+        with pytest.raises(dpcore.BudgetExceeded):
+            block.charge_partitions([[dict(epsilon=0.5)], [dict(epsilon=0.5), dict(epsilon=0.5)]])
+        assert len(acc.history) == 1 and acc.spent[0] == 0.25
+        parts = block.charge_partitions([[dict(epsilon=0.25), dict(epsilon=0.25)],
+                                         [dict(epsilon=0.75)]], labels=["a", "b"])
+        assert [p.label for p in parts] == ["a", "b"]
+        assert acc.spent[0] == 1.0 and block.entry.count == 2
+        assert parts[0].total.epsilon == 0.5
+        with pytest.raises(ValueError, match="mix zCDP"):
+            block.charge_partitions([[dict(rho=0.1)]])
+        assert acc.spent[0] == 1.0

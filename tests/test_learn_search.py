@@ -148,3 +148,31 @@ def test_candidate_parameters_checked_before_the_charge(data):
         PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [0.01]},
                           classes=[0, 1], random_state="seed", accountant=acc).fit(X, y)
     assert acc.history == []
+
+
+def test_candidates_of_different_cost_are_charged_at_once_before_any_fit(data, monkeypatch):
+    """A grid whose candidates cost differently (a private PCA step on or off) is charged for
+    its most expensive part before the first fit, all or nothing: a budget that covers only
+    the cheap candidates refuses the search with the accountant untouched and nothing fitted."""
+    from sklearn.pipeline import Pipeline
+
+    from dpcore.learn._pca import PCA
+    X, y = data
+    pipe = Pipeline([("pca", PCA(2, data_norm=10.0)), ("lr", LogisticRegression(data_norm=4.0))])
+    grid = {"pca": ["passthrough", PCA(2, data_norm=10.0)]}
+    fits = []
+    real_fit = LogisticRegression.fit
+    monkeypatch.setattr(LogisticRegression, "fit",
+                        lambda self, *a, **k: fits.append(1) or real_fit(self, *a, **k))
+    acc = dpcore.Accountant(1.5)   # the PCA candidate costs 2 epsilon = 2
+    with pytest.raises(dpcore.BudgetExceeded):
+        PrivateGridSearch(pipe, grid, epsilon=1.0, classes=[0, 1], random_state=0,
+                          accountant=acc).fit(X, y)
+    assert acc.history == [] and acc.spent == (0.0, 0.0)
+    n_probe_fits = len(fits)   # the stand-in fits that learn the costs touch no private data
+    acc = dpcore.Accountant(2.0)
+    PrivateGridSearch(pipe, grid, epsilon=1.0, classes=[0, 1], random_state=0,
+                      accountant=acc).fit(X, y)
+    assert acc.spent[0] == pytest.approx(2.0)
+    assert acc.history[-1].count == 3   # two candidates and the selection
+    assert len(fits) > 2 * n_probe_fits   # the real fits ran only when the charge succeeded

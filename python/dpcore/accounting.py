@@ -735,32 +735,95 @@ class ParallelBlock:
         """
         return self.partition().charge(epsilon, delta, rho=rho, label=label)
 
+    def charge_partitions(self, charges, labels=None):
+        """Charge several new partitions at once, all or nothing.
+
+        Parameters
+        ----------
+        charges : list of list of dict
+            ``charges[i]`` holds partition i's charges, each a dict of :meth:`charge`'s keyword
+            arguments (``epsilon``, ``delta``, ``rho``, ``label``).
+        labels : list of str, optional
+            Names of the partitions.
+
+        Returns
+        -------
+        list of Partition
+            The partitions, charged (more charges may follow on them).
+
+        Raises
+        ------
+        BudgetExceeded
+            If the block's new maximum does not fit; nothing is charged on any partition.
+        ValueError, TypeError, RuntimeError
+            As :meth:`charge`, before anything is charged.
+        """
+        labels = [None] * len(charges) if labels is None else list(labels)
+        if len(labels) != len(charges):
+            raise ValueError("labels must have one entry per partition")
+        parts = [self.partition(label) for label in labels]
+        entries = [[self._acc._make_entry(c.get("epsilon"), c.get("delta"), c.get("rho"),
+                                          c.get("label")) for c in cs] for cs in charges]
+        with self._acc._lock:
+            self._check_open()
+            count, m, zcdp = self._count, self._max, self._zcdp
+            totals = []
+            for part, cs in zip(parts, entries):
+                total = part._sum
+                for c in cs:
+                    zcdp = self._kind(zcdp, c)
+                    total = total.add(c)
+                count += total.n > 0
+                m = self._raised(m, total, zcdp)
+                totals.append(total)
+            if count == self._count:   # nothing charged
+                return parts
+            new = self._block_entry(m, count, zcdp)
+            self._index = self._acc._commit(new, replace_index=self._index)
+            for part, total in zip(parts, totals):
+                part._sum = total
+            self._count, self._max, self._zcdp, self._entry = count, m, zcdp, new
+        return parts
+
+    @staticmethod
+    def _kind(zcdp, c):
+        """The block's kind after charge ``c`` (a block never mixes zCDP and (epsilon, delta))."""
+        kind = c.rho is not None
+        if zcdp is not None and zcdp != kind:
+            raise ValueError(
+                "cannot mix zCDP (rho) and (epsilon, delta) charges in one parallel block"
+            )
+        return kind
+
+    @staticmethod
+    def _raised(m, total, zcdp):
+        """The maxima over partitions once a partition's total is ``total``."""
+        if zcdp:
+            return _PartSum(rho=max(m.rho, total.rho), rho_implied=None)
+        return _PartSum(eps=max(m.eps, total.eps), delta=max(m.delta, total.delta),
+                        rho_implied=_max_implied(m.rho_implied, total.rho_implied))
+
+    def _block_entry(self, m, count, zcdp):
+        if zcdp:
+            return Charge(None, None, _up(m.rho), self._label, "parallel", count)
+        implied = None if m.rho_implied is None else _up(m.rho_implied)
+        return Charge(_up(m.eps), min(1.0, _up(m.delta)), None, self._label, "parallel", count,
+                      None, implied)
+
     def _charge(self, part, epsilon, delta, rho, label):
         """Add a charge to ``part``'s total and re-record the block's entry (see
         :meth:`Partition.charge`)."""
         self._check_open()
         part._check_open()
         c = self._acc._make_entry(epsilon, delta, rho, label)
-        zcdp = c.rho is not None
         with self._acc._lock:
             self._check_open()
             part._check_open()
-            if self._zcdp is not None and self._zcdp != zcdp:
-                raise ValueError(
-                    "cannot mix zCDP (rho) and (epsilon, delta) charges in one parallel block"
-                )
+            zcdp = self._kind(self._zcdp, c)
             total = part._sum.add(c)
             count = self._count + (part._sum.n == 0)
-            if zcdp:
-                m = _PartSum(rho=max(self._max.rho, total.rho), rho_implied=None)
-                new = Charge(None, None, _up(m.rho), self._label, "parallel", count)
-            else:
-                m = _PartSum(eps=max(self._max.eps, total.eps),
-                             delta=max(self._max.delta, total.delta),
-                             rho_implied=_max_implied(self._max.rho_implied, total.rho_implied))
-                implied = None if m.rho_implied is None else _up(m.rho_implied)
-                new = Charge(_up(m.eps), min(1.0, _up(m.delta)), None, self._label, "parallel",
-                             count, None, implied)
+            m = self._raised(self._max, total, zcdp)
+            new = self._block_entry(m, count, zcdp)
             self._index = self._acc._commit(new, replace_index=self._index)
             part._sum = total
             self._count, self._max, self._zcdp, self._entry = count, m, zcdp, new

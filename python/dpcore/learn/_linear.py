@@ -236,7 +236,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """Rows clipped to ||x|| <= data_norm, then [x, 1] (with the intercept) divided by the
         public bound on its norm, sqrt(data_norm^2 + 1) (or data_norm): norm <= 1."""
         norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        factor = np.minimum(1.0, data_norm / np.maximum(norms, np.finfo(float).tiny))
+        factor = data_norm / np.maximum(norms, data_norm)   # 1 inside the ball, no overflow
         scale = self._row_scale(data_norm)
         if not self.fit_intercept:
             return X * (factor / scale)[:, None]

@@ -1,8 +1,6 @@
 """Private hyper-parameter selection (Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 3)."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
@@ -16,6 +14,17 @@ __all__ = ["PrivateGridSearch"]
 
 def _keys(params, name):
     return [k for k in params if k == name or k.endswith("__" + name)]
+
+
+class _ChargeRecorder:
+    """Stands in for the accountant while a candidate is fitted on public stand-in data: it
+    records what the fit charges (a cost depends on public parameters and shapes only)."""
+
+    def __init__(self):
+        self.charges = []
+
+    def charge(self, epsilon=None, delta=None, *, rho=None, label=None):
+        self.charges.append(dict(epsilon=epsilon, delta=delta, rho=rho, label=label))
 
 
 class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimator):
@@ -51,7 +60,10 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         The m fits and the selection are charged to one ``accountant.parallel()`` block, each
         to its own partition (a fit that charges several times sums on its partition), so the
         accountant records the maximum over partitions, ``epsilon``. Every argument and every
-        candidate's parameters are checked before anything is charged.
+        candidate's parameters are checked, and every part's cost is charged at once (all or
+        nothing: :meth:`ParallelBlock.charge_partitions`), before the first fit. The costs are
+        learned by fitting each candidate on stand-in data of the public shape (zeros) with a
+        recording stand-in accountant, since a fit's cost depends on public values only.
 
     Attributes
     ----------
@@ -150,6 +162,19 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                     extra[prefix + sibling] = value
         return est.set_params(**extra)
 
+    def _costs(self, models, n_rows, n_features, classes):
+        """What each candidate's fit charges, learned by fitting a clone on stand-in data of the
+        public shape (zeros; labels cycling through ``classes``) with a throwaway generator."""
+        X0 = np.zeros((n_rows, n_features))
+        y0 = np.zeros(n_rows) if classes is None else np.resize(classes, n_rows)
+        costs = []
+        for est in models:
+            recorder = _ChargeRecorder()
+            throwaway = np.random.default_rng(0)  # insecure-ok: stand-in data, output discarded
+            self._wire(clone(est), recorder, throwaway).fit(X0, y0)
+            costs.append(recorder.charges)
+        return costs
+
     def fit(self, X, y):
         """Run the search (see the class docstring). Returns self."""
         epsilon = _base.check_epsilon(self.epsilon)
@@ -169,17 +194,19 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         # each fit sees at most ceil(n / (m + 1)) rows (the parts' sizes are public given n)
         grid, models = self._candidates(classes, epsilon, -(-n // (m + 1)), d)
         rng = _base.release_rng(self.random_state, self.accountant)
+        if self.accountant is not None:
+            # every part's cost, charged at once before any fit: all or nothing
+            costs = self._costs(models, -(-n // (m + 1)), d, classes)
+            costs.append([dict(epsilon=epsilon, label="select_candidate")])
+            with self.accountant.parallel(label=f"PrivateGridSearch({m} candidates)") as block:
+                block.charge_partitions(
+                    costs, labels=[f"candidate {i}" for i in range(m)] + ["selection"])
         parts = np.array_split(rng.permutation(X.shape[0]), m + 1)
-        charged = (contextlib.nullcontext() if self.accountant is None else
-                   self.accountant.parallel(label=f"PrivateGridSearch({m} candidates)"))
-        with charged as block:
-            for i, est in enumerate(models):
-                part = None if block is None else block.partition(label=f"candidate {i}")
-                self._wire(est, part, rng).fit(X[parts[i]], y[parts[i]])
-            errors = validation_errors(models, X[parts[m]], y[parts[m]])
-            selection = None if block is None else block.partition(label="selection")
-            best = select_candidate(errors, epsilon=epsilon, sensitivity=1.0, higher_is_better=False,
-                                    random_state=rng, accountant=selection)
+        for i, est in enumerate(models):
+            self._wire(est, None, rng).fit(X[parts[i]], y[parts[i]])
+        errors = validation_errors(models, X[parts[m]], y[parts[m]])
+        best = select_candidate(errors, epsilon=epsilon, sensitivity=1.0, higher_is_better=False,
+                                random_state=rng)
         self.best_index_ = int(best)
         self.best_params_ = grid[best]
         # a refit of the chosen model is charged to the search's own accountant
