@@ -1,5 +1,5 @@
-"""Releases with data-dependent noise: smooth sensitivity, sample-and-aggregate, propose-test-release
-and the sparse vector technique.
+"""Releases with data-dependent noise: smooth sensitivity, sample-and-aggregate,
+propose-test-release and the sparse vector technique.
 
 Global sensitivity calibrates noise to the worst data set; these frameworks calibrate it to the
 data at hand, privately:
@@ -22,11 +22,13 @@ Conventions shared by the releases here (each Privacy section says which apply):
 
 * **Bounds are public and required**; records are clipped to them. Nothing is inferred from the
   data.
-* **Outputs are grid points.** Clipped records are rounded to the public grid
-  g = 2**floor(log2((upper - lower) 2**-40)); the released value is a multiple of g computed from
-  exact integers, and the noise is drawn exactly (rational arithmetic on lazily refined uniforms,
-  ``dpcore._exact``), so the output law is exactly the one documented and floating point leaks
-  nothing.
+* **Real outputs are grid points, drawn exactly.** :func:`median`, :func:`trimmed_mean` and the
+  PTR releases round the clipped records to the public grid g = 2**floor(log2((upper - lower)
+  2**-40)) and compute in integers; the smooth-sensitivity noise is drawn exactly (rational
+  arithmetic on lazily refined uniforms, ``dpcore._exact``) and the other releases use the exact
+  discrete Laplace of :func:`dpcore.laplace` and the exact exponential mechanism, so each output
+  law is exactly the one documented and floating point leaks nothing. The sparse vector
+  technique compares integers only.
 * **Validate, charge once, draw** (``dpcore._release.release``): a bad argument raises before
   anything is charged; error messages never quote data values or the number of records.
 * ``random_state=None`` is dpcore's cryptographically secure generator; seeds are for tests.
@@ -41,14 +43,19 @@ import numpy as np
 
 from dpcore import _exact, _robust
 from dpcore import _validation as check
-from dpcore._floats import pow2_floor as _pow2_floor, round_down as _round_down, round_up as _round_up
+from dpcore._floats import pow2_floor as _pow2_floor
+from dpcore._floats import round_down as _round_down
+from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, LaplaceMechanism, discrete_laplace
 from dpcore.selection import ExponentialMechanism
 
-__all__ = ["smooth_sensitivity_median", "median", "trimmed_mean", "sample_aggregate", "ptr_median", "ptr_iqr",
-           "ptr_trimmed_mean", "PTRResult", "sparse_vector", "above_threshold", "SmoothMedianPlan", "SparseVectorPlan", "GRID_BITS", "MIN_EPSILON",
-           "MAX_EPSILON", "AGGREGATE_GRID", "WIDEN"]
+__all__ = [
+    "smooth_sensitivity_median", "median", "trimmed_mean", "sample_aggregate", "ptr_median",
+    "ptr_iqr", "ptr_trimmed_mean", "PTRResult", "sparse_vector", "above_threshold",
+    "SmoothMedianPlan", "SparseVectorPlan", "GRID_BITS", "MIN_EPSILON", "MAX_EPSILON",
+    "AGGREGATE_GRID", "WIDEN",
+]
 
 #: Records are rounded to a grid of 2**-GRID_BITS of the bounds' width (and outputs lie on it).
 GRID_BITS = 40
@@ -115,7 +122,8 @@ class _Grid:
 
     def units(self, records):
         """Clipped records in grid units, sorted (rint: half to even; monotone)."""
-        return np.sort(np.rint(np.clip(records, self.lower, self.upper) / self.step).astype(np.int64))
+        scaled = np.clip(records, self.lower, self.upper) / self.step
+        return np.sort(np.rint(scaled).astype(np.int64))
 
     def to_real(self, k):
         """Grid point k as a double within the bounds (post-processing)."""
@@ -130,14 +138,15 @@ def _smooth_units(units, grid, m, beta, *, floor=True):
     """A beta-smooth upper bound on the local sensitivity of the m-th order statistic, in grid
     units (a double), for sorted ``units``.
 
-    The kernel maximises d_i c_j (x_j - x_i) with c_j, d_i doubles within 2**-47 (relative) of
-    exp(-beta' (j - m)), exp(-beta' (m - 1 - i)), beta' = beta - 2**-39 (|beta' k| <= 28 in the
-    window, so exp's argument is rounded by < 28 * 2**-53), and the maximum of the exact matrix is
-    found exactly (see the kernel), then rounded once: the result T is within a relative 2**-45 of
-    the exact S*_{beta'} restricted to the window. Terms outside the window are below the floor
-    F = 2**-40 (hi - lo) (beta' k > 40 ln 2 there). Then S = max(F, (1 + 2**-40) T) satisfies
-    S >= S*_{beta'} >= LS and S(x) <= e^{beta' + 2**-40 + 3 * 2**-45} S(y) <= e^beta S(y) for
-    neighbours: a beta-smooth upper bound. (floor=False: the kernel's value over all pairs, for
+    The kernel finds, row by row, the exact argmax over j of c_j (x_j - x_i), c_j the doubles
+    exp(-beta' (j - m)) made nonincreasing (within 2**-47 relative of the exact values:
+    |beta' k| <= 28 in the window, so exp's argument is rounded by < 28 * 2**-53), then rounds
+    exp(-beta' (j - i - 1)) (x_j - x_i) once per row, beta' = beta - 2**-39: the result T is
+    within a relative 2**-45 of the exact S*_{beta'} restricted to the window
+    |i - m|, |j - m| <= reach. Terms outside it have k = j - i - 1 >= reach >= 28 / beta', so they
+    are below the floor F = 2**-40 (hi - lo) (e**-28 < 2**-40). Then S = max(F, (1 + 2**-40) T)
+    satisfies S >= S*_{beta'} >= LS and S(x) <= e^{beta' + 2**-40 + 3 * 2**-45} S(y) <= e^beta S(y)
+    for neighbours: a beta-smooth upper bound. (floor=False: the kernel's value over all pairs, for
     :func:`smooth_sensitivity_median`.)"""
     n = units.size
     if not floor:
@@ -925,9 +934,10 @@ def _ptr(label, distance, value, release_sensitivity, eps_release, scale, cut, c
                    random_state=random_state, label=label)
 
 
-_PTR_PRIVACY = """The test: g is a lower bound on the number of records to replace before reaching a data set
-    whose local sensitivity exceeds ``bound`` (computed on the clipped records rounded to the
-    grid of 2**-40 of the width, a per-record map). It satisfies |g(x) - g(y)| <= 1 for
+_PTR_PRIVACY = """The test: g is a lower bound on the number of records to replace before reaching a
+    data set whose local sensitivity exceeds ``bound`` (infinite when no data set of n records
+    does; computed on the clipped records rounded to the grid of 2**-40 of the width, a
+    per-record map). It satisfies |g(x) - g(y)| <= 1 for
     neighbours (it is the first k where a maximum over the k-ball of the data exceeds the bound,
     and the k-ball of x lies in the (k + 1)-ball of y), and g(x) >= 1 implies LS(x) <= bound.
     The mechanism draws Z ~ DLap(2 / epsilon) (exact) and refuses when g + Z < cut, with cut the
@@ -1312,8 +1322,8 @@ def above_threshold(queries, threshold, *, epsilon, sensitivity=1.0, granularity
     Privacy
     -------
     As :func:`sparse_vector` with c = 1: pure epsilon-DP under the neighbouring relation the
-    sensitivity was derived for (add/remove or replace-one) (rho ~ DLap(D / epsilon1), nu_i ~ DLap(2 D / epsilon2),
-    epsilon1 = epsilon / (1 + 2**(2/3))). Charged: ``epsilon``, once.
+    sensitivity was derived for (add/remove or replace-one): rho ~ DLap(D / epsilon1),
+    nu_i ~ DLap(2 D / epsilon2), epsilon1 = epsilon / (1 + 2**(2/3)). Charged: ``epsilon``, once.
 
     Examples
     --------
