@@ -20,12 +20,12 @@ def _import(module_name):
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
-    "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca",
+    "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
 RELEASE_MODULES = [
     "dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
-    "dpcore.mestimators", "dpcore.distributed", "dpcore.bingham",
+    "dpcore.mestimators", "dpcore.distributed", "dpcore.bingham", "dpcore.local",
 ]
 
 

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 import dpcore
-from dpcore import distributed, graph, mestimators, stats
+from dpcore import distributed, graph, local, mestimators, stats
 
 EPS = 0.5
 _data = np.random.default_rng(0)  # test data only (not noise)
 X1 = _data.uniform(0.0, 10.0, 300)
 X2 = _data.uniform(0.0, 1.0, (300, 2))
 RING = np.array([[i, (i + 1) % 12] for i in range(12)])
+LABELS = _data.integers(0, 3, 300)
 
 
 def _dask(x):
@@ -83,6 +84,14 @@ RELEASES = {
     "distributed.histogram": (lambda **o: distributed.histogram(
         _dask(X1), **_kw(dict(bins=10, range=(0, 10), epsilon=EPS), o)),
         (EPS, 0.0), [dict(bins=0)]),
+    "local.randomized_response": (lambda **o: local.randomized_response(
+        LABELS, **_kw(dict(k=3, epsilon=EPS), o)), (EPS, 0.0), [dict(k=1), dict(k=None)]),
+    "local.unary_encoding": (lambda **o: local.unary_encoding(
+        LABELS, **_kw(dict(k=3, epsilon=EPS), o)), (EPS, 0.0), [dict(method="bogus")]),
+    "local.local_hashing": (lambda **o: local.local_hashing(
+        LABELS, **_kw(dict(k=3, epsilon=EPS), o)), (EPS, 0.0), [dict(g=4)]),
+    "local.duchi": (lambda **o: local.duchi(X1 / 10.0, **_kw(dict(epsilon=EPS), o)), (EPS, 0.0),
+                    [dict(epsilon=2.0**-30)]),
 }
 
 # Arguments every release must reject before charging.

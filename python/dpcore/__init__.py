@@ -14,6 +14,7 @@ from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median
 from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.release_hrg, ...)
 from dpcore import mestimators  # noqa: E402  (Lei 2011 M-estimators from one perturbed histogram)
 from dpcore import distributed  # noqa: E402  (Dask jobs; dask is imported only when called)
+from dpcore import local  # noqa: E402  (local DP: randomized response, frequency oracles, ...)
 
 __all__ = [
     "__version__",
@@ -29,6 +30,7 @@ __all__ = [
     "gaussian",
     "graph",
     "laplace",
+    "local",
     "mestimators",
     "PrivacyWarning",
     "select_candidate",

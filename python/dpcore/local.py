@@ -252,6 +252,11 @@ def frequency_oracle(mechanism: str, *, k: int, epsilon: float, g: int | None = 
     ValueError, TypeError
         For an unknown mechanism or out-of-range parameters (each named).
 
+    Privacy
+    -------
+    Calibration on public parameters only: it reads no data, releases nothing and charges
+    nothing. The randomizer it describes is ``epsilon_effective``-LDP (<= ``epsilon``).
+
     Notes
     -----
     With L a rational lower bound of e^epsilon (exact series, see ``_exp_lower``) and
