@@ -345,7 +345,8 @@ def test_trimmed_mean_with_delta_and_no_trim():
     x = np.random.default_rng(4).normal(5.0, 1.0, 20_000)
     out = robust.trimmed_mean(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-6, trim=0.0,
                               random_state=rng(4))
-    # trim 0: S ~ e^(-beta k) (10 - x_(n-k)) / n at best: below 10 / n; Laplace scale 2 S
+    # trim 0: U_k = (upper - lower) / n for every k, so S = 5e-4 (times 1 + 2**-40) and the
+    # Laplace scale is S / (epsilon / 2) = 1e-3: 0.02 is 20 scales (probability e**-20)
     assert abs(out - x.mean()) < 0.02
 
 
@@ -358,8 +359,10 @@ def test_icbrt_is_the_integer_cube_root():
 
 
 def test_median_is_accurate_on_large_data():
-    """At n = 10**5 standard normal records the smooth sensitivity is ~ 2e-5 * spread, so the
-    release is within 0.01 of the sample median (h4 tails: P(|Z| > 0.01 alpha / S) < 1e-6)."""
+    """At n = 10**5 standard normal records the gaps near the median are ~ 2.5e-5, so
+    S ~ max_k e^(-k / 6) (k + 1) 2.5e-5 ~ 6e-5 and the noise scale S / alpha ~ 3e-4: the release
+    is within 0.01 (34 scales) of the sample median except with probability ~ 1e-5 (h4 tails:
+    P(|Z| > z) ~ 0.3 z**-3)."""
     x = np.random.default_rng(8).standard_normal(100_000)
     out = robust.median(x, bounds=(-100.0, 100.0), epsilon=1.0, random_state=rng(9))
     assert abs(out - np.sort(x)[49_999]) < 0.01
