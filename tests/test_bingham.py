@@ -281,7 +281,7 @@ def test_init_options():
 def test_progress_prints_to_stderr(capsys):
     bingham(np.diag([3.0, 1.0, 0.0]), 2, n_sweeps=40, progress=True, random_state=1)
     err = capsys.readouterr().err
-    assert "sweep 40/40" in err
+    assert "bingham sweeps: 40/40 (100%)" in err
 
 
 def test_inertia_count_matches_eigenvalues():

@@ -42,7 +42,7 @@ def test_graph_text_summary_progress_and_labels(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "privacy spent: epsilon = 2" in captured.out
     assert "guarantee: edge-DP" in captured.out and "stationary law" in captured.out
-    assert "100/100 steps" in captured.err
+    assert "release_hrg steps: 100/100 (100%)" in captured.err
     assert "likelihood" not in captured.err + captured.out  # never the private likelihood
     for line in out.read_text().splitlines():
         a, b = line.split()

@@ -9,11 +9,11 @@ k = d, where the density is constant. It is the sampler behind private PCA
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-import sys
 
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._progress import Progress
 from dpcore._random import bitgen_handle
 from dpcore.random import check_random_state
 
@@ -136,8 +136,8 @@ def bingham(A: ArrayLike, k: int, *, n_sweeps: int = 200, method: str = "auto",
         None (default): dpcore's process-wide cryptographically secure generator (unlike
         scikit-learn, where None means numpy's global generator). Seeds are for tests only.
     progress : bool, default=False
-        Print the chain's progress to stderr: the sweep counters "sweep i/n" only, never a
-        value computed from A (A may come from private data).
+        Show a progress bar on stderr: sweeps done out of ``n_sweeps``, elapsed time and time
+        left only, never a value computed from A (A may come from private data).
     return_trace : bool, default=False
         Also return the chain's trace tr(V^T A V) after each sweep (empty for exact draws), a
         burn-in diagnostic. **Not private**: the trace is an exact, un-noised function of A
@@ -236,16 +236,16 @@ def bingham(A: ArrayLike, k: int, *, n_sweeps: int = 200, method: str = "auto",
     V0 = _check_init(init, d, k, U, lam, rng)
     Vt = np.ascontiguousarray((U.T @ V0).T)
     trace = np.empty(n_sweeps)
-    chunk = max(1, n_sweeps // 20) if progress else n_sweeps
+    chunk = max(1, n_sweeps // 50) if progress else n_sweeps
     done = 0
-    while done < n_sweeps:
-        m = min(chunk, n_sweeps - done)
-        _kernel().gibbs(lam, Vt, m, h, trace[done:done + m], counters)
-        done += m
-        if progress:
-            # counters only: the trace and the acceptance rate are functions of A, which may
-            # be computed from private data without noise
-            print(f"bingham: sweep {done}/{n_sweeps}", file=sys.stderr, flush=True)
+    # counters only: the trace and the acceptance rate are functions of A, which may be
+    # computed from private data without noise
+    with Progress("bingham sweeps", n_sweeps, enabled=progress) as bar:
+        while done < n_sweeps:
+            m = min(chunk, n_sweeps - done)
+            _kernel().gibbs(lam, Vt, m, h, trace[done:done + m], counters)
+            done += m
+            bar.update(done)
     V = U @ Vt.T
     # the kernel keeps the columns orthonormal to rounding; polish against drift of U @ (.)
     Q, R = np.linalg.qr(V)

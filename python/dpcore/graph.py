@@ -33,6 +33,7 @@ import numpy as np
 
 from dpcore import _hrg
 from dpcore import _validation as check
+from dpcore._progress import Progress
 from dpcore._random import bitgen_handle
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.random import check_random_state
@@ -361,17 +362,17 @@ def log_likelihood_sensitivity(n_nodes: int) -> float:
 
 def _run_chain(state, n_steps, temperature, h, progress, *, keep_best=False, show_loglik=False, label="hrg"):
     """Run the chain in chunks of _CHUNK steps: the generator's lock is held for one chunk at a
-    time (other threads can draw in between), and progress is printed after each chunk."""
+    time (other threads can draw in between), and the progress bar is updated after each chunk
+    (step counters only)."""
     done = 0
-    while done < n_steps:
-        step = min(_CHUNK, n_steps - done)
-        state.run(step, temperature, h, keep_best)
-        done += step
-        if progress:
-            msg = f"{label}: {done}/{n_steps} steps ({100.0 * done / n_steps:.0f}%)"
-            if show_loglik:
-                msg += f", log-likelihood {state.log_likelihood:.4f}"
-            print(msg, file=sys.stderr, flush=True)
+    with Progress(f"{label} steps", n_steps, enabled=progress) as bar:
+        while done < n_steps:
+            step = min(_CHUNK, n_steps - done)
+            state.run(step, temperature, h, keep_best)
+            done += step
+            bar.update(done)
+    if progress and show_loglik:   # fit_hrg only: a non-private fit of the caller's graph
+        print(f"{label}: log-likelihood {state.log_likelihood:.4f}", file=sys.stderr, flush=True)
 
 
 def _steps(n_steps, n):
@@ -402,7 +403,8 @@ def fit_hrg(G: ArrayLike, *, n_nodes: int | None = None, n_steps: int | None = N
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     progress : bool, default=False
-        Print progress and the current log-likelihood to stderr.
+        Show a progress bar of the steps on stderr, then the log-likelihood of the dendrogram
+        found (fit_hrg is not private: the graph is the caller's own).
 
     Returns
     -------
@@ -674,7 +676,8 @@ def release_hrg(G: ArrayLike, *, epsilon: float, epsilon_split: float = 0.5,
     accountant : Accountant, optional
         Charged ``epsilon`` (label ``"release_hrg"``) before anything is drawn.
     progress : bool, default=False
-        Print the number of steps done to stderr (never the likelihood, which is private).
+        Show a progress bar on stderr: steps done, elapsed time and time left (never the
+        likelihood, which is private). The CLI turns it on (``--quiet`` turns it off).
 
     Returns
     -------

@@ -91,7 +91,7 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     accountant : dpcore.Accountant, optional
         Charged with the fit's total guarantee before anything is drawn.
     progress : bool, default=False
-        Print the Gibbs chain's progress to stderr: the sweep counters "sweep i/n" only (public),
+        Show the Gibbs chain's progress bar on stderr: sweep counters and times only (public),
         never a value computed from the data.
 
     Attributes

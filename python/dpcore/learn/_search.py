@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
+from dpcore._progress import Progress
 from dpcore.learn import _base
 from dpcore.tuning import select_candidate, validation_errors
 
@@ -64,6 +65,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         nothing: :meth:`ParallelBlock.charge_partitions`), before the first fit. The costs are
         learned by fitting each candidate on stand-in data of the public shape (zeros) with a
         recording stand-in accountant, since a fit's cost depends on public values only.
+    progress : bool, default=False
+        Show a progress bar on stderr (candidates fitted out of m: public counters only).
 
     Attributes
     ----------
@@ -119,13 +122,14 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     """
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, classes=None, random_state=None,
-                 accountant=None):
+                 accountant=None, progress=False):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.classes = classes
         self.random_state = random_state
         self.accountant = accountant
+        self.progress = progress
 
     def _candidates(self, classes, epsilon, n_samples, n_features):
         """Every candidate estimator, built and checked (each private step's parameters, with the
@@ -178,6 +182,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     def fit(self, X, y):
         """Run the search (see the class docstring). Returns self."""
         epsilon = _base.check_epsilon(self.epsilon)
+        _base.check_bool(self.progress, "progress")
         X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
         needs_classes = bool(_keys(self.estimator.get_params(), "classes"))
         classes = None
@@ -202,8 +207,10 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                 block.charge_partitions(
                     costs, labels=[f"candidate {i}" for i in range(m)] + ["selection"])
         parts = np.array_split(rng.permutation(X.shape[0]), m + 1)
-        for i, est in enumerate(models):
-            self._wire(est, None, rng).fit(X[parts[i]], y[parts[i]])
+        with Progress("PrivateGridSearch candidates", m, enabled=self.progress) as bar:
+            for i, est in enumerate(models):
+                self._wire(est, None, rng).fit(X[parts[i]], y[parts[i]])
+                bar.update(i + 1)
         errors = validation_errors(models, X[parts[m]], y[parts[m]])
         best = select_candidate(errors, epsilon=epsilon, sensitivity=1.0, higher_is_better=False,
                                 random_state=rng)
