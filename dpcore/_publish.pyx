@@ -1,0 +1,171 @@
+# cython: language_level=3
+"""Data-publishing kernel: complete k-ary count trees (exact sums, Hay et al.'s constrained
+inference, range sums from a consistent tree) and the binary-tree mechanism for continual
+counting.
+
+Trees are flat arrays, level by level from the root: level d holds k**d nodes starting at
+(k**d - 1) / (k - 1), and the children of node j of level d are nodes k*j .. k*j + k - 1 of
+level d + 1. The last level holds the leaves.
+
+No randomness is drawn here: the caller (dpcore.publish) validates every argument and passes
+the exact integer noise it drew, so the kernels are deterministic functions of their inputs.
+"""
+from libc.stdint cimport int64_t
+
+
+cdef extern from *:
+    """
+    static inline int dpc_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int dpc_ctz64(unsigned long long x) noexcept nogil
+
+
+cdef enum:
+    MAX_LEVELS = 64  # k >= 2 and k**(levels-1) <= 2**28 leaves give at most 29 levels
+
+
+cdef inline void _offsets(Py_ssize_t k, Py_ssize_t levels, Py_ssize_t *off,
+                          Py_ssize_t *width) noexcept nogil:
+    """off[d] = first node of level d, width[d] = k**d nodes (levels <= MAX_LEVELS)."""
+    cdef Py_ssize_t d
+    off[0] = 0
+    width[0] = 1
+    for d in range(1, levels):
+        off[d] = off[d - 1] + width[d - 1]
+        width[d] = width[d - 1] * k
+
+
+def tree_from_leaves(const int64_t[::1] leaves,  # IN (k**(levels-1),)
+                     Py_ssize_t k, Py_ssize_t levels,
+                     int64_t[::1] out):  # OUT (number of nodes,)
+    """Exact node counts: the leaves copied to the last level, every other node the sum of its
+    children (int64; the caller keeps the total below 2**62)."""
+    cdef Py_ssize_t off[MAX_LEVELS]
+    cdef Py_ssize_t width[MAX_LEVELS]
+    cdef Py_ssize_t d, j, c, child
+    cdef int64_t s
+    with nogil:
+        _offsets(k, levels, off, width)
+        for j in range(width[levels - 1]):
+            out[off[levels - 1] + j] = leaves[j]
+        for d in range(levels - 2, -1, -1):
+            for j in range(width[d]):
+                child = off[d + 1] + k * j
+                s = 0
+                for c in range(k):
+                    s += out[child + c]
+                out[off[d] + j] = s
+
+
+def consistent_tree(const double[::1] noisy,  # IN (number of nodes,)
+                    Py_ssize_t k, Py_ssize_t levels,
+                    double[::1] out):  # OUT (number of nodes,), may not alias noisy
+    """Hay-Rastogi-Miklau-Suciu constrained inference: the least-squares tree (every parent
+    equal to the sum of its children) closest to ``noisy`` in the L2 norm, in two O(nodes)
+    passes.
+
+    Up (node of height i, leaves at height 1): z = a_i noisy + b_i sum(z of children) with
+    a_i = (k**i - k**(i-1)) / (k**i - 1), b_i = (k**(i-1) - 1) / (k**i - 1): the inverse-variance
+    combination of the node's own measurement and its children's estimate. Down: each child
+    gets an equal share of what its parent's final value and the children's z disagree by.
+    """
+    cdef Py_ssize_t off[MAX_LEVELS]
+    cdef Py_ssize_t width[MAX_LEVELS]
+    cdef Py_ssize_t d, j, c, child, last = levels - 1
+    cdef double s, a, b, ki, ki1, adj, kd = <double>k
+    with nogil:
+        _offsets(k, levels, off, width)
+        for j in range(width[last]):
+            out[off[last] + j] = noisy[off[last] + j]
+        ki1 = kd  # k**(i-1) for the height i of level d (the level above the leaves: i = 2)
+        for d in range(last - 1, -1, -1):
+            ki = ki1 * kd
+            a = (ki - ki1) / (ki - 1.0)
+            b = (ki1 - 1.0) / (ki - 1.0)
+            for j in range(width[d]):
+                child = off[d + 1] + k * j
+                s = 0.0
+                for c in range(k):
+                    s += out[child + c]
+                out[off[d] + j] = a * noisy[off[d] + j] + b * s
+            ki1 = ki
+        for d in range(last):
+            for j in range(width[d]):
+                child = off[d + 1] + k * j
+                s = 0.0
+                for c in range(k):
+                    s += out[child + c]
+                adj = (out[off[d] + j] - s) / kd
+                for c in range(k):
+                    out[child + c] += adj
+
+
+def range_sums(const double[::1] tree,  # IN a consistent tree (number of nodes,)
+               Py_ssize_t k, Py_ssize_t levels,
+               const int64_t[::1] lo, const int64_t[::1] hi,  # IN leaf ranges [lo, hi)
+               double[::1] out):  # OUT (len(lo),)
+    """Sum of leaves lo..hi-1 from the fewest nodes of a consistent tree: at each level, from
+    the leaves up, the nodes that stick out of the parent-aligned middle (at most 2 (k - 1)
+    per level, O(k log_k N) per range). 0 <= lo <= hi <= k**(levels-1), checked by the caller."""
+    cdef Py_ssize_t off[MAX_LEVELS]
+    cdef Py_ssize_t width[MAX_LEVELS]
+    cdef Py_ssize_t q, d
+    cdef int64_t a, b
+    cdef double s
+    with nogil:
+        _offsets(k, levels, off, width)
+        for q in range(lo.shape[0]):
+            a = lo[q]
+            b = hi[q]
+            s = 0.0
+            d = levels - 1
+            while a < b:
+                while a < b and a % k != 0:
+                    s += tree[off[d] + a]
+                    a += 1
+                while a < b and b % k != 0:
+                    b -= 1
+                    s += tree[off[d] + b]
+                a //= k
+                b //= k
+                d -= 1
+            out[q] = s
+
+
+def counter_extend(int64_t[::1] psum,  # IN/OUT exact dyadic block sums, one per level
+                   int64_t[::1] noisy,  # IN/OUT the same blocks with their noise
+                   int64_t t,  # steps taken so far
+                   int64_t last,  # the count released at step t (0 before the first)
+                   const int64_t[::1] events,  # IN the new events
+                   int64_t bound,  # events are clipped to [0, bound]
+                   const int64_t[::1] noise,  # IN one noise draw per new step
+                   int64_t[::1] out):  # OUT the noisy running count after each new event
+    """Binary-tree mechanism (Chan-Shi-Song; Dwork-Naor-Pitassi-Rothblum), streaming.
+
+    At step t the dyadic blocks of levels below i = ctz(t) close into the block of level i
+    (ending at t), which gets its one noise draw; the release is the sum of the noisy blocks of
+    t's binary decomposition, kept incrementally (O(1) amortised per event). Returns the last
+    release. The caller keeps t + len(events) within the horizon, so every level index is
+    below the length of psum/noisy, and bound * horizon below 2**62.
+    """
+    cdef Py_ssize_t n, j, i
+    cdef int64_t x, s, dropped
+    with nogil:
+        for n in range(events.shape[0]):
+            x = events[n]
+            if x < 0:  # clipping, not rejecting: an error would reveal the event
+                x = 0
+            elif x > bound:
+                x = bound
+            t += 1
+            i = dpc_ctz64(<unsigned long long>t)
+            s = x
+            dropped = 0
+            for j in range(i):
+                s += psum[j]
+                dropped += noisy[j]
+            psum[i] = s
+            noisy[i] = s + noise[n]
+            last = last - dropped + noisy[i]
+            out[n] = last
+    return last

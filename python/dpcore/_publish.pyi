@@ -1,0 +1,29 @@
+"""Typed surface of the compiled kernel dpcore._publish (def-level names only)."""
+import numpy as np
+from numpy.typing import NDArray
+
+# Trees are flat, level by level from the root; the caller validates every argument.
+def tree_from_leaves(
+    leaves: NDArray[np.int64], k: int, levels: int, out: NDArray[np.int64]
+) -> None: ...
+def consistent_tree(
+    noisy: NDArray[np.float64], k: int, levels: int, out: NDArray[np.float64]
+) -> None: ...
+def range_sums(
+    tree: NDArray[np.float64],
+    k: int,
+    levels: int,
+    lo: NDArray[np.int64],
+    hi: NDArray[np.int64],
+    out: NDArray[np.float64],
+) -> None: ...
+def counter_extend(
+    psum: NDArray[np.int64],  # IN/OUT exact dyadic block sums, one per level
+    noisy: NDArray[np.int64],  # IN/OUT the same with their noise
+    t: int,
+    last: int,
+    events: NDArray[np.int64],
+    bound: int,
+    noise: NDArray[np.int64],
+    out: NDArray[np.int64],
+) -> int: ...  # the last release
