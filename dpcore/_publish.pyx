@@ -12,6 +12,8 @@ the exact integer noise it drew, so the kernels are deterministic functions of t
 """
 from libc.stdint cimport int64_t
 
+import numpy as np
+
 
 cdef extern from *:
     """
@@ -169,3 +171,64 @@ def counter_extend(int64_t[::1] psum,  # IN/OUT exact dyadic block sums, one per
             last = last - dropped + noisy[i]
             out[n] = last
     return last
+
+
+def rect_sums(const double[::1] tree,  # IN a consistent tree with k = c * c
+              Py_ssize_t c, Py_ssize_t levels,
+              const int64_t[:, ::1] lo, const int64_t[:, ::1] hi,  # IN (q, 2) [lo, hi) cells
+              double[::1] out):  # OUT (q,)
+    """Sum of the cells of rectangles [lo0, hi0) x [lo1, hi1) from a consistent quadtree-like
+    tree: node j of level d is the block of c**(levels-1-d) x c**(levels-1-d) cells whose
+    Morton digits (row digit * c + column digit per level) spell j. Depth-first from the root:
+    a block inside the rectangle is read whole, a block that overlaps it is split into its
+    c * c children, a disjoint one is skipped. The caller checks 0 <= lo <= hi <= c**(levels-1)
+    on both axes."""
+    cdef Py_ssize_t off[MAX_LEVELS]
+    cdef Py_ssize_t width[MAX_LEVELS]
+    cdef int64_t side[MAX_LEVELS]
+    # explicit stack of (level, index, block row, block column): depth x (c*c - 1) + 1 entries
+    cdef int64_t[:, ::1] stack = _stack_for(c, levels)
+    cdef Py_ssize_t q, top, d, a, b, k = c * c
+    cdef int64_t j, bi, bj, s, r0, r1, c0, c1
+    cdef double total
+    with nogil:
+        _offsets(k, levels, off, width)
+        side[levels - 1] = 1
+        for d in range(levels - 2, -1, -1):
+            side[d] = side[d + 1] * c
+        for q in range(lo.shape[0]):
+            r0 = lo[q, 0]
+            c0 = lo[q, 1]
+            r1 = hi[q, 0]
+            c1 = hi[q, 1]
+            total = 0.0
+            if r0 < r1 and c0 < c1:
+                stack[0, 0] = 0
+                stack[0, 1] = 0
+                stack[0, 2] = 0
+                stack[0, 3] = 0
+                top = 1
+                while top > 0:
+                    top -= 1
+                    d = stack[top, 0]
+                    j = stack[top, 1]
+                    bi = stack[top, 2]
+                    bj = stack[top, 3]
+                    s = side[d]
+                    if bi * s >= r1 or (bi + 1) * s <= r0 or bj * s >= c1 or (bj + 1) * s <= c0:
+                        continue
+                    if r0 <= bi * s and (bi + 1) * s <= r1 and c0 <= bj * s and (bj + 1) * s <= c1:
+                        total += tree[off[d] + j]
+                        continue
+                    for a in range(c):
+                        for b in range(c):
+                            stack[top, 0] = d + 1
+                            stack[top, 1] = j * k + a * c + b
+                            stack[top, 2] = bi * c + a
+                            stack[top, 3] = bj * c + b
+                            top += 1
+            out[q] = total
+
+
+cdef int64_t[:, ::1] _stack_for(Py_ssize_t c, Py_ssize_t levels):
+    return np.empty((levels * (c * c - 1) + 2, 4), dtype=np.int64)

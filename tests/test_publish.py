@@ -472,12 +472,12 @@ def test_counter_error_five_times_below_noisy_prefix_sums_at_a_million():
 # documentation
 
 
-@pytest.mark.parametrize("name", ["hierarchical_histogram", "ContinualCounter",
+@pytest.mark.parametrize("name", ["hierarchical_histogram", "ContinualCounter", "quadtree_histogram",
                                   "consistent_tree", "nonnegative_consistent"])
 def test_release_functions_have_privacy_section(name):
     doc = inspect.getdoc(getattr(publish, name)) or ""
     assert re.search(r"^Privacy\n-------\n", doc, flags=re.MULTILINE)
-    if name in ("hierarchical_histogram", "ContinualCounter"):
+    if name in ("hierarchical_histogram", "ContinualCounter", "quadtree_histogram"):
         assert "add/remove" in doc and "Charged" in doc
 
 
@@ -489,3 +489,77 @@ def test_all_names_exist():
 def test_docstring_examples():
     result = doctest.testmod(publish, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted >= 8
+
+
+# ------------------------------------------------------------------------------------------------
+# quadtree (2-d)
+
+
+def test_quadtree_counts_every_level_exactly():
+    g = np.random.default_rng(8)
+    xy = g.uniform(-0.1, 1.1, (4000, 2))
+    q = publish.quadtree_histogram(xy, bins=(20, 13), range=[(0, 1), (0, 1)], epsilon=1e6,
+                                   branching=2, random_state=0)
+    truth, ex, ey = np.histogram2d(xy[:, 0], xy[:, 1], bins=(20, 13), range=[(0, 1), (0, 1)])
+    np.testing.assert_array_equal(q.edges[0], ex)
+    np.testing.assert_array_equal(q.edges[1], ey)
+    assert q.levels == 6  # 32 x 32 padded cells
+    np.testing.assert_allclose(q.counts, truth, atol=1e-9)
+    assert q.noisy[0] == truth.sum()
+    # level 1 holds the four 16 x 16 quadrants, in Morton order
+    np.testing.assert_array_equal(q.noisy[1:5], [truth[:16, :13].sum(), 0,
+                                                 truth[16:, :13].sum(), 0])
+
+
+def test_quadtree_rectangles_are_sums_of_consistent_counts():
+    g = np.random.default_rng(9)
+    q = publish.quadtree_histogram(g.uniform(0, 1, (3000, 2)), bins=(40, 27),
+                                   range=[(0, 1), (0, 1)], epsilon=1.0, branching=3,
+                                   random_state=1)
+    lo = np.column_stack([g.integers(0, 41, 200), g.integers(0, 28, 200)])
+    hi = np.column_stack([g.integers(0, 41, 200), g.integers(0, 28, 200)])
+    lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+    want = [q.counts[a0:b0, a1:b1].sum() for (a0, a1), (b0, b1) in zip(lo, hi)]
+    np.testing.assert_allclose(q.range_count(lo, hi), want, atol=1e-8)
+    assert isinstance(q.range_count((1, 2), (3, 4)), float)
+    with pytest.raises(ValueError, match="0 <= lo <= hi <= shape"):
+        q.range_count((0, 0), (41, 1))
+    with pytest.raises(ValueError, match="lo must end in an axis of length 2"):
+        q.range_count(0, 1)
+
+
+def test_quadtree_range_variance_matches_simulation():
+    rects = [((0, 0), (16, 16)), ((3, 5), (11, 16)), ((0, 0), (1, 1)), ((2, 0), (16, 9))]
+    releases = [publish.quadtree_histogram(np.zeros((0, 2)), bins=16, range=[(0, 1), (0, 1)],
+                                           epsilon=1.0, branching=2, random_state=3000 + r)
+                for r in range(400)]
+    lo = np.array([r[0] for r in rects])
+    hi = np.array([r[1] for r in rects])
+    errors = np.array([q.range_count(lo, hi) for q in releases])
+    z = z_critical(ALPHA, len(rects))
+    for j, (a, b) in enumerate(rects):
+        exact = releases[0].range_variance(a, b)
+        sq = errors[:, j] ** 2
+        assert abs(sq.mean() - exact) <= z * math.sqrt(np.var(sq) / sq.size), (a, b)
+
+
+def test_quadtree_argument_errors_and_accountant():
+    acc = dpcore.Accountant(1.0)
+    base = dict(bins=8, range=[(0, 1), (0, 1)], epsilon=0.5, accountant=acc, random_state=0)
+    for over, exc, msg in [
+        (dict(epsilon=-1.0), ValueError, "epsilon must be > 0"),
+        (dict(branching=1), ValueError, "branching must be >= 2"),
+        (dict(range=None), ValueError, "range"),
+        (dict(outside="x"), ValueError, "outside"),
+        (dict(bins=2**15), ValueError, "MAX_HISTOGRAM_CELLS"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            publish.quadtree_histogram(np.zeros((3, 2)), **{**base, **over})
+    with pytest.raises(ValueError, match="sample must have 2 columns"):
+        publish.quadtree_histogram(np.zeros((3, 3)), **base)
+    with pytest.raises(ValueError, match="NaN"):
+        publish.quadtree_histogram([[np.nan, 0.0]], **base)
+    assert acc.history == []
+    publish.quadtree_histogram(np.zeros((3, 2)), **base)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.label) == (0.5, "publish.quadtree_histogram")

@@ -27,3 +27,11 @@ def counter_extend(
     noise: NDArray[np.int64],
     out: NDArray[np.int64],
 ) -> int: ...  # the last release
+def rect_sums(
+    tree: NDArray[np.float64],
+    c: int,  # splits per axis (k = c * c children per node)
+    levels: int,
+    lo: NDArray[np.int64],  # (q, 2)
+    hi: NDArray[np.int64],  # (q, 2)
+    out: NDArray[np.float64],
+) -> None: ...

@@ -2,6 +2,8 @@
 
 * :func:`hierarchical_histogram`: a k-ary tree of noisy counts over public bins, made
   consistent by Hay et al.'s constrained inference; range counts in O(k log_k N) from the tree.
+* :func:`quadtree_histogram`: the same in 2-d (a quadtree, or c x c splits per node), with
+  rectangle counts.
 * :func:`consistent_tree`: that constrained inference alone (post-processing of any tree).
 * :func:`nonnegative_consistent`: non-negative counts consistent with a total (the least-squares
   instance of Lee, Wang and Kifer's constrained maximum likelihood).
@@ -38,7 +40,13 @@ import numpy as np
 from dpcore import _publish
 from dpcore import _validation as check
 from dpcore._release import Cost, release
-from dpcore._release.bins import MAX_HISTOGRAM_CELLS, OUTSIDE, BinGrid, add_cell_noise
+from dpcore._release.bins import (
+    MAX_HISTOGRAM_CELLS,
+    OUTSIDE,
+    BinGrid,
+    add_cell_noise,
+    sample_2d,
+)
 from dpcore._release.sums import IntegerNoise, flat_records
 
 if TYPE_CHECKING:
@@ -47,8 +55,9 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
     from dpcore.random import RandomStateLike
 
-__all__ = ["DEFAULT_BRANCHING", "ContinualCounter", "HierarchicalHistogram", "consistent_tree",
-           "hierarchical_histogram", "nonnegative_consistent", "tree_levels"]
+__all__ = ["DEFAULT_BRANCHING", "ContinualCounter", "HierarchicalHistogram", "QuadtreeHistogram",
+           "consistent_tree", "hierarchical_histogram", "nonnegative_consistent",
+           "quadtree_histogram", "tree_levels"]
 
 #: Branching factor of 1-d hierarchical histograms: Qardaji, Yang and Li (2013) find the range
 #: error of the consistent tree smallest around 16 for long ranges.
@@ -291,6 +300,203 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     tree = np.empty(noisy.size, dtype=np.float64)
     _publish.consistent_tree(noisy.astype(np.float64), branching, levels, tree)
     return HierarchicalHistogram(grid.edges[0], branching, levels, noisy, tree, noise)
+
+
+def _morton(n_side, c, levels):
+    """Leaf index, in the tree's layout, of every cell (i, j) of an n_side x n_side grid
+    (n_side = c**(levels-1)): the base-c digits of i and j interleaved, one k = c*c digit
+    (i_e * c + j_e) per level, the most significant at the root."""
+    i, j = np.meshgrid(np.arange(n_side, dtype=np.int64), np.arange(n_side, dtype=np.int64),
+                       indexing="ij")
+    index = np.zeros_like(i)
+    place = 1
+    for _ in range(levels - 1):
+        index += (i % c * c + j % c) * place
+        i, j, place = i // c, j // c, place * c * c
+    return index
+
+
+@dataclass(frozen=True, eq=False)
+class QuadtreeHistogram:
+    """A released 2-d hierarchical histogram (returned by :func:`quadtree_histogram`): the
+    noisy tree, its consistent version, and rectangle counts from the consistent tree."""
+
+    edges: list  #: bin edges per axis (two float64 arrays)
+    branching: int  #: splits per axis c (each node has c * c children)
+    levels: int  #: levels, root and leaves included (the L1 sensitivity of the node counts)
+    noisy: np.ndarray  #: int64 noisy node counts, level by level, Morton order within a level
+    tree: np.ndarray  #: float64 consistent node counts (same layout)
+    noise: IntegerNoise  #: the per-node noise (discrete Laplace, scale levels / epsilon)
+    morton: np.ndarray  #: leaf index of every cell of the padded grid
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.edges[0].size - 1, self.edges[1].size - 1)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Consistent cell counts (float64, ``shape``)."""
+        first = self.tree.size - self.branching ** (2 * (self.levels - 1))
+        n0, n1 = self.shape
+        return self.tree[first + self.morton[:n0, :n1]]
+
+    @property
+    def node_variance(self) -> float:
+        """Variance of the noise on each node of ``noisy`` (exact, discrete Laplace)."""
+        return self.noise.variance
+
+    def _rects(self, lo, hi):
+        lo_a = check.real_array(lo, "lo")
+        hi_a = check.real_array(hi, "hi")
+        for arr, name in ((lo_a, "lo"), (hi_a, "hi")):
+            if not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
+                raise TypeError(f"{name} must be integer cell indices, got dtype {arr.dtype}")
+            if arr.ndim == 0 or arr.shape[-1] != 2:
+                raise ValueError(f"{name} must end in an axis of length 2 (row, column), got "
+                                 f"shape {arr.shape}")
+        lo_b, hi_b = np.broadcast_arrays(lo_a, hi_a)
+        limit = np.array(self.shape)
+        if np.any(lo_b < 0) or np.any(hi_b > limit) or np.any(lo_b > hi_b):
+            raise ValueError(f"rectangles must satisfy 0 <= lo <= hi <= shape = {self.shape}")
+        return lo_b.astype(np.int64, order="C"), hi_b.astype(np.int64, order="C")
+
+    def range_count(self, lo: ArrayLike, hi: ArrayLike) -> float | np.ndarray:
+        """Estimated number of records in the cells [lo[0], hi[0]) x [lo[1], hi[1]) (cell
+        indices; leading axes broadcast), from the fewest whole blocks of the consistent tree.
+        Post-processing: costs nothing."""
+        lo_b, hi_b = self._rects(lo, hi)
+        out = np.empty(lo_b.size // 2, dtype=np.float64)
+        _publish.rect_sums(self.tree, self.branching, self.levels, lo_b.reshape(-1, 2),
+                           hi_b.reshape(-1, 2), out)
+        return float(out[0]) if lo_b.ndim == 1 else out.reshape(lo_b.shape[:-1])
+
+    def range_variance(self, lo: ArrayLike, hi: ArrayLike) -> float:
+        """Exact variance of ``range_count(lo, hi)`` for one rectangle: node_variance *
+        |P c|**2 (see :meth:`HierarchicalHistogram.range_variance`)."""
+        lo_b, hi_b = self._rects(lo, hi)
+        if lo_b.ndim != 1:
+            raise ValueError("range_variance takes one rectangle (lo and hi of length 2)")
+        c = np.zeros(self.tree.size, dtype=np.float64)
+        first = self.tree.size - self.branching ** (2 * (self.levels - 1))
+        c[first + self.morton[lo_b[0]:hi_b[0], lo_b[1]:hi_b[1]].ravel()] = 1.0
+        pc = np.empty_like(c)
+        _publish.consistent_tree(c, self.branching**2, self.levels, pc)
+        return self.node_variance * float(pc @ pc)
+
+
+def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
+                       range: ArrayLike | None = None, epsilon: float, branching: int = 4,
+                       outside: str = "drop", random_state: RandomStateLike = None,
+                       accountant: AccountantLike | None = None) -> QuadtreeHistogram:
+    """Differentially private 2-d hierarchical histogram (quadtree) with consistent rectangle
+    counts.
+
+    In 2-d the gain over a flat histogram is modest (a rectangle's border crosses many blocks):
+    use it for large rectangles; see Notes.
+
+    The cells of the public grid are the leaves of a tree that splits every block into
+    ``branching`` x ``branching`` sub-blocks (a quadtree for 2), both axes padded with empty
+    cells up to the same power of ``branching``; every node holds its block's count plus exact
+    discrete Laplace noise, and constrained inference makes the tree consistent.
+
+    Parameters
+    ----------
+    sample : array_like, shape (N, 2)
+        The records, one (x, y) row each. NaN and infinities are rejected.
+    bins : int, pair of ints or pair of edge arrays
+        Public, as ``numpy.histogram2d``: the number of equal-width bins (per axis or for
+        both) over ``range``, or per-axis increasing edges.
+    range : ((float, float), (float, float)), optional
+        Public (lower, upper) per axis; required for every axis whose bins are an int.
+    epsilon : float
+        Privacy parameter, > 0.
+    branching : int, default=4
+        Splits per axis c >= 2 (each node has c * c children; 2 is the classic quadtree). On a
+        256 x 256 grid c = 4 gave the lowest error for large rectangles (exact variances:
+        2.4x below the flat histogram, against 1.4x for c = 2 and 1.8x for c = 16).
+    outside : {"drop", "clip"}, default="drop"
+        Records outside the range: not counted, or counted in the nearest edge cell.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
+        tests and reproducibility only.
+    accountant : dpcore.Accountant, optional
+        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
+        raises ``BudgetExceeded`` and nothing is released.
+
+    Returns
+    -------
+    QuadtreeHistogram
+        ``counts`` (consistent cell counts), ``range_count(lo, hi)`` for rectangles,
+        ``range_variance(lo, hi)``, the noisy and consistent trees.
+
+    Raises
+    ------
+    ValueError
+        A missing ``range`` for an int ``bins``, invalid bins, a sample that is not (N, 2),
+        NaN/infinite records, epsilon <= 0, an unknown ``outside``, a tree above 2**28 leaves.
+    TypeError
+        Non-numeric ``sample``, non-integer ``branching``.
+
+    Privacy
+    -------
+    Pure epsilon-DP under add/remove one record. A record is in at most one cell, hence in at
+    most one block per level: the vector of all node counts has L1 sensitivity ``levels`` (1
+    per level x ``levels`` levels, root and leaves included, levels = 1 + ceil(log_c(largest
+    number of bins per axis))). Every node, empty or not, gets independent discrete Laplace
+    noise of scale levels / epsilon (rounded up): epsilon-DP exactly. Grid, padding and
+    branching are public. Constrained inference, counts and rectangle counts are
+    post-processing. Under replace-one neighbours the guarantee is 2 epsilon. Charged:
+    ``epsilon`` (delta 0), once.
+
+    Notes
+    -----
+    Exact variances (``range_variance``) at 256 x 256 cells, epsilon = 1, c = 4 (5 levels):
+    rectangles with corners in the outer quarters have about 2.4x lower variance than with
+    the flat histogram; uniformly random rectangles about the same (0.98x).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import publish
+    >>> xy = np.column_stack([np.full(500, 0.2), np.full(500, 0.7)])
+    >>> q = publish.quadtree_histogram(xy, bins=64, range=[(0, 1), (0, 1)], epsilon=1.0,
+    ...                                random_state=0)
+    >>> q.levels, q.counts.shape
+    (4, (64, 64))
+    >>> bool(abs(q.range_count((0, 32), (32, 64)) - 500) < 100)
+    True
+    """
+    arr = sample_2d(sample)
+    if arr.shape[1] != 2:
+        raise ValueError(f"sample must have 2 columns, got shape {arr.shape}")
+    if isinstance(bins, (str, bytes)):
+        raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
+                         "'auto' look at the data")
+    grid = BinGrid.make(bins, range, 2)
+    epsilon = check.positive(epsilon, "epsilon")
+    branching = check.integer(branching, "branching", minimum=2, maximum=2**8)
+    if outside not in OUTSIDE:
+        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    levels = tree_levels(max(grid.shape), branching)
+    n_side = branching ** (levels - 1)
+    if n_side * n_side > MAX_HISTOGRAM_CELLS:
+        raise ValueError(f"bins={grid.shape} with branching={branching} give a tree of "
+                         f"{n_side}**2 leaves, more than MAX_HISTOGRAM_CELLS = "
+                         f"{MAX_HISTOGRAM_CELLS}")
+    noise = IntegerNoise.calibrate("laplace", levels, epsilon, 0.0)
+    counts = np.zeros(grid.size, dtype=np.int64)
+    grid.count_into(arr, counts, outside == "clip")
+    morton = _morton(n_side, branching, levels)
+    leaves = np.zeros(n_side * n_side, dtype=np.int64)
+    leaves[morton[:grid.shape[0], :grid.shape[1]].ravel()] = counts
+    noisy = np.empty(_tree_size(branching * branching, levels), dtype=np.int64)
+    _publish.tree_from_leaves(leaves, branching * branching, levels, noisy)
+    release(lambda rng: add_cell_noise(noisy, noise, rng), cost=Cost(epsilon),
+            accountant=accountant, random_state=random_state,
+            label="publish.quadtree_histogram")
+    tree = np.empty(noisy.size, dtype=np.float64)
+    _publish.consistent_tree(noisy.astype(np.float64), branching * branching, levels, tree)
+    return QuadtreeHistogram(list(grid.edges), branching, levels, noisy, tree, noise, morton)
 
 
 def nonnegative_consistent(counts: ArrayLike, *, total: float | None = None,
