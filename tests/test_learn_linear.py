@@ -386,3 +386,58 @@ def test_label_errors_do_not_quote_labels(cancer):
     with pytest.raises(ValueError, match="outside classes") as info:
         LogisticRegression(epsilon=1.0, data_norm=6.0, classes=[0, 1]).fit(X, y)
     assert "987" not in str(info.value)
+
+
+def _blobs(n=2000, seed=3):
+    rng = np.random.default_rng(seed)  # test data
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] - X[:, 1] > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("cls", [LogisticRegression, LinearSVC])
+def test_gd_is_charged_as_zcdp_within_epsilon_delta(cls):
+    X, y = _blobs()
+    acc = dpcore.Accountant(1.0, 1e-5)
+    clf = cls(epsilon=1.0, delta=1e-5, method="gd", data_norm=3.0, classes=[0, 1], n_steps=50,
+              random_state=0, accountant=acc).fit(X, y)
+    (entry,) = acc.history
+    assert entry.rho == dpcore.calibration.zcdp_rho_for(1.0, 1e-5)
+    eps, delta = acc.spent
+    assert eps <= 1.0 * (1 + 2**-40) and delta <= 1e-5
+    assert clf.calibration_["rho"] <= entry.rho and clf.calibration_["n_steps"] == 50
+
+
+def test_gd_multiclass_models_share_rho():
+    X, _ = _blobs()
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    clf = LogisticRegression(epsilon=2.0, delta=1e-6, method="gd", data_norm=3.0,
+                             classes=[0, 1, 2], n_steps=20, random_state=1).fit(X, y)
+    rho = dpcore.calibration.zcdp_rho_for(2.0, 1e-6)
+    assert clf.calibration_["rho"] * 3 <= rho and clf.calibration_["rho"] == pytest.approx(rho / 3)
+
+
+def test_gd_with_huge_epsilon_matches_the_nonprivate_fit():
+    """With noise negligible, noisy GD is plain projected GD: it reaches the accuracy of the
+    exact regularised minimiser (Newton) on separable-ish data."""
+    X, y = _blobs(4000)
+    kw = dict(data_norm=3.0, classes=[0, 1], alpha=1e-3, random_state=2)
+    gd = LogisticRegression(epsilon=1e6, delta=1e-6, method="gd", n_steps=2000, **kw).fit(X, y)
+    exact = LogisticRegression(epsilon=1e6, **kw).fit(X, y)
+    assert gd.score(X, y) >= exact.score(X, y) - 0.01
+    cos = float(gd.coef_.ravel() @ exact.coef_.ravel()
+                / (np.linalg.norm(gd.coef_) * np.linalg.norm(exact.coef_)))
+    assert cos > 0.99
+
+
+def test_gd_parameters_are_checked_before_the_charge():
+    X, y = _blobs(200)
+    acc = dpcore.Accountant(1.0, 1e-5)
+    with pytest.raises(ValueError, match="delta is required"):
+        LogisticRegression(method="gd", data_norm=3.0, classes=[0, 1], accountant=acc).fit(X, y)
+    with pytest.raises(ValueError, match="delta applies to method='gd' only"):
+        LogisticRegression(delta=1e-6, data_norm=3.0, classes=[0, 1], accountant=acc).fit(X, y)
+    with pytest.raises(ValueError, match="n_steps"):
+        LogisticRegression(method="gd", delta=1e-6, n_steps=0, data_norm=3.0, classes=[0, 1],
+                           accountant=acc).fit(X, y)
+    assert acc.history == []

@@ -18,10 +18,14 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from fractions import Fraction
+
 from dpcore import _validation as check
+from dpcore._floats import round_down
+from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
 from dpcore._release import Cost, release
-from dpcore.mechanisms import laplace
+from dpcore.mechanisms import gaussian, laplace
 
 __all__ = [
     "LogisticRegression",
@@ -32,7 +36,7 @@ __all__ = [
     "functional_mechanism_sensitivity",
 ]
 
-_METHODS = ("objective", "output")
+_METHODS = ("objective", "output", "gd")
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,6 +160,32 @@ def _make_huber(h):
     return huber
 
 
+def _noisy_gd(loss_fn, Z, lam, rho, n_steps, step_size, rng):
+    """Noisy projected gradient descent (Bassily-Smith-Thakurta 2014) for
+    (1/n) sum loss(Z w) + (lam/2)||w||^2, returning the average iterate.
+
+    Every row has ||z_i|| <= 1 and |loss'| <= 1, so the averaged loss gradient moves by at most
+    2/n in L2 when one row is replaced: each step releases it with dpcore's exact discrete
+    Gaussian at ``rho / n_steps`` (rounded down); the regulariser's gradient, the step, the
+    projection on the ball of radius 1/lam (which holds the minimiser: lam ||w*|| =
+    ||mean gradient|| <= 1) and the averaging are post-processing.
+    """
+    n, d = Z.shape
+    rho_step = round_down(Fraction(rho) / n_steps)
+    radius = 1.0 / lam
+    w = np.zeros(d)
+    total = np.zeros(d)
+    for _ in range(n_steps):
+        _, d1, _ = loss_fn(Z @ w)
+        g = np.asarray(gaussian(Z.T @ d1 / n, sensitivity=2.0 / n, rho=rho_step, random_state=rng))
+        w = w - step_size * (g + lam * w)
+        norm = float(np.linalg.norm(w))
+        if norm > radius:
+            w *= radius / norm
+        total += w
+    return total / n_steps
+
+
 def _minimise(loss_fn, Z, lam, b, tol, max_iter):
     """Damped Newton for (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n.
 
@@ -230,6 +260,15 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         c = self._curvature()
         classes = _base.check_classes(self.classes)
         _base.check_n(n_samples)
+        check.integer(self.n_steps, "n_steps", minimum=1, maximum=10**6)
+        if self.method == "gd":
+            if self.delta is None:
+                raise ValueError("delta is required for method='gd' ((epsilon, delta)-DP through "
+                                 "zCDP): give 0 < delta < 1, far below 1/n")
+            check.probability(self.delta, "delta")
+        elif self.delta is not None:
+            raise ValueError(f"delta applies to method='gd' only (method={self.method!r} is pure "
+                             "epsilon-DP)")
         return epsilon, data_norm, alpha, tol, max_iter, c, classes
 
     def _design(self, X, data_norm):
@@ -273,7 +312,13 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         k = 1 if classes.size == 2 else classes.size
         eps_model = epsilon / k
         # Calibrate everything before charging or drawing.
-        if self.method == "output":
+        if self.method == "gd":
+            # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
+            # than epsilon / k), each over n_steps noisy gradients
+            rho = zcdp_rho_for(epsilon, self.delta)
+            calib = {"rho": round_down(Fraction(rho) / k), "n_steps": self.n_steps,
+                     "step_size": 1.0 / (c + alpha)}
+        elif self.method == "output":
             # output_perturbation_beta(n, alpha, eps_model) plus the optimiser slack:
             # ||w - w*|| <= tol on each side, so the sensitivity is 2/(n alpha) + 2 tol
             sens = 2.0 / (n * alpha) + 2.0 * tol
@@ -292,7 +337,10 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                 pos = classes[1] if k == 1 else classes[j]
                 signs = np.where(y == pos, 1.0, -1.0)
                 Z = np.multiply(Xs, signs[:, None], out=Z)
-                if self.method == "output":
+                if self.method == "gd":
+                    w = _noisy_gd(loss_fn, Z, alpha, calib["rho"], calib["n_steps"],
+                                  calib["step_size"], rng)
+                elif self.method == "output":
                     w, _, _ = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
                     w = w + _noise_vector(d, scale, rng)
                 else:
@@ -304,7 +352,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             return coefs
 
         label = f"{type(self).__name__}({self.method}, {k} model{'s' if k > 1 else ''})"
-        coefs = release(draw, cost=Cost(epsilon), accountant=self.accountant,
+        cost = Cost(rho=rho) if self.method == "gd" else Cost(epsilon)
+        coefs = release(draw, cost=cost, accountant=self.accountant,
                         random_state=self.random_state, label=label)
         self.classes_ = classes
         scale = self._row_scale(data_norm)
@@ -354,8 +403,12 @@ class LogisticRegression(_PrivateERMClassifier):
         summed loss, with (1/2)||w||^2, on raw rows): alpha = s^2 / (n C) with
         s = sqrt(data_norm^2 + 1) (s = data_norm without an intercept).
         Larger alpha means less noise (the sensitivity is 2 / (n alpha)) but more bias.
-    method : {"objective", "output"}, default="objective"
-        CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation).
+    method : {"objective", "output", "gd"}, default="objective"
+        CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation), both
+        pure epsilon-DP; or ``"gd"``: noisy projected gradient descent (Bassily-Smith-Thakurta
+        2014) with exact discrete Gaussian gradient noise, (epsilon, delta)-DP through zCDP,
+        exact in floating point (see Privacy). ``"gd"`` is usually the most accurate at small
+        epsilon and with many classes (the models share rho, not epsilon / k).
     fit_intercept : bool, default=True
         Learn an intercept: a constant column 1 is appended to the clipped row and [x, 1] is
         divided by sqrt(data_norm^2 + 1), so it has norm <= 1 (without an intercept rows are
@@ -370,11 +423,18 @@ class LogisticRegression(_PrivateERMClassifier):
         so the returned model is within tol of the exact minimiser (see Privacy).
     max_iter : int, default=100
         Maximum Newton iterations per model.
+    delta : float, default=None
+        ``method="gd"`` only (required there): the delta of the (epsilon, delta) guarantee,
+        0 < delta < 1, far below 1/n.
+    n_steps : int, default=300
+        ``method="gd"``: gradient steps per model (public; 1 <= n_steps <= 10**6).
     random_state : None, int, numpy Generator or BitGenerator, default=None
         None: dpcore's secure generator (unlike scikit-learn, where None is a global Mersenne
         Twister). Seeds are for tests only.
     accountant : dpcore.Accountant, default=None
-        Charged ``epsilon`` before anything is drawn.
+        Charged ``epsilon`` before anything is drawn (``method="gd"``: rho-zCDP with rho =
+        :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta), which the accountant
+        reports as at most (epsilon, delta)).
 
     Attributes
     ----------
@@ -383,7 +443,8 @@ class LogisticRegression(_PrivateERMClassifier):
         In the units of the raw X.
     intercept_ : ndarray, shape (1,) or (k,)
     calibration_ : dict
-        ``beta`` (output) or ``epsilon_prime`` and ``Delta`` (objective) per model.
+        ``beta`` (output), ``epsilon_prime`` and ``Delta`` (objective), or ``rho``,
+        ``n_steps`` and ``step_size`` (gd), per model.
     epsilon_per_model_ : float
 
     Privacy
@@ -403,7 +464,15 @@ class LogisticRegression(_PrivateERMClassifier):
     parameters, ``random_state``, ``accountant``) is checked before the charge, and the fitted
     model holds only the released coefficients and public values (no optimiser diagnostics).
 
-    Inexact minimisation: the guarantees are for the exact minimiser. For output perturbation
+    ``method="gd"``: rho-zCDP, hence (epsilon, delta)-DP (rho = zcdp_rho_for(epsilon, delta),
+    the tight conversion), under replace-one neighbours. Each of the n_steps steps of each of
+    the k models releases the averaged loss gradient (L2 sensitivity 2/n: rows of norm <= 1,
+    |ell'| <= 1) with dpcore's exact discrete Gaussian on a power-of-two grid at rho / (k
+    n_steps); everything else (regulariser, step, projection on the ball of radius 1/alpha,
+    averaging of the iterates) is post-processing, so the guarantee holds in floating point and
+    needs no exact minimiser.
+
+    Inexact minimisation (objective and output): the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
     suggestion, Chaudhuri-Monteleoni-Sarwate 2011, Section 3), provided the optimiser reaches tol within ``max_iter`` Newton
     steps (it does for this smooth, strongly convex objective at the defaults; its iteration
@@ -437,8 +506,8 @@ class LogisticRegression(_PrivateERMClassifier):
     """
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha=0.01, method="objective",
-                 fit_intercept=True, classes=None, tol=1e-6, max_iter=100, random_state=None,
-                 accountant=None):
+                 fit_intercept=True, classes=None, tol=1e-6, max_iter=100, delta=None,
+                 n_steps=300, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm
         self.alpha = alpha
@@ -447,6 +516,8 @@ class LogisticRegression(_PrivateERMClassifier):
         self.classes = classes
         self.tol = tol
         self.max_iter = max_iter
+        self.delta = delta
+        self.n_steps = n_steps
         self.random_state = random_state
         self.accountant = accountant
 
@@ -493,20 +564,27 @@ class LinearSVC(_PrivateERMClassifier):
     h : float, default=0.5
         Huber smoothing width, > 0. Larger h lowers the curvature bound c = 1/(2h) (less noise
         for objective perturbation) but moves the loss further from the hinge.
-    method : {"objective", "output"}, default="objective"
+    method : {"objective", "output", "gd"}, default="objective"
+        As in :class:`LogisticRegression` (``"gd"``: noisy gradient descent, (epsilon,
+        delta)-DP through zCDP, exact in floating point).
     fit_intercept : bool, default=True
     classes : array_like, default=None
         Public label set, at least 2 labels (None: taken from y, which reveals it; see Privacy).
     tol : float, default=1e-6
     max_iter : int, default=100
+    delta : float, default=None
+        ``method="gd"`` only (required there).
+    n_steps : int, default=300
+        ``method="gd"``: gradient steps per model.
     random_state : None, int, numpy Generator or BitGenerator, default=None
     accountant : dpcore.Accountant, default=None
 
     Privacy
     -------
-    epsilon-DP under replace-one neighbours (n public), rows clipped to ``data_norm``, labels in
-    the public set ``classes`` (with ``classes=None`` the label set is taken from y and is not
-    covered: fit warns with ``dpcore.PrivacyWarning``); ``epsilon`` is charged after every argument has been checked. Same mechanisms,
+    epsilon-DP (``"gd"``: (epsilon, delta)-DP through zCDP) under replace-one neighbours (n
+    public), rows clipped to ``data_norm``, labels in the public set ``classes`` (with
+    ``classes=None`` the label set is taken from y and is not covered: fit warns with
+    ``dpcore.PrivacyWarning``); charged after every argument has been checked. Same mechanisms,
     one-vs-rest budget split and caveats (inexact minimiser, real-valued noise vector) as
     :class:`LogisticRegression`, with c = 1/(2h); no optimiser diagnostics are stored.
 
@@ -522,8 +600,8 @@ class LinearSVC(_PrivateERMClassifier):
     """
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha=0.01, h=0.5, method="objective",
-                 fit_intercept=True, classes=None, tol=1e-6, max_iter=100, random_state=None,
-                 accountant=None):
+                 fit_intercept=True, classes=None, tol=1e-6, max_iter=100, delta=None,
+                 n_steps=300, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm
         self.alpha = alpha
@@ -533,6 +611,8 @@ class LinearSVC(_PrivateERMClassifier):
         self.classes = classes
         self.tol = tol
         self.max_iter = max_iter
+        self.delta = delta
+        self.n_steps = n_steps
         self.random_state = random_state
         self.accountant = accountant
 
