@@ -59,8 +59,8 @@ numpydoc_xref_param_type = False
 # numpydoc knows no "Privacy" section and has no option for custom sections: privacy_admonition
 # below turns the section into an admonition before numpydoc renders the docstring. numpydoc's
 # signature hook (autodoc-process-signature) also parses the raw docstring, only to look for a
-# signature line, and warns about the unknown title there; that one parse is silenced.
-warnings.filterwarnings("ignore", message=r"Unknown section Privacy", category=UserWarning)
+# signature line, and warns about the unknown title there; that one parse is silenced (in
+# setup(), so that importing this file, as tests/test_docs_examples.py does, changes nothing).
 
 # -- sphinx-gallery ---------------------------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -235,7 +235,34 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+def _documented_as(name):
+    """The documented (public module) full name of ``dpcore.<name>``, or None."""
+    obj = getattr(dpcore, name, None)
+    for modname in PUBLIC_MODULES:
+        module = importlib.import_module(modname)
+        if name in module.__all__ and getattr(module, name) is obj:
+            return f"{modname}.{name}"
+    return None
+
+
+def _resolve_top_level(app, env, node, contnode):
+    # Docstrings refer to the top-level names (`dpcore.laplace`); they are documented in the
+    # submodule that defines them (dpcore.mechanisms.laplace), so point the link there.
+    if node.get("refdomain") != "py":
+        return None
+    parts = node.get("reftarget", "").split(".")
+    if len(parts) != 2 or parts[0] != "dpcore":
+        return None
+    target = _documented_as(parts[1])
+    if target is None:
+        return None
+    return env.get_domain("py").resolve_xref(
+        env, node["refdoc"], app.builder, node["reftype"], target, node, contnode)
+
+
 def setup(app):
+    warnings.filterwarnings("ignore", message=r"Unknown section Privacy", category=UserWarning)
+    app.connect("missing-reference", _resolve_top_level)
     app.connect("autodoc-skip-member", _skip_member)
     # priority < 500: runs before numpydoc's own autodoc-process-docstring handler
     app.connect("autodoc-process-docstring", _process_docstring, priority=400)

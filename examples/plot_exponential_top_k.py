@@ -4,9 +4,9 @@ Selection: the exponential mechanism and top-k
 
 Twelve candidates with public names and private scores (here, how many of 500 survey
 respondents picked each one: adding or removing a respondent moves each score by at most 1, so
-the sensitivity is 1). :func:`dpcore.exponential` picks one candidate with probability
+the sensitivity is 1). :func:`dpcore.exponential <dpcore.selection.exponential>` picks one candidate with probability
 proportional to exp(epsilon * score / (2 * sensitivity)); with ``method="exact"`` (the default)
-the law is exactly that, even in floating point. :func:`dpcore.top_k` releases k candidates at
+the law is exactly that, even in floating point. :func:`dpcore.top_k <dpcore.selection.top_k>` releases k candidates at
 once.
 
 Left: how often each candidate was chosen over 4,000 independent releases at epsilon = 0.2,
