@@ -563,3 +563,27 @@ def test_quadtree_argument_errors_and_accountant():
     publish.quadtree_histogram(np.zeros((3, 2)), **base)
     (entry,) = acc.history
     assert (entry.epsilon, entry.label) == (0.5, "publish.quadtree_histogram")
+
+
+def test_counter_update_equals_extend():
+    events = np.random.default_rng(4).integers(0, 3, 300)
+    a = publish.ContinualCounter(1.0, 300, bound=2, random_state=12)
+    b = publish.ContinualCounter(1.0, 300, bound=2, random_state=12)
+    one_by_one = [a.update(int(e)) for e in events]
+    g = rng(12)  # the counter's generator, seeded alike: one draw per update
+    z = [dpcore.discrete_laplace(a.noise.scale, random_state=g) for _ in range(300)]
+    np.testing.assert_array_equal(one_by_one, naive_counter(np.minimum(events, 2), z))
+    # a batch reads the generator differently (other draws), with the same structure
+    z = dpcore.discrete_laplace(a.noise.scale, 300, random_state=rng(12))
+    np.testing.assert_array_equal(b.extend(events), naive_counter(np.minimum(events, 2), z))
+    assert a.levels == 9 and a.t == 300
+    with pytest.raises(ValueError, match="exceed horizon = 300"):
+        a.update(1)
+
+
+def test_hierarchical_nonnegative_counts():
+    h = publish.hierarchical_histogram(np.full(200, 0.05), bins=64, range=(0, 1), epsilon=0.5,
+                                       branching=4, random_state=3)
+    nn = h.nonnegative_counts()
+    assert np.all(nn >= 0) and nn.sum() == pytest.approx(h.counts.sum(), rel=1e-12)
+    np.testing.assert_allclose(nn, publish.nonnegative_consistent(h.counts))

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpcore import _publish
+from dpcore import _noise, _publish
 from dpcore import _validation as check
 from dpcore._release import Cost, release
 from dpcore._release.bins import (
@@ -168,6 +168,14 @@ class HierarchicalHistogram:
     def node_variance(self) -> float:
         """Variance of the noise on each node of ``noisy`` (exact, discrete Laplace)."""
         return self.noise.variance
+
+    def nonnegative_counts(self) -> np.ndarray:
+        """Non-negative bin counts summing to the consistent total ``counts.sum()``: the
+        least-squares projection of ``counts`` (:func:`nonnegative_consistent`, [LWK15]_),
+        instead of clamping negatives to 0 (which biases every empty region upwards).
+        Post-processing: costs nothing."""
+        counts = self.counts
+        return nonnegative_consistent(counts, total=float(counts.sum()))
 
     def _ranges(self, lo, hi):
         lo_a = check.real_array(lo, "lo")
@@ -654,6 +662,7 @@ class ContinualCounter:
                             random_state=random_state, label="publish.ContinualCounter")
         self._psum = np.zeros(self.levels, dtype=np.int64)
         self._noisy = np.zeros(self.levels, dtype=np.int64)
+        self._one = np.zeros(3, dtype=np.int64)  # event, noise, release of update()
         self.t = 0
         self.count = 0
 
@@ -702,7 +711,17 @@ class ContinualCounter:
         if isinstance(event, (bool, np.bool_)):
             event = int(event)
         event = check.integer(event, "event")
-        return int(self.extend(np.array([min(max(event, 0), self.bound)]))[0])
+        if self.t >= self.horizon:
+            raise ValueError(f"events would exceed horizon = {self.horizon} "
+                             f"({self.t} events received, 1 given)")
+        # the one-event path without extend's array checks: the same draw, the same kernel
+        self._one[0] = min(max(event, 0), self.bound)
+        _noise.discrete_laplace_into(self._one[1:2], self.noise.scale, self._rng)
+        self.count = int(_publish.counter_extend(self._psum, self._noisy, self.t, self.count,
+                                                 self._one[0:1], self.bound, self._one[1:2],
+                                                 self._one[2:3]))
+        self.t += 1
+        return self.count
 
     def __copy__(self):
         raise TypeError("a ContinualCounter cannot be copied (the copy would reuse its budget)")
