@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpcore
-from dpcore import distributed, graph, local, mestimators, stats
+from dpcore import distributed, graph, local, mestimators, robust, stats
 
 EPS = 0.5
 _data = np.random.default_rng(0)  # test data only (not noise)
@@ -92,6 +92,16 @@ RELEASES = {
         LABELS, **_kw(dict(k=3, epsilon=EPS), o)), (EPS, 0.0), [dict(g=4)]),
     "local.duchi": (lambda **o: local.duchi(X1 / 10.0, **_kw(dict(epsilon=EPS), o)), (EPS, 0.0),
                     [dict(epsilon=2.0**-30)]),
+    "robust.median": (lambda **o: robust.median(X1, **_kw(dict(bounds=(0, 10), epsilon=EPS), o)),
+                      (EPS, 0.0), [dict(bounds=None), dict(delta=1.5)]),
+    "robust.trimmed_mean": (lambda **o: robust.trimmed_mean(
+        X1, **_kw(dict(bounds=(0, 10), epsilon=EPS), o)), (EPS, 0.0), [dict(trim=0.7)]),
+    "robust.ptr_median": (lambda **o: robust.ptr_median(
+        X1, **_kw(dict(bounds=(0, 10), bound=1.0, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
+        [dict(delta=0.0), dict(bound=-1.0)]),
+    "robust.sparse_vector": (lambda **o: robust.sparse_vector(
+        X1[:50], 5.0, **_kw(dict(epsilon=EPS, max_positives=2), o)), (EPS, 0.0),
+        [dict(max_positives=0)]),
 }
 
 # Arguments every release must reject before charging.

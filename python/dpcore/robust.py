@@ -1126,7 +1126,8 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
 
 
 for _f in (ptr_median, ptr_iqr, ptr_trimmed_mean):
-    _f.__doc__ = _f.__doc__.replace("{privacy}", _PTR_PRIVACY)
+    if _f.__doc__:  # None under python -OO
+        _f.__doc__ = _f.__doc__.replace("{privacy}", _PTR_PRIVACY)
 del _f
 
 
