@@ -162,7 +162,7 @@ class HierarchicalHistogram:
     def counts(self) -> np.ndarray:
         """Consistent bin counts (float64; the leaves of ``tree`` that are real bins)."""
         first = self.tree.size - self.branching ** (self.levels - 1)
-        return self.tree[first:first + self.n_bins]
+        return self.tree[first:first + self.n_bins].copy()  # a copy: the tree stays consistent
 
     @property
     def node_variance(self) -> float:
