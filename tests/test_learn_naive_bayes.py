@@ -1,4 +1,5 @@
 """Private Gaussian naive Bayes: noise law of the released statistics, accuracy, errors."""
+import math
 import pickle
 
 import numpy as np
@@ -10,8 +11,8 @@ from scipy import stats  # noqa: E402
 from sklearn.datasets import load_breast_cancer  # noqa: E402
 
 import dpcore  # noqa: E402
-from _gof import ALPHA  # noqa: E402
-from dpcore.learn._naive_bayes import GaussianNB  # noqa: E402
+from _gof import ALPHA, chisquare_pvalue  # noqa: E402
+from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB  # noqa: E402
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
 # set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
@@ -97,3 +98,79 @@ def test_seeded_draws_are_independent_streams():
     y = np.zeros(10, dtype=int)
     nb = GaussianNB(epsilon=1.0, bounds=(-1, 1), random_state=0, var_floor=1e-9).fit(X, y)
     assert nb.theta_[0, 0] * nb.class_count_[0] != pytest.approx(nb.class_count_[0] - 10)
+
+
+# ------------------------------------------------------------------------------------------------
+# CategoricalNB
+
+
+
+def _categorical(n=3000, seed=5):
+    g = np.random.default_rng(seed)  # test data
+    y = g.integers(0, 3, n)
+    X = np.column_stack([np.where(g.random(n) < 0.7, y, g.integers(0, 3, n)),
+                         np.where(g.random(n) < 0.6, y % 2, 1 - y % 2),
+                         g.choice(["a", "b", "c", "d"], n)]).astype(object)
+    X[:, 0] = X[:, 0].astype(int)
+    X[:, 1] = X[:, 1].astype(int)
+    return X, y
+
+
+CATS = [[0, 1, 2], [0, 1], ["a", "b", "c", "d"]]
+
+
+def test_categorical_counts_have_the_exact_discrete_laplace_law():
+    """Every released count is the exact count plus discrete Laplace noise of scale (d + 1) /
+    epsilon (d = 3 features): chi-square of 4000 fits' noise on one cell against the pmf."""
+    X, y = _categorical(300)
+    eps = 2.0
+    gen = np.random.default_rng(11)
+    exact = np.sum((y == 1) & (X[:, 0] == 2))
+    noise = np.array([
+        CategoricalNB(epsilon=eps, categories=CATS, classes=[0, 1, 2], random_state=gen)
+        .fit(X, y).category_count_[0][1, 2] - exact for _ in range(4000)])
+    t = 4 / eps
+    q = math.exp(-1 / t)
+    support = np.arange(-20, 21)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    counts = np.array([np.sum(noise == k) for k in support])
+    probs = np.append(pmf, 1 - pmf.sum())
+    observed = np.append(counts, noise.size - counts.sum())
+    assert chisquare_pvalue(observed, probs) > ALPHA
+    wrong_q = math.exp(-1 / (1.25 * t))   # power: a 25% larger scale is rejected
+    wrong = (1 - wrong_q) / (1 + wrong_q) * wrong_q ** np.abs(support)
+    assert chisquare_pvalue(observed, np.append(wrong, 1 - wrong.sum())) < ALPHA
+
+
+def test_categorical_accuracy_and_huge_epsilon_matches_sklearn():
+    from sklearn.naive_bayes import CategoricalNB as SkCategoricalNB
+    X, y = _categorical()
+    codes = np.column_stack([X[:, 0].astype(int), X[:, 1].astype(int),
+                             np.searchsorted(CATS[2], X[:, 2].astype(str))])
+    sk = SkCategoricalNB(alpha=1.0).fit(codes, y)
+    nb = CategoricalNB(epsilon=1e6, categories=CATS, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert np.mean(nb.predict(X) == sk.predict(codes)) > 0.99
+    low = CategoricalNB(epsilon=1.0, categories=CATS, classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert low.score(X, y) > 0.6
+    proba = low.predict_proba(X[:5])
+    assert np.allclose(proba.sum(axis=1), 1.0)
+
+
+def test_categorical_checks_before_the_charge_and_quotes_nothing():
+    X, y = _categorical(200)
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError, match="categories is required"):
+        CategoricalNB(classes=[0, 1, 2], accountant=acc).fit(X, y)
+    with pytest.raises(ValueError, match="one entry per feature"):
+        CategoricalNB(categories=CATS[:2], classes=[0, 1, 2], accountant=acc).fit(X, y)
+    X2 = X.copy()
+    X2[0, 2] = "zebra"
+    with pytest.raises(ValueError, match=r"X\[:, 2\] contains values outside") as info:
+        CategoricalNB(categories=CATS, classes=[0, 1, 2], accountant=acc).fit(X2, y)
+    assert "zebra" not in str(info.value)
+    with pytest.raises(ValueError, match="distinct"):
+        CategoricalNB(categories=[[0, 0], [0, 1], ["a"]], classes=[0, 1, 2],
+                      accountant=acc).fit(X, y)
+    assert acc.history == []
+    CategoricalNB(epsilon=0.5, categories=CATS, classes=[0, 1, 2], accountant=acc).fit(X, y)
+    assert [c.epsilon for c in acc.history] == [0.5]

@@ -183,6 +183,11 @@ ESTIMATORS = {} if learn is None else {
     "GaussianNB": (lambda **o: learn.GaussianNB(
         **_kw(dict(epsilon=EPS, bounds=(-1, 1), classes=[0, 1]), o)), _Xc, _yc),
     "PCA": (lambda **o: learn.PCA(2, **_kw(dict(epsilon=EPS, data_norm=1.0), o)), _Xc, None),
+    "CategoricalNB": (lambda **o: learn.CategoricalNB(
+        **_kw(dict(epsilon=EPS, categories=[[0, 1]] * 3, classes=[0, 1]), o)), (_Xc > 0) * 1, _yc),
+    "LogisticRegression(gd)": (lambda **o: learn.LogisticRegression(
+        **_kw(dict(epsilon=EPS, delta=1e-6, method="gd", n_steps=20, data_norm=1.0,
+                   classes=[0, 1]), o)), _Xc, _yc),
 }
 
 

@@ -16,7 +16,7 @@ from dpcore.learn._linear import (
     objective_perturbation_calibration,
     output_perturbation_beta,
 )
-from dpcore.learn._naive_bayes import GaussianNB
+from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB
 from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch
 
@@ -25,6 +25,7 @@ __all__ = [
     "LinearSVC",
     "LinearRegression",
     "GaussianNB",
+    "CategoricalNB",
     "PCA",
     "RandomFourierFeatures",
     "PrivateGridSearch",
