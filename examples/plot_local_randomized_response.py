@@ -54,6 +54,8 @@ max_err = [np.max(np.abs(estimates[e].frequencies - true_freq)) for e in epsilon
 max_sd = [np.max(np.sqrt(estimates[e].variance)) for e in epsilons]
 ax.loglog(epsilons, max_err, "o-", label="max |estimate - true| (one release)")
 ax.loglog(epsilons, max_sd, "s--", label="max reported standard deviation")
+ax.set_xticks(epsilons, [str(e) for e in epsilons])
+ax.minorticks_off()
 ax.set_xlabel("local epsilon (per user)")
 ax.set_ylabel("error")
 ax.legend(fontsize=8)
