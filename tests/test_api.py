@@ -21,13 +21,13 @@ PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
-    "dpcore.robust",
+    "dpcore.robust", "dpcore.publish",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
 RELEASE_MODULES = [
     "dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.distributed", "dpcore.bingham", "dpcore.local",
-    "dpcore.robust",
+    "dpcore.robust", "dpcore.publish",
 ]
 
 

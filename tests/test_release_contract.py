@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpcore
-from dpcore import distributed, graph, local, mestimators, robust, stats
+from dpcore import distributed, graph, local, mestimators, publish, robust, stats
 
 EPS = 0.5
 _data = np.random.default_rng(0)  # test data only (not noise)
@@ -99,6 +99,14 @@ RELEASES = {
     "robust.ptr_median": (lambda **o: robust.ptr_median(
         X1, **_kw(dict(bounds=(0, 10), bound=1.0, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
         [dict(delta=0.0), dict(bound=-1.0)]),
+    "publish.hierarchical_histogram": (lambda **o: publish.hierarchical_histogram(
+        X1, **_kw(dict(bins=64, range=(0, 10), epsilon=EPS), o)), (EPS, 0.0),
+        [dict(bins=0), dict(range=None), dict(branching=1)]),
+    "publish.quadtree_histogram": (lambda **o: publish.quadtree_histogram(
+        X2, **_kw(dict(bins=16, range=[(0, 1), (0, 1)], epsilon=EPS), o)), (EPS, 0.0),
+        [dict(range=None)]),
+    "publish.ContinualCounter": (lambda **o: publish.ContinualCounter(
+        **_kw(dict(epsilon=EPS, horizon=100), o)), (EPS, 0.0), [dict(horizon=0)]),
     "robust.sparse_vector": (lambda **o: robust.sparse_vector(
         X1[:50], 5.0, **_kw(dict(epsilon=EPS, max_positives=2), o)), (EPS, 0.0),
         [dict(max_positives=0)]),

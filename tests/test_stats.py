@@ -520,9 +520,15 @@ def test_histogram_gaussian_and_nonnegative():
     exact, _ = np.histogram(x, bins=10_000, range=(0.0, 10.0))
     assert integer_pvalue(counts - exact, dgauss_pmf(sigma), np.arange(-18, 19)) > ALPHA
     raw, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, random_state=43)
-    clipped, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, nonnegative=True,
-                                 random_state=43)
-    assert np.array_equal(clipped, np.maximum(raw, 0)) and np.any(raw < 0)
+    nonneg, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, nonnegative=True,
+                                random_state=43)
+    assert np.any(raw < 0) and nonneg.min() >= 0.0
+    # the total is kept (clamping would raise it), and the projection is max(raw - theta, 0)
+    assert nonneg.sum() == pytest.approx(max(raw.sum(), 0))
+    pos = nonneg > 0
+    theta = (raw - nonneg)[pos]
+    np.testing.assert_allclose(theta, theta[0], atol=1e-9)
+    assert np.all(raw[~pos] <= theta[0] + 1e-9)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.releas
 from dpcore import mestimators  # noqa: E402  (Lei 2011 M-estimators from one perturbed histogram)
 from dpcore import distributed  # noqa: E402  (Dask jobs; dask is imported only when called)
 from dpcore import local  # noqa: E402  (local DP: randomized response, frequency oracles, ...)
+from dpcore import publish  # noqa: E402  (many consistent counts: trees, streams)
 from dpcore import robust  # noqa: E402  (data-dependent noise: smooth sensitivity, PTR, SVT, ...)
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "local",
     "mestimators",
     "PrivacyWarning",
+    "publish",
     "robust",
     "select_candidate",
     "stats",

@@ -45,6 +45,7 @@ from dpcore._release.bins import (
     OUTSIDE,
     BinGrid,
     add_cell_noise,
+    nonnegative_least_squares,
     sample_2d,
 )
 from dpcore._release.sums import IntegerNoise, flat_records
@@ -70,7 +71,13 @@ _MAX_TOTAL = 2**62
 
 def tree_levels(n_leaves: int, branching: int) -> int:
     """Levels (root and leaves included) of the smallest complete ``branching``-ary tree with
-    at least ``n_leaves`` leaves: 1 + ceil(log_branching(n_leaves))."""
+    at least ``n_leaves`` leaves: 1 + ceil(log_branching(n_leaves)).
+
+    Privacy
+    -------
+    Arithmetic on public sizes: reads no data, releases and charges nothing. A record counts
+    once per level, so a hierarchical histogram's L1 sensitivity is this number of levels.
+    """
     n_leaves = check.integer(n_leaves, "n_leaves", minimum=1)
     branching = check.integer(branching, "branching", minimum=2, maximum=MAX_BRANCHING)
     levels, width = 1, 1
@@ -561,24 +568,8 @@ def nonnegative_consistent(counts: ArrayLike, *, total: float | None = None,
     variance = check.positive(variance, "variance")
     total_variance = check.nonnegative(total_variance, "total_variance")
     t = float(np.sum(y)) if total is None else check.real(total, "total")
-    flat = y.reshape(-1)
-    if flat.size == 0:
-        return y.astype(np.float64)
-    u = np.sort(flat)[::-1]
-    csum = np.cumsum(u)
-    m = np.arange(1, u.size + 1, dtype=np.float64)
-    if total_variance == 0.0:
-        if t <= 0.0:
-            return np.zeros_like(y)
-        theta_m = (csum - t) / m
-        theta_none = -math.inf  # unused: with t > 0 the largest count is always active
-    else:
-        w = variance / total_variance
-        theta_m = w * (csum - t) / (1.0 + w * m)
-        theta_none = -w * t  # every count at 0
-    active = np.nonzero(u > theta_m)[0]  # a prefix: u_m - theta_m is non-increasing in m
-    theta = theta_m[active[-1]] if active.size else theta_none
-    return np.maximum(y - theta, 0.0)
+    weight = math.inf if total_variance == 0.0 else variance / total_variance
+    return nonnegative_least_squares(y, t, weight)
 
 
 class ContinualCounter:

@@ -799,7 +799,9 @@ def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace (scale 1/epsilon) or exact discrete Gaussian noise per bin.
     nonnegative : bool, default=False
-        Replace negative noisy counts by 0 (post-processing; biases small counts upwards).
+        Post-processing: the non-negative counts closest (least squares) to the noisy ones with
+        the same total (the noisy total, 0 if negative; Lee, Wang, Kifer 2015): unlike
+        clamping negatives to 0 it does not inflate the total. Returns float64 counts.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
         tests and reproducibility only.
@@ -854,9 +856,7 @@ def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     grid.count_into(records[:, None], counts, False, name="x")
     release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),
             accountant=accountant, random_state=random_state, label="stats.histogram")
-    if nonnegative:
-        np.maximum(counts, 0, out=counts)
-    return counts, grid.edges[0]
+    return postprocess_counts(counts, nonnegative, False), grid.edges[0]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -894,10 +894,12 @@ def histogramdd(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
     relation : {"add_remove", "replace"}, default="add_remove"
         Neighbouring relation the noise is calibrated for (L1 sensitivity 1 or 2).
     nonnegative : bool, default=False
-        Post-processing: replace negative noisy counts by 0 (biases empty cells upwards).
+        Post-processing: the Euclidean projection of the noisy counts onto non-negative vectors
+        with the same total (the noisy total, 0 if negative; Lee, Wang, Kifer 2015, least
+        squares): unlike clamping negatives to 0 it does not inflate the total. Returns
+        float64 counts.
     consistent : bool, default=False
-        Post-processing: the Euclidean projection of the noisy counts onto nonnegative vectors
-        with the same total (the noisy total, 0 if negative); returns float64 counts.
+        The same projection (the name of earlier versions; either flag turns it on).
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
         tests and reproducibility only.

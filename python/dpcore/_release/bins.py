@@ -19,7 +19,8 @@ from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
 
 __all__ = ["MAX_HISTOGRAM_CELLS", "OUTSIDE", "RELATIONS", "BinGrid", "add_cell_noise",
-           "arith_edges", "histogram_noise", "postprocess_counts", "project_simplex", "sample_2d"]
+           "arith_edges", "histogram_noise", "nonnegative_least_squares", "postprocess_counts",
+           "sample_2d"]
 
 OUTSIDE = ("drop", "clip")
 RELATIONS = ("add_remove", "replace")
@@ -177,24 +178,40 @@ def add_cell_noise(counts, noise, rng):
         _noise.discrete_gaussian_add_into(counts, noise.scale, rng)
 
 
-def project_simplex(v, total):
-    """Euclidean projection of v onto {w >= 0, sum w = total} (total >= 0)."""
-    if total <= 0:
-        return np.zeros_like(v, dtype=np.float64)
-    u = np.sort(v.astype(np.float64))[::-1]
-    css = np.cumsum(u) - total
-    idx = np.arange(1, u.size + 1)
-    rho = np.nonzero(u - css / idx > 0)[0][-1]
-    theta = css[rho] / (rho + 1)
-    return np.maximum(v - theta, 0.0)
+def nonnegative_least_squares(y, total, weight=math.inf):
+    """The x >= 0 minimising sum((x - y)**2) + weight (sum(x) - total)**2 (Lee, Wang, Kifer
+    2015, least squares): weight = inf makes sum(x) = max(total, 0) a hard constraint (the
+    Euclidean projection onto the scaled simplex).
+
+    The KKT conditions give x = max(y - theta, 0) with theta = weight (sum(x) - total); sorting
+    y decreasingly (u_1 >= u_2 >= ...) with prefix sums C_m, theta = weight (C_m - total) /
+    (1 + weight m) for the largest m with u_m > that theta (theta = (C_m - total) / m for an
+    infinite weight); O(n log n). ``y`` is finite float64 (validated by the caller).
+    """
+    flat = y.reshape(-1)
+    if flat.size == 0:
+        return y.astype(np.float64)
+    u = np.sort(flat)[::-1]
+    csum = np.cumsum(u)
+    m = np.arange(1, u.size + 1, dtype=np.float64)
+    if weight == math.inf:
+        if total <= 0.0:
+            return np.zeros(y.shape)
+        theta_m = (csum - total) / m
+        theta_none = -math.inf  # unused: with total > 0 the largest count is always active
+    else:
+        theta_m = weight * (csum - total) / (1.0 + weight * m)
+        theta_none = -weight * total  # every count at 0
+    active = np.nonzero(u > theta_m)[0]  # a prefix: u_m - theta_m is non-increasing in m
+    theta = theta_m[active[-1]] if active.size else theta_none
+    return np.maximum(y - theta, 0.0)
 
 
 def postprocess_counts(counts, nonnegative, consistent):
     for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
-    if consistent:
-        return project_simplex(counts, max(float(counts.sum()), 0.0))
-    if nonnegative:
-        np.maximum(counts, 0, out=counts)
+    if nonnegative or consistent:
+        # the noisy total kept: clamping negatives alone would bias the total upwards
+        return nonnegative_least_squares(counts.astype(np.float64), float(counts.sum()))
     return counts
