@@ -4,6 +4,7 @@ Build from the repository root with ``sphinx-build -W -b html docs docs/_build/h
 be importable (installed, or ``PYTHONPATH=python`` on a tree whose kernels are built in place).
 """
 import importlib
+import inspect
 import os
 import re
 import warnings
@@ -147,29 +148,55 @@ def escape_plain_math(lines):
         lines[i] = "".join(part if k % 2 else _escape_text(part) for k, part in enumerate(parts))
 
 
+_CITE_REF = re.compile(r"\[([A-Za-z0-9_.-]+)\]_")
+_CITE_DEF = re.compile(r"^\s*\.\. +\[([A-Za-z0-9_.-]+)\]")
+
+
 def module_references(lines):
-    """Show a module docstring's References as a list (in place).
+    """Show a module docstring's References as a plain list (in place).
 
     numpydoc leaves module docstrings unparsed, so their ``.. [Label]`` entries would be
     citations that no text of the page refers to (a Sphinx warning).
     """
-    start = next((i for i in range(len(lines)) if lines[i].strip() == "References" and _is_header(lines, i)), None)
+    start = next((i for i in range(len(lines))
+                  if lines[i].strip() == "References" and _is_header(lines, i)), None)
     if start is None:
         return
-    lines[start:start + 2] = [".. rubric:: References", ""]
-    in_entry = False
-    for i in range(start + 2, len(lines)):
-        match = re.match(r"^\.\. +(\[[^\]]+\]) *(.*)$", lines[i])
+    end = next((i for i in range(start + 2, len(lines)) if _is_header(lines, i)), len(lines))
+    entries, other = [], []
+    for line in lines[start + 2:end]:
+        match = re.match(r"^\s*\.\. +\[([^\]]+)\] *(.*)$", line)
         if match:
-            lines[i] = f"* {match.group(1)} {match.group(2)}"
-            in_entry = True
-        elif in_entry and lines[i].strip():
-            lines[i] = "  " + lines[i].strip()
-        else:
-            in_entry = False
+            entries.append([match.group(1), [match.group(2)]])
+        elif line.strip() and entries:
+            entries[-1][1].append(line.strip())
+        elif line.strip():
+            other.append(line)
+    block = [".. rubric:: References", ""] + other + ([""] if other else [])
+    for label, text in entries:
+        block += [f"* [{label}] {text[0]}"] + [f"  {t}" for t in text[1:]] + [""]
+    lines[start:end] = block
+
+
+def plain_citations(lines):
+    """Citation references that cannot resolve become plain text ``[Label]`` (in place).
+
+    That is every reference in the summary paragraph (autosummary copies it into the module
+    tables, where the citation does not exist), and references to labels the docstring does
+    not define itself (a function citing its module's list, shown on another page).
+    """
+    defined = {m.group(1) for line in lines for m in [_CITE_DEF.match(line)] if m}
+    in_summary = True
+    for i, line in enumerate(lines):
+        if not line.strip():
+            in_summary = False
+        lines[i] = _CITE_REF.sub(
+            lambda m: m.group(0) if (m.group(1) in defined and not in_summary) else f"[{m.group(1)}]",
+            line)
 
 
 def _process_docstring(app, what, name, obj, options, lines):
+    plain_citations(lines)
     escape_plain_math(lines)
     privacy_admonition(lines)
     if what == "module":
@@ -180,7 +207,8 @@ def _process_docstring(app, what, name, obj, options, lines):
 PUBLIC_MODULES = [
     "dpcore.stats", "dpcore.mechanisms", "dpcore.selection", "dpcore.accounting", "dpcore.random",
     "dpcore.calibration", "dpcore.tuning", "dpcore.graph", "dpcore.mestimators",
-    "dpcore.distributed", "dpcore.bingham", "dpcore.local", "dpcore.robust", "dpcore.learn",
+    "dpcore.distributed", "dpcore.bingham", "dpcore.local", "dpcore.robust", "dpcore.publish",
+    "dpcore.learn",
 ]
 
 

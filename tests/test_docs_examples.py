@@ -169,3 +169,20 @@ def test_example_runs(path, monkeypatch):
         assert plt.get_fignums(), f"{path.name} draws nothing"
     finally:
         plt.close("all")
+
+
+def test_citations_that_cannot_resolve_become_plain_text(conf):
+    lines = ["Summary after [A1]_.", "", "Body cites [A1]_ and [B2]_.", "",
+             "References", "----------", ".. [A1] Someone, 2020."]
+    conf.plain_citations(lines)
+    assert lines[0] == "Summary after [A1]."
+    assert lines[2] == "Body cites [A1]_ and [B2]."
+
+
+def test_module_references_become_a_list(conf):
+    lines = ["Module.", "", "References", "----------", ".. [A1] Someone, a title,", "   2020.",
+             ".. [B2] Other."]
+    conf.module_references(lines)
+    assert ".. rubric:: References" in lines
+    assert "* [A1] Someone, a title," in lines and "  2020." in lines and "* [B2] Other." in lines
+    assert not any(line.lstrip().startswith(".. [") for line in lines)
