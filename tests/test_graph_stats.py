@@ -1,0 +1,418 @@
+"""Tests of dpcore.graph_stats and the _graph_stats kernel (edge-DP graph statistics).
+
+* Kernels against naive twins (triangles by triples, common neighbours by sets, pool adjacent
+  violators by scipy).
+* Every sensitivity bound exhaustively on all labelled graphs with n <= 5 vertices (n = 6, all
+  2**15 graphs, for the local sensitivities by default and for the smooth bounds under ``slow``):
+  the sorted degree sequence moves by <= 2 in L1 between neighbours; the triangle count's local
+  sensitivity at distance s equals its brute-force definition; the smooth bound equals
+  max_s exp(-beta s) LS^(s) and satisfies S(G) <= e^beta S(G') for every neighbour.
+* Noise laws by chi-square at ALPHA (with a power check), accuracy on a Watts-Strogatz graph,
+  and the release contract (validate, charge once, draw).
+"""
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy.optimize import isotonic_regression
+
+from _gof import ALPHA, chisquare_pvalue, integer_pvalue
+
+import dpcore
+from dpcore import _graph_stats
+from dpcore import graph_stats as gs
+from dpcore.graph_stats import (
+    degree_distribution, degree_sequence, triangle_count, triangle_local_sensitivity,
+    triangle_smooth_sensitivity,
+)
+
+BETAS = (0.05, 0.3, 1.0, 3.0)
+
+# --------------------------------------------------------------------------- naive twins
+
+
+def random_edges(n, p, seed):
+    rng = np.random.default_rng(seed)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p]
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def naive_triangles(n, edges):
+    adj = {(min(a, b), max(a, b)) for a, b in edges}
+    return sum((i, j) in adj and (i, k) in adj and (j, k) in adj
+               for i, j, k in itertools.combinations(range(n), 3))
+
+
+def naive_pairs(n, edges):
+    """{(c, b)} over all pairs i < j by sets."""
+    nb = [set() for _ in range(n)]
+    for a, b in edges:
+        nb[a].add(b)
+        nb[b].add(a)
+    out = set()
+    for i, j in itertools.combinations(range(n), 2):
+        c = len(nb[i] & nb[j])
+        b = len((nb[i] ^ nb[j]) - {i, j})
+        out.add((c, b))
+    return out
+
+
+def naive_maxb(n, edges):
+    maxb = np.full(n - 1, -1, dtype=np.int64)
+    for c, b in naive_pairs(n, edges):
+        maxb[c] = max(maxb[c], b)
+    return maxb
+
+
+def profile(n, edges):
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    order = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
+    return _graph_stats.pair_profile(indptr, indices, order)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@pytest.mark.parametrize("n, p, seed", [(3, 0.5, 1), (8, 0.3, 2), (20, 0.2, 3), (30, 0.6, 4),
+                                        (12, 1.0, 5), (10, 0.0, 6)])
+def test_kernels_match_naive_twins(n, p, seed):
+    edges = random_edges(n, p, seed)
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    for i in range(n):
+        row = indices[indptr[i]:indptr[i + 1]]
+        expect = sorted({b for a, b in edges if a == i} | {a for a, b in edges if b == i})
+        assert row.tolist() == expect
+    assert _graph_stats.count_triangles(indptr, indices) == naive_triangles(n, edges)
+    assert profile(n, edges).tolist() == naive_maxb(n, edges).tolist()
+
+
+def test_triangles_match_networkx_on_a_larger_graph():
+    nx = pytest.importorskip("networkx")
+    G = nx.watts_strogatz_graph(500, 8, 0.2, seed=11)
+    _, indptr, indices = gs._adjacency(G, 500, False)
+    assert _graph_stats.count_triangles(indptr, indices) == sum(nx.triangles(G).values()) // 3
+    edges = np.array(G.edges())
+    assert profile(500, edges).tolist() == naive_maxb(500, edges).tolist()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_isotonic_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    y = np.cumsum(rng.integers(-3, 5, size=200)).astype(float) + rng.integers(-20, 20, size=200)
+    got = _graph_stats.isotonic_nondecreasing(y)
+    np.testing.assert_allclose(got, isotonic_regression(y).x, rtol=0, atol=1e-9)
+    assert np.all(np.diff(got) >= 0)
+    assert _graph_stats.isotonic_nondecreasing(np.empty(0)).size == 0
+
+
+# --------------------------------------------------------------------------- exhaustive
+
+
+def all_graphs(n):
+    """(pairs, codes, T, sorted degrees) for every labelled graph on n vertices (bit k of a code:
+    pair k present)."""
+    pairs = list(itertools.combinations(range(n), 2))
+    codes = np.arange(2 ** len(pairs), dtype=np.int64)
+    bit = {p: k for k, p in enumerate(pairs)}
+    T = np.zeros(codes.size, dtype=np.int64)
+    for i, j, k in itertools.combinations(range(n), 3):
+        T += (codes >> bit[i, j]) & (codes >> bit[i, k]) & (codes >> bit[j, k]) & 1
+    deg = np.zeros((codes.size, n), dtype=np.int64)
+    for (i, j), k in bit.items():
+        present = (codes >> k) & 1
+        deg[:, i] += present
+        deg[:, j] += present
+    return pairs, codes, T, np.sort(deg, axis=1)
+
+
+def edges_of(pairs, code):
+    return np.array([p for k, p in enumerate(pairs) if code >> k & 1], dtype=np.int64).reshape(-1, 2)
+
+
+def brute_local(codes, T, M):
+    """A[s][g] = max over graphs within s edge changes of g of their local sensitivity."""
+    flips = [codes ^ (1 << k) for k in range(M)]
+    A = [np.max([np.abs(T[f] - T) for f in flips], axis=0)]
+    for _ in range(M):
+        prev = A[-1]
+        A.append(np.maximum(prev, np.max([prev[f] for f in flips], axis=0)))
+    return A, flips
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_degree_sequence_sensitivity_exhaustive(n):
+    pairs, codes, _, deg = all_graphs(n)
+    worst = max(int(np.abs(deg[codes ^ (1 << k)] - deg).sum(axis=1).max()) for k in range(len(pairs)))
+    assert worst == gs.DEGREE_SENSITIVITY
+
+
+def frontiers(n, pairs, codes):
+    out = []
+    for g in codes:
+        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
+        out.append(gs._frontier(indptr, indices))
+    return out
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_triangle_local_sensitivity_exhaustive(n):
+    """LS^(s) from the (c, b) formula equals the brute-force maximum of the local sensitivity
+    over all graphs within s edge changes, for every graph and every s; s = 0 is the largest
+    change of the count over the neighbours."""
+    pairs, codes, T, _ = all_graphs(n)
+    M = len(pairs)
+    A, _ = brute_local(codes, T, M)
+    F = frontiers(n, pairs, codes)
+    for s in range(M + 1):
+        mine = np.array([gs._local_at(c, b, n, s) for c, b in F])
+        np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, s={s}")
+    g = int(codes[-1] // 3)  # the public function on one graph
+    assert triangle_local_sensitivity(edges_of(pairs, g), n_nodes=n, distance=2) == A[2][g]
+
+
+def brute_smooth(A, beta):
+    return np.max([math.exp(-beta * s) * a for s, a in enumerate(A)], axis=0)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+def test_triangle_smooth_sensitivity_exhaustive(n):
+    """For every graph and beta: S* equals max_s exp(-beta s) LS^(s) by brute force; S* >= LS;
+    S*(G) <= e^beta S*(G') for every neighbour; and the released bound (computed with
+    beta - 2**-38, inflated) is >= S*_{beta - 2**-38} >= LS and beta-smooth with no slack."""
+    pairs, codes, T, _ = all_graphs(n)
+    M = len(pairs)
+    A, flips = brute_local(codes, T, M)
+    F = frontiers(n, pairs, codes)
+    for beta in BETAS:
+        exact = brute_smooth(A, beta)
+        mine = np.array([gs._smooth_value(c, b, n, beta) for c, b in F])
+        np.testing.assert_allclose(mine, exact, rtol=1e-13, atol=0)
+        assert np.all(mine >= A[0])
+        bound = np.array([gs._smooth_bound(c, b, n, beta) for c, b in F])
+        assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
+        for f in flips:
+            assert np.all(mine <= math.exp(beta) * mine[f] * (1 + 1e-13))
+            assert np.all(bound <= math.exp(beta) * bound[f])
+
+
+def test_smooth_sensitivity_public_function():
+    k4 = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
+    assert triangle_smooth_sensitivity(k4, n_nodes=4, beta=10.0) == 2.0
+    # empty graph on 5 vertices: c = 0, b = 0 for every pair, LS^(s) = min(s // 2, 3)
+    empty = np.empty((0, 2), dtype=np.int64)
+    beta = 0.2
+    expect = max(math.exp(-beta * s) * min(s // 2, 3) for s in range(50))
+    assert triangle_smooth_sensitivity(empty, n_nodes=5, beta=beta) == pytest.approx(expect, rel=1e-14)
+
+
+def test_smooth_candidates_find_the_maximum_on_random_graphs():
+    """The closed-form candidates against a scan over every s, on larger graphs."""
+    for seed, (n, p) in enumerate([(40, 0.1), (60, 0.3), (30, 0.9), (80, 0.02)]):
+        edges = random_edges(n, p, seed)
+        _, indptr, indices = gs._adjacency(edges, n, False)
+        c, b = gs._frontier(indptr, indices)
+        for beta in (0.01, 0.1, 0.7):
+            scan = max(math.exp(-beta * s) * gs._local_at(c, b, n, s) for s in range(3 * n))
+            assert gs._smooth_value(c, b, n, beta) == pytest.approx(scan, rel=1e-13)
+
+
+# --------------------------------------------------------------------------- noise laws
+
+
+def rounded_laplace_pmf(scale):
+    q = math.exp(-1.0 / scale)
+
+    def pmf(k):
+        if k == 0:
+            return 1.0 - math.sqrt(q)
+        return 0.5 * q ** (abs(k) - 0.5) * (1.0 - q)
+    return pmf
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(7, 5), Fraction(41, 4)])
+def test_rounded_laplace_law(scale):
+    rng = np.random.default_rng(20261125)
+    word = rng.bit_generator.random_raw
+    draws = np.array([gs._rounded_laplace(5, scale, word) for _ in range(8000)]) - 5
+    span = int(12 * float(scale)) + 2
+    support = np.arange(-span, span + 1)
+    assert integer_pvalue(draws, rounded_laplace_pmf(float(scale)), support) > ALPHA
+    # power: the same draws against a law 10% wider are rejected
+    assert integer_pvalue(draws, rounded_laplace_pmf(1.1 * float(scale) + 0.2), support) < ALPHA
+
+
+def test_triangle_count_law_end_to_end():
+    """triangle_count's output is T + rounded Laplace of scale S / alpha (chi-square)."""
+    edges = random_edges(12, 0.8, 1)
+    n, indptr, indices = gs._adjacency(edges, 12, False)
+    plan = gs._triangle_plan(4.0, 1e-3)
+    c, b = gs._frontier(indptr, indices)
+    scale = float(gs._triangle_scale(c, b, n, plan))
+    t = naive_triangles(12, edges)
+    rng = np.random.default_rng(5)
+    draws = np.array([triangle_count(edges, n_nodes=12, epsilon=4.0, delta=1e-3, random_state=rng)
+                      for _ in range(5000)])
+    assert t - 12 * scale > 0 and t + 12 * scale < 220  # clamping far in the tails here
+    support = np.arange(t - int(6 * scale), t + int(6 * scale) + 1)
+    assert integer_pvalue(draws - t, rounded_laplace_pmf(scale), support - t) > ALPHA
+
+
+def exact_degree_law(degrees, scale, reach):
+    """Exact law of degree_sequence's output for sorted ``degrees``: every noise vector within
+    ``reach`` (the rest is one lumped cell)."""
+    n = len(degrees)
+    q = math.exp(-1.0 / scale)
+    z = np.arange(-reach, reach + 1)
+    pz = (1 - q) / (1 + q) * q ** np.abs(z)
+    law = {}
+    for combo in itertools.product(range(z.size), repeat=n):
+        p = float(np.prod(pz[list(combo)]))
+        out = tuple(gs._consistent(np.asarray(degrees) + z[list(combo)], n).tolist())
+        law[out] = law.get(out, 0.0) + p
+    return law
+
+
+def test_degree_sequence_law():
+    edges = np.array([[0, 1], [0, 2]])  # degrees (1, 1, 2)
+    law = exact_degree_law([1, 1, 2], 1.0, 14)
+    rng = np.random.default_rng(9)
+    draws = [tuple(degree_sequence(edges, n_nodes=3, epsilon=2.0, random_state=rng).tolist())
+             for _ in range(20000)]
+    keys = sorted(law)
+    counts = np.array([draws.count(k) for k in keys], dtype=float)
+    probs = np.array([law[k] for k in keys])
+    observed = np.concatenate([counts, [len(draws) - counts.sum()]])
+    expected = np.concatenate([probs, [max(0.0, 1 - probs.sum())]])
+    assert chisquare_pvalue(observed, expected / expected.sum()) > ALPHA
+    # power: the law for a different graph (degrees (0, 1, 1)) is rejected
+    wrong = exact_degree_law([0, 1, 1], 1.0, 14)
+    probs = np.array([wrong.get(k, 0.0) for k in keys]) + 1e-12
+    expected = np.concatenate([probs, [max(1e-12, 1 - probs.sum())]])
+    assert chisquare_pvalue(observed, expected / expected.sum()) < ALPHA
+
+
+def test_degree_outputs_are_consistent():
+    nx = pytest.importorskip("networkx")
+    G = nx.barabasi_albert_graph(300, 3, seed=2)
+    seq = degree_sequence(G, n_nodes=300, epsilon=0.5, random_state=1)
+    assert seq.dtype == np.int64 and seq.shape == (300,)
+    assert np.all(np.diff(seq) >= 0) and seq.min() >= 0 and seq.max() <= 299
+    hist = degree_distribution(G, n_nodes=300, epsilon=0.5, random_state=1)
+    assert hist.sum() == 300 and np.all(hist >= 0)
+    np.testing.assert_array_equal(hist, np.bincount(seq, minlength=300))
+    # consistency helps: the error of the sorted sequence is below the raw noise's
+    true = np.sort([d for _, d in G.degree()])
+    raw = np.mean(np.abs(dpcore.discrete_laplace(4.0, size=300, random_state=3)))
+    assert np.mean(np.abs(seq - true)) < raw
+
+
+# --------------------------------------------------------------------------- accuracy
+
+
+def test_triangle_error_far_below_global_sensitivity():
+    """4,000-vertex Watts-Strogatz graph (networkx, k = 10, p = 0.1, seed 1): the mean absolute
+    error of triangle_count at (epsilon, delta) = (1, 1e-6) is >= 20x below that of Laplace
+    noise for the global sensitivity n - 2 (mean absolute error (n - 2) / epsilon)."""
+    nx = pytest.importorskip("networkx")
+    n = 4000
+    G = nx.watts_strogatz_graph(n, 10, 0.1, seed=1)
+    edges = np.array(G.edges())
+    truth = sum(nx.triangles(G).values()) // 3
+    rng = np.random.default_rng(12)
+    errors = [abs(triangle_count(edges, n_nodes=n, epsilon=1.0, delta=1e-6, random_state=rng)
+                  - truth) for _ in range(200)]
+    global_error = (n - 2) / 1.0
+    assert global_error / np.mean(errors) >= 20
+
+
+# --------------------------------------------------------------------------- release contract
+
+EDGES = random_edges(12, 0.4, 3)
+RELEASES = {
+    "degree_sequence": (lambda **kw: degree_sequence(**{"G": EDGES, "n_nodes": 12, "epsilon": 1.0,
+                                                        **kw}), (1.0, 0.0)),
+    "degree_distribution": (lambda **kw: degree_distribution(
+        **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, **kw}), (1.0, 0.0)),
+    "triangle_count": (lambda **kw: triangle_count(
+        **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
+}
+COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon="1"),
+              dict(random_state="seed"), dict(accountant=object()), dict(n_nodes=2),
+              dict(n_nodes=5), dict(n_nodes=12.0), dict(G=np.array([[0, 1], [1, 0]])),
+              dict(G=np.array([[0, 0]])), dict(G=np.array([[0.0, 1.0]])), dict(G=[[0, 1, 2]]),
+              dict(simplify="yes")]
+BAD = {"triangle_count": [dict(delta=None), dict(delta=0.0), dict(delta=1.0),
+                          dict(epsilon=2.0**-30)]}
+
+
+def bad_cases():
+    for name in RELEASES:
+        for bad in COMMON_BAD + BAD.get(name, []):
+            yield pytest.param(name, bad, id=f"{name}-{bad!r}")
+
+
+@pytest.mark.parametrize("name, bad", list(bad_cases()))
+def test_bad_argument_raises_and_charges_nothing(name, bad):
+    acc = dpcore.Accountant(10.0, 1e-3)
+    kwargs = dict(random_state=1, accountant=acc)
+    kwargs.update(bad)
+    with pytest.raises((ValueError, TypeError)) as info:
+        RELEASES[name][0](**kwargs)
+    assert str(info.value)
+    assert acc.history == [] and acc.spent == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_release_charges_once_the_documented_cost(name):
+    call, (eps, delta) = RELEASES[name]
+    acc = dpcore.Accountant(10.0, 1e-3)
+    call(random_state=1, accountant=acc)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta) == (eps, delta)
+    assert entry.label == f"graph.{name}"
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_budget_exceeded_draws_nothing(name):
+    acc = dpcore.Accountant(0.5, 1e-9)
+    g = np.random.default_rng(50)
+    before = g.bit_generator.state
+    with pytest.raises(dpcore.BudgetExceeded):
+        RELEASES[name][0](accountant=acc, random_state=g)
+    assert g.bit_generator.state == before and acc.history == []
+
+
+def test_simplify_and_networkx_input():
+    nx = pytest.importorskip("networkx")
+    messy = np.array([[0, 1], [1, 0], [2, 2], [1, 2], [0, 2]])
+    assert triangle_local_sensitivity(messy, n_nodes=4, simplify=True) == 1
+    G = nx.Graph()
+    G.add_nodes_from("abcd")
+    G.add_edges_from([("a", "b"), ("b", "c"), ("a", "c")])
+    assert triangle_local_sensitivity(G, n_nodes=4) == 1
+    with pytest.raises(ValueError, match="n_nodes must equal"):
+        triangle_local_sensitivity(G, n_nodes=5)
+    with pytest.raises(TypeError, match="directed"):
+        triangle_local_sensitivity(nx.DiGraph(G), n_nodes=4)
+
+
+def test_errors_quote_no_private_value():
+    edges = np.array([[0, 1]] * 37 + [[3, 4]])  # 38 rows, repeated
+    for call in (lambda: degree_sequence(edges, n_nodes=9, epsilon=1.0),
+                 lambda: triangle_count(edges[:, :1].repeat(3, axis=1), n_nodes=9, epsilon=1.0,
+                                        delta=1e-6)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert "37" not in str(info.value) and "38" not in str(info.value)
+
+
+def test_release_docstrings_state_privacy():
+    for name in gs.__all__:
+        obj = getattr(gs, name)
+        if callable(obj):
+            doc = obj.__doc__ or ""
+            assert "Privacy\n    -------" in doc, name
+    for f in (degree_sequence, degree_distribution, triangle_count):
+        assert "edge-DP" in f.__doc__ and "n_nodes" in f.__doc__ and "Charged" in f.__doc__
