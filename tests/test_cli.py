@@ -158,3 +158,65 @@ def test_demo_nan_cell_is_refused_before_any_release(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="'age'.*NaN"):
         cli.run_demo(1.0, 1e-6, str(data), 0)
     assert calls == []
+
+
+# ------------------------------------------------------------------------------------------------
+# dpcore publish
+
+def _column_csv(tmp_path, values, name="age"):
+    path = tmp_path / "data.csv"
+    path.write_text(name + "\n" + "\n".join(str(v) for v in values) + "\n")
+    return path
+
+
+def test_publish_json_is_consistent_and_charged_once(tmp_path, capsys):
+    ages = [20.5, 33.0, 47.2, 51.0, 64.9] * 200
+    path = _column_csv(tmp_path, ages)
+    main(["publish", str(path), "--column", "age", "--range", "0", "100", "--bins", "20",
+          "--epsilon", "2.0", "--ranges", "0:10,10:20,4:13", "--json", "--seed", "3"])
+    result = json.loads(capsys.readouterr().out)
+    counts = result["counts"]
+    assert len(counts) == 20 and len(result["edges"]) == 21
+    for q in result["ranges"]:   # range counts are sums of the consistent bin counts
+        lo, hi = q["bins"]
+        assert q["count"] == pytest.approx(sum(counts[lo:hi]), abs=1e-6)
+        assert q["standard_error"] > 0
+    assert sum(counts) == pytest.approx(1000, abs=60)
+    assert result["privacy"]["epsilon"] == 2.0
+
+
+def test_publish_nonnegative_keeps_the_total(tmp_path, capsys):
+    path = _column_csv(tmp_path, [5.0] * 30)
+    argv = ["publish", str(path), "--column", "age", "--range", "0", "100", "--bins", "50",
+            "--epsilon", "0.5", "--json", "--seed", "4"]
+    main(argv)
+    raw = json.loads(capsys.readouterr().out)["counts"]
+    main(argv + ["--nonnegative"])
+    nonneg = json.loads(capsys.readouterr().out)["counts"]
+    assert min(nonneg) >= 0 and min(raw) < 0
+    assert sum(nonneg) == pytest.approx(max(sum(raw), 0), abs=1e-6)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--column", "nope"], "no column 'nope'"),
+    (["--column", "age", "--ranges", "0:11"], "--ranges: 0:11"),
+    (["--column", "age", "--ranges", "a-b"], "--ranges must be"),
+    (["--column", "age", "--bins", "0"], "--bins must be >= 1"),
+])
+def test_publish_errors_are_one_line(tmp_path, capsys, extra, match):
+    path = _column_csv(tmp_path, [1.0, 2.0])
+    argv = ["publish", str(path), "--range", "0", "10", "--bins", "10", "--epsilon", "1"] + extra
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and "\n" not in err
+
+
+def test_publish_does_not_quote_a_bad_cell(tmp_path, capsys):
+    path = _column_csv(tmp_path, [1.0, "secret-value-17", 3.0])
+    with pytest.raises(SystemExit):
+        main(["publish", str(path), "--column", "age", "--range", "0", "10", "--bins", "5",
+              "--epsilon", "1"])
+    err = capsys.readouterr().err
+    assert "must hold numbers" in err and "secret" not in err
