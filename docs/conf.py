@@ -4,7 +4,6 @@ Build from the repository root with ``sphinx-build -W -b html docs docs/_build/h
 be importable (installed, or ``PYTHONPATH=python`` on a tree whose kernels are built in place).
 """
 import importlib
-import inspect
 import os
 import re
 import warnings
@@ -49,7 +48,7 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 
-# -- autodoc / autosummary / numpydoc ---------------------------------------------------------------
+# -- autodoc / autosummary / numpydoc --------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_typehints = "none"          # the numpydoc Parameters sections carry the types
@@ -63,7 +62,7 @@ numpydoc_xref_param_type = False
 # signature line, and warns about the unknown title there; that one parse is silenced (in
 # setup(), so that importing this file, as tests/test_docs_examples.py does, changes nothing).
 
-# -- sphinx-gallery ---------------------------------------------------------------------------------
+# -- sphinx-gallery --------------------------------------------------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": str(DOCS.parent / "examples"),
     "gallery_dirs": "auto_examples",
@@ -76,7 +75,7 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
 }
 
-# -- The Privacy section ----------------------------------------------------------------------------
+# -- The Privacy section ---------------------------------------------------------------------------
 _HEADER_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
 
 
@@ -98,7 +97,8 @@ def privacy_admonition(lines):
     (before Parameters). ``lines`` is modified in place; docstrings without the section are left
     unchanged.
     """
-    start = next((i for i in range(len(lines)) if lines[i].strip() == "Privacy" and _is_header(lines, i)), None)
+    start = next((i for i in range(len(lines))
+                  if lines[i].strip() == "Privacy" and _is_header(lines, i)), None)
     if start is None:
         return
     end = next((i for i in range(start + 2, len(lines)) if _is_header(lines, i)), len(lines))
@@ -190,9 +190,11 @@ def plain_citations(lines):
     for i, line in enumerate(lines):
         if not line.strip():
             in_summary = False
-        lines[i] = _CITE_REF.sub(
-            lambda m: m.group(0) if (m.group(1) in defined and not in_summary) else f"[{m.group(1)}]",
-            line)
+        def plain(match, in_summary=in_summary):
+            keep = match.group(1) in defined and not in_summary
+            return match.group(0) if keep else f"[{match.group(1)}]"
+
+        lines[i] = _CITE_REF.sub(plain, line)
 
 
 def _process_docstring(app, what, name, obj, options, lines):
@@ -203,7 +205,7 @@ def _process_docstring(app, what, name, obj, options, lines):
         module_references(lines)
 
 
-# -- Every public name is documented ----------------------------------------------------------------
+# -- Every public name is documented ---------------------------------------------------------------
 PUBLIC_MODULES = [
     "dpcore.stats", "dpcore.mechanisms", "dpcore.selection", "dpcore.accounting", "dpcore.random",
     "dpcore.calibration", "dpcore.tuning", "dpcore.graph", "dpcore.mestimators",

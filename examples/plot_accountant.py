@@ -2,9 +2,10 @@
 Spending a privacy budget with an accountant
 ============================================
 
-A :class:`dpcore.Accountant <dpcore.accounting.Accountant>` holds a budget (here epsilon = 2, delta = 1e-6). Every release
-given ``accountant=acc`` validates its arguments, charges the accountant, and only then draws;
-a release that would overspend raises :class:`dpcore.BudgetExceeded <dpcore.accounting.BudgetExceeded>` and releases nothing.
+A :class:`dpcore.Accountant <dpcore.accounting.Accountant>` holds a budget (here epsilon = 2,
+delta = 1e-6). Every release given ``accountant=acc`` validates its arguments, charges the
+accountant, and only then draws; a release that would overspend raises
+:class:`dpcore.BudgetExceeded <dpcore.accounting.BudgetExceeded>` and releases nothing.
 
 The example runs a sequence of releases on one data set (bounds are public: ages in [0, 100],
 incomes in [0, 200,000]), then a block of releases on disjoint partitions (parallel

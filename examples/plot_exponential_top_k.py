@@ -4,10 +4,10 @@ Selection: the exponential mechanism and top-k
 
 Twelve candidates with public names and private scores (here, how many of 500 survey
 respondents picked each one: adding or removing a respondent moves each score by at most 1, so
-the sensitivity is 1). :func:`dpcore.exponential <dpcore.selection.exponential>` picks one candidate with probability
-proportional to exp(epsilon * score / (2 * sensitivity)); with ``method="exact"`` (the default)
-the law is exactly that, even in floating point. :func:`dpcore.top_k <dpcore.selection.top_k>` releases k candidates at
-once.
+the sensitivity is 1). :func:`dpcore.exponential <dpcore.selection.exponential>` picks one
+candidate with probability proportional to exp(epsilon * score / (2 * sensitivity)); with
+``method="exact"`` (the default) the law is exactly that, even in floating point.
+:func:`dpcore.top_k <dpcore.selection.top_k>` releases k candidates at once.
 
 Left: how often each candidate was chosen over 4,000 independent releases at epsilon = 0.2,
 against the exact law of the mechanism and against the non-private choice (the true maximum,
@@ -22,12 +22,14 @@ import numpy as np
 import dpcore
 
 rng = np.random.default_rng(4)                      # example data only
-scores = np.bincount(rng.choice(12, size=500, p=np.linspace(2, 1, 12) / np.linspace(2, 1, 12).sum()),
-                     minlength=12).astype(float)
+popularity = np.linspace(2, 1, 12)
+votes = rng.choice(12, size=500, p=popularity / popularity.sum())
+scores = np.bincount(votes, minlength=12).astype(float)
 names = [chr(ord("A") + i) for i in range(12)]
 sensitivity, epsilon, draws = 1.0, 0.2, 4000
 
-picked = np.array([dpcore.exponential(scores, sensitivity=sensitivity, epsilon=epsilon) for _ in range(draws)])
+picked = np.array([dpcore.exponential(scores, sensitivity=sensitivity, epsilon=epsilon)
+                   for _ in range(draws)])
 freq = np.bincount(picked, minlength=12) / draws
 logits = epsilon * scores / (2 * sensitivity)
 law = np.exp(logits - logits.max())
@@ -35,7 +37,8 @@ law /= law.sum()
 
 top3 = {}
 for eps in (0.1, 0.5, 2.0):
-    chosen = np.concatenate([dpcore.top_k(scores, 3, sensitivity=sensitivity, epsilon=eps) for _ in range(1000)])
+    chosen = np.concatenate([dpcore.top_k(scores, 3, sensitivity=sensitivity, epsilon=eps)
+                             for _ in range(1000)])
     top3[eps] = np.bincount(chosen, minlength=12) / 1000
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))

@@ -62,7 +62,8 @@ curves = {
 baselines = {
     "scikit-learn LogisticRegression (not private)":
         SkLogisticRegression().fit(X_train, y_train).score(X_test, y_test),
-    "scikit-learn GaussianNB (not private)": SkGaussianNB().fit(X_train, y_train).score(X_test, y_test),
+    "scikit-learn GaussianNB (not private)":
+        SkGaussianNB().fit(X_train, y_train).score(X_test, y_test),
 }
 
 fig, ax = plt.subplots(figsize=(7.5, 4.5))

@@ -48,7 +48,8 @@ for eps, (a, b) in fits.items():
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
 ax = axes[0]
-ax.plot(x[:3000], y[:3000], ".", ms=1, color="grey", alpha=0.5, label="data (3,000 of 20,000 shown)")
+ax.plot(x[:3000], y[:3000], ".", ms=1, color="grey", alpha=0.5,
+        label="data (3,000 of 20,000 shown)")
 t = np.linspace(0, 1, 2)
 ax.plot(t, exact[0] + exact[1] * t, "k--", lw=2, label="LAD on the raw data (not private)")
 for eps, (a, b) in fits.items():

@@ -67,17 +67,19 @@ print(f"textbook sampler: the other bit is impossible for {ruled_out.mean():.1%}
 
 mech = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=epsilon)
 safe_bits = bits[:500]
-safe = np.array([dpcore.laplace(float(b), sensitivity=sensitivity, epsilon=epsilon) for b in safe_bits])
+safe = np.array([dpcore.laplace(float(b), sensitivity=sensitivity, epsilon=epsilon)
+                 for b in safe_bits])
 # The other input x' reaches y exactly when y - x' is a whole number of grid steps (the exact
 # discrete Laplace noise takes every integer value with positive probability).
 other = 1.0 - safe_bits
 safe_ruled_out = ~(np.mod(safe - other, mech.grid) == 0)
-print(f"dpcore: the other bit is impossible for {safe_ruled_out.mean():.1%} of {safe.size} releases "
+print(f"dpcore: the other bit is impossible for {safe_ruled_out.mean():.1%} of {safe.size} "
+      f"releases "
       f"(grid {mech.grid:.3g})")
 
 fig, ax = plt.subplots(figsize=(5, 4))
-ax.bar(["textbook\nfloating point", 'dpcore\nmethod="discrete"'], [ruled_out.mean(), safe_ruled_out.mean()],
-       color=["tab:red", "tab:green"])
+ax.bar(["textbook\nfloating point", 'dpcore\nmethod="discrete"'],
+       [ruled_out.mean(), safe_ruled_out.mean()], color=["tab:red", "tab:green"])
 ax.set_ylim(0, 1)
 ax.set_ylabel("share of releases revealing the bit")
 ax.set_title(f"Releases of a private bit, epsilon = {epsilon}")

@@ -14,9 +14,10 @@ The same query (true value 0, sensitivity 1, epsilon = 0.5) answered with
 
 All four follow the Laplace shape with scale 1/epsilon = 2; snapping rounds it to the multiples
 of Lambda = 4, a coarse grid since Lambda >= 1/epsilon, which is the price of its clamp-and-round
-proof. What differs is the set of values they can output, which is what :ref:`the floating-point attack
-<sphx_glr_auto_examples_plot_mironov_attack.py>` exploits. We draw many values of noise for the
-same query only to show their laws: each draw on its own is one release at epsilon = 0.5.
+proof. What differs is the set of values they can output, which is what
+:ref:`the floating-point attack <sphx_glr_auto_examples_plot_mironov_attack.py>`
+exploits. We draw many values of noise for the same query only to show their laws: each draw on
+its own is one release at epsilon = 0.5.
 """
 
 import matplotlib.pyplot as plt
@@ -34,10 +35,12 @@ naive = np.random.default_rng(0).laplace(0.0, sensitivity / epsilon, size=n)
 # A vector with L1 sensitivity 1: every coordinate gets noise with the law of a scalar release.
 discrete = dpcore.laplace(zeros, sensitivity=sensitivity, epsilon=epsilon)
 # Snapping treats each coordinate as a release of its own at epsilon (see its Privacy section).
-snapped = dpcore.laplace(zeros, sensitivity=sensitivity, epsilon=epsilon, bound=bound, method="snapping")
+snapped = dpcore.laplace(zeros, sensitivity=sensitivity, epsilon=epsilon, bound=bound,
+                         method="snapping")
 integers = dpcore.discrete_laplace(sensitivity / epsilon, size=n)
 
-snap = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=epsilon, bound=bound, method="snapping")
+snap = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=epsilon, bound=bound,
+                                  method="snapping")
 disc = LaplaceMechanism.calibrate(sensitivity=sensitivity, epsilon=epsilon)
 print(f"snapping: grid Lambda = {snap.grid}, effective epsilon = {snap.epsilon_effective:.6f}")
 print(f"discrete: grid = {disc.grid:.3g}, effective epsilon = {disc.epsilon_effective:.6f}")

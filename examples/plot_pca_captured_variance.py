@@ -53,7 +53,8 @@ results = {}
 for label, kwargs in methods.items():
     results[label] = [
         np.median([
-            captured(PCA(k, epsilon=eps, data_norm=data_norm, mean=centre, **kwargs).fit(X).components_)
+            captured(PCA(k, epsilon=eps, data_norm=data_norm, mean=centre, **kwargs)
+                     .fit(X).components_)
             for _ in range(repeats)
         ])
         for eps in epsilons

@@ -47,7 +47,8 @@ fig, ax = plt.subplots(figsize=(7, 4.5))
 ax.loglog(epsilons, err_grid, "s-", label="stats.median at epsilon / 2 (grid of the bounds)")
 ax.loglog(epsilons, err_smooth, "o-", label="robust.median (smooth sensitivity)")
 spacing = (bounds[1] - bounds[0]) / 2**16
-ax.axhline(spacing / 2, color="grey", ls=":", lw=1, label=f"half the grid spacing ({spacing / 2:.3g})")
+ax.axhline(spacing / 2, color="grey", ls=":", lw=1,
+           label=f"half the grid spacing ({spacing / 2:.3g})")
 ax.set_xticks(epsilons, [str(e) for e in epsilons])
 ax.minorticks_off()
 ax.set_xlabel("epsilon (pure DP, replace-one neighbours)")

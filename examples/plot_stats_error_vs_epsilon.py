@@ -32,12 +32,12 @@ true_hist, _ = np.histogram(x, bins=bins, range=hist_range)
 
 mean_err, median_err, hist_err = [], [], []
 for eps in epsilons:
-    m = [abs(dpcore.stats.mean(x, bounds=bounds, epsilon=eps) - true_mean) for _ in range(repeats)]
-    q = [abs(dpcore.stats.median(x, bounds=bounds, epsilon=eps) - true_median) for _ in range(repeats)]
-    h = [
-        np.abs(dpcore.stats.histogram(x, bins=bins, range=hist_range, epsilon=eps)[0] - true_hist).mean()
-        for _ in range(repeats)
-    ]
+    m, q, h = [], [], []
+    for _ in range(repeats):
+        m.append(abs(dpcore.stats.mean(x, bounds=bounds, epsilon=eps) - true_mean))
+        q.append(abs(dpcore.stats.median(x, bounds=bounds, epsilon=eps) - true_median))
+        counts, _edges = dpcore.stats.histogram(x, bins=bins, range=hist_range, epsilon=eps)
+        h.append(np.abs(counts - true_hist).mean())
     mean_err.append(np.mean(m))
     median_err.append(np.mean(q))
     hist_err.append(np.mean(h))
@@ -70,7 +70,8 @@ fig, ax = plt.subplots(figsize=(6, 4))
 centres = (edges[:-1] + edges[1:]) / 2
 width = edges[1] - edges[0]
 ax.bar(centres - width / 4, true_hist, width=width / 2, label="non-private (numpy.histogram)")
-ax.bar(centres + width / 4, noisy, width=width / 2, label=f"dpcore.stats.histogram, epsilon = {eps}")
+ax.bar(centres + width / 4, noisy, width=width / 2,
+       label=f"dpcore.stats.histogram, epsilon = {eps}")
 ax.set_xlabel("score")
 ax.set_ylabel("count")
 ax.legend()
