@@ -16,67 +16,58 @@ from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.stdlib cimport free, malloc
 
 
-cdef inline Py_ssize_t _search(const double *t, Py_ssize_t m, double x) noexcept nogil:
-    """Number of thresholds t[0..m-1] (increasing) that are <= x, by bisection."""
-    cdef Py_ssize_t a = 0, b = m, h  # t[j] <= x for j < a, t[j] > x for j >= b
-    while a < b:
-        h = (a + b) >> 1
-        if t[h] <= x:
-            a = h + 1
-        else:
-            b = h
-    return a
-
-
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
-              const double[:, ::1] thresholds,   # IN  (d, B - 1) increasing public thresholds
-              const double[::1] lo,              # IN  (d,) lower bounds (for the guess only)
-              const double[::1] inv,             # IN  (d,) B / (upper - lower) (guess only)
-              uint16_t[:, ::1] codes):           # OUT (n, d) bin of each value, 0..B-1
-    """codes[i, f] = number of thresholds[f] that are <= X[i, f] (values beyond the bounds land
-    in the first or last bin: clipping).
+              const double[::1] lo,              # IN  (d,) public lower bounds
+              const double[::1] inv,             # IN  (d,) public n_bins / (upper - lower)
+              int n_bins,                        # IN
+              uint16_t[:, ::1] codes):           # OUT (d, n) bin of each value, 0..n_bins-1
+    """codes[f, i] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, n_bins - 1]: the
+    bins of a public grid (values beyond the bounds land in the end bins: clipping). Stored a
+    feature per row, the layout the counting reads.
 
-    The grid is nearly uniform, so the bin is guessed from (x - lo) * inv (clamped to [0, m])
-    and kept only when the thresholds themselves confirm it (t[g - 1] <= x < t[g]); otherwise
-    (near a threshold, rounding) it is found by bisection. The result is the exact count either
-    way; the guess only saves time."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = thresholds.shape[1], i, f, g
+    Each operation is one IEEE rounding (no contraction: the build flags), so the code is a
+    non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
+    Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
+    exactly. The loop is branch-free."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, f
     cdef const double *x
-    cdef const double *t
     cdef const double *low = &lo[0]
     cdef const double *scale = &inv[0]
-    cdef double q, top = <double>m
-    cdef int32_t *guess = <int32_t *>malloc(d * sizeof(int32_t))
-    if guess == NULL:
-        raise MemoryError()
+    cdef uint16_t *out = &codes[0, 0]
+    cdef double q, top = <double>(n_bins - 1)
     with nogil:
         for i in range(n):
             x = &X[i, 0]
-            for f in range(d):   # a branch-free pass the compiler can vectorise
+            for f in range(d):
                 q = (x[f] - low[f]) * scale[f]
                 q = q if q > 0.0 else 0.0        # also maps NaN to 0 (never given: validated)
                 q = q if q < top else top
-                guess[f] = <int32_t>q
-            for f in range(d):
-                t = &thresholds[f, 0]
-                g = guess[f]
-                if (g > 0 and t[g - 1] > x[f]) or (g < m and t[g] <= x[f]):
-                    g = _search(t, m, x[f])
-                codes[i, f] = <uint16_t>g
-    free(guess)
+                out[f * n + i] = <uint16_t>q
 
 
-def level_counts(const uint16_t[:, ::1] codes,   # IN  (n, d) bins
+def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature per row
                  const int32_t[::1] y,           # IN  (n,) class index 0..k-1
                  const int32_t[::1] node,        # IN  (n,) node of the level, -1: settled
                  int left_only,                  # IN  1: count the even (left) nodes only
-                 int64_t[:, :, :, ::1] counts):  # OUT (rows, d, B, k), zeroed by the caller
-    """counts[v, f, b, c] += number of records of class c at node v whose feature f is in bin
-    b (one pass over the records for a whole tree level). With ``left_only`` only the records
-    of the even nodes v = 2 r are counted, in row r: the caller gets each right sibling's table
-    as its parent's minus its left sibling's (exact integers), which halves the work."""
-    cdef Py_ssize_t n = codes.shape[0], d = codes.shape[1], i, f
-    cdef int32_t v, c
+                 int64_t[:, :, :, ::1] counts):  # OUT (d, rows, B, k), zeroed by the caller
+    """counts[f, v, b, c] += number of records of class c at node v whose feature f is in bin
+    b (a whole tree level at once). With ``left_only`` only the records of the even nodes
+    v = 2 r are counted, in row r: the caller gets each right sibling's table as its parent's
+    minus its left sibling's (exact integers), which halves the work.
+
+    First the records to count are listed with their (row, class) offset, then each feature
+    is counted in turn: its table (rows x B x k) stays in the first-level cache."""
+    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, m = 0
+    cdef Py_ssize_t B = counts.shape[2], k = counts.shape[3]
+    cdef int32_t v
+    cdef int64_t *table
+    cdef const uint16_t *col
+    cdef int32_t *sel = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+    cdef int32_t *off = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+    if sel == NULL or off == NULL:
+        free(sel)
+        free(off)
+        raise MemoryError()
     with nogil:
         for i in range(n):
             v = node[i]
@@ -84,9 +75,17 @@ def level_counts(const uint16_t[:, ::1] codes,   # IN  (n, d) bins
                 continue
             if left_only:
                 v >>= 1
-            c = y[i]
-            for f in range(d):
-                counts[v, f, codes[i, f], c] += 1
+            sel[m] = <int32_t>i
+            off[m] = <int32_t>(v * B * k + y[i])
+            m += 1
+        for f in range(d):
+            # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c
+            table = &counts[f, 0, 0, 0]
+            col = &codes[f, 0]
+            for j in range(m):
+                table[off[j] + col[sel[j]] * k] += 1
+    free(sel)
+    free(off)
 
 
 def class_counts(const int32_t[::1] y,           # IN  (n,) class index
@@ -100,14 +99,14 @@ def class_counts(const int32_t[::1] y,           # IN  (n,) class index
                 counts[node[i], y[i]] += 1
 
 
-def route(const uint16_t[:, ::1] codes,          # IN  (n, d) bins
+def route(const uint16_t[:, ::1] codes,          # IN  (d, n) bins
           int32_t[::1] node,                     # IN/OUT (n,) node of the level -> of the next
           const int32_t[::1] feature,            # IN  (n_nodes,) split feature, -1: a leaf
           const int32_t[::1] split,              # IN  (n_nodes,) right iff code >= split
           const int32_t[::1] left):              # IN  (n_nodes,) next-level node of the left
     """Move every record to its child on the next level (left[v] or left[v] + 1); records at
     a leaf get -1."""
-    cdef Py_ssize_t n = codes.shape[0], i
+    cdef Py_ssize_t n = codes.shape[1], i
     cdef int32_t v, f
     with nogil:
         for i in range(n):
@@ -118,7 +117,7 @@ def route(const uint16_t[:, ::1] codes,          # IN  (n, d) bins
             if f < 0:
                 node[i] = -1
             else:
-                node[i] = left[v] + (1 if codes[i, f] >= split[v] else 0)
+                node[i] = left[v] + (1 if codes[f, i] >= split[v] else 0)
 
 
 # Trees are walked a block of records at a time, tree by tree and level by level: the steps of

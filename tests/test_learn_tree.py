@@ -18,6 +18,7 @@ from dpcore import _tree  # noqa: E402
 from dpcore.learn._tree import (  # noqa: E402
     DecisionTreeClassifier,
     RandomForestClassifier,
+    bin_threshold,
     split_sensitivity,
     split_utility,
 )
@@ -35,17 +36,24 @@ def dlap_pmf(t):
 # ------------------------------------------------------------------------------------------------
 # Kernels against naive twins
 
-def test_bin_codes_match_searchsorted():
+def test_bin_codes_agree_with_thresholds():
+    # the bin of x is the number of the thresholds t_j <= x, so fitting (bins) and predicting
+    # (x >= t_j) put every record on the same side of every split
     rng = np.random.default_rng(0)  # insecure-ok: test data
     lower, upper = np.array([-1.0, 0.0, 1e-3]), np.array([1.0, 7.0, 2e-3])
-    X = rng.uniform(lower - 0.3 * (upper - lower), upper + 0.3 * (upper - lower), (5000, 3))
     B = 13
-    grid = lower[:, None] + (upper - lower)[:, None] * (np.arange(1, B) / B)[None, :]
-    X[:B - 1, 1] = grid[1]          # values exactly on thresholds go right
-    X[B - 1:2 * (B - 1), 1] = np.nextafter(grid[1], -np.inf)
-    codes = np.empty(X.shape, dtype=np.uint16)
-    _tree.bin_codes(X, np.ascontiguousarray(grid), lower, B / (upper - lower), codes)
-    ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)], axis=1)
+    inv = B / (upper - lower)
+    grid = np.array([[bin_threshold(lower[f], inv[f], j) for j in range(1, B)]
+                     for f in range(3)])
+    assert np.allclose(grid, lower[:, None] + (upper - lower)[:, None] * np.arange(1, B) / B)
+    X = rng.uniform(lower - 0.3 * (upper - lower), upper + 0.3 * (upper - lower), (5000, 3))
+    for f in range(3):   # values on, just below and just above every threshold
+        X[:B - 1, f] = grid[f]
+        X[B - 1:2 * (B - 1), f] = np.nextafter(grid[f], -np.inf)
+        X[2 * (B - 1):3 * (B - 1), f] = np.nextafter(grid[f], np.inf)
+    codes = np.empty(X.shape[::-1], dtype=np.uint16)   # a feature per row
+    _tree.bin_codes(X, lower, inv, B, codes)
+    ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)])
     assert np.array_equal(codes, ref)
 
 
@@ -209,8 +217,7 @@ ESTIMATOR_CLASSES = [DecisionTreeClassifier, RandomForestClassifier]
 @pytest.fixture(scope="module")
 def cancer():
     X, y = load_breast_cancer(return_X_y=True)
-    # public bounds for these tests: the per-feature ranges documented in the dataset's
-    # description (they equal the data's min/max), rounded outward
+    # bounds taken as public in these tests: the data's min/max widened by 10%
     lower = np.floor(X.min(axis=0) * 0.9 * 100) / 100
     upper = np.ceil(X.max(axis=0) * 1.1 * 100) / 100
     return X, y, (lower, upper)

@@ -8,6 +8,8 @@ exact discrete Laplace noise (``dpcore._noise``) on an integer count, and every 
 from __future__ import annotations
 
 import math
+import struct
+import sys
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -72,6 +74,38 @@ class Trees:
 
 
 # ------------------------------------------------------------------------------------------------
+# The public grid
+
+_SIGN = 1 << 63
+
+
+def _key(x):
+    """An integer with the order of the doubles (-0.0 and 0.0 share 0)."""
+    b = struct.unpack("<q", struct.pack("<d", x))[0]
+    return b if b >= 0 else -(b & (_SIGN - 1))
+
+
+def _from_key(key):
+    return struct.unpack("<d", struct.pack("<Q", key if key >= 0 else -key | _SIGN))[0]
+
+
+def bin_threshold(lower, inv, j):
+    """The smallest double x whose bin floor(fl(fl(x - lower) * inv)) is >= j (j >= 1), i.e.
+    lower + j / inv up to rounding, found by bisection over the ordered doubles. The kernel's
+    binning is non-decreasing in x, so "bin >= j" and "x >= bin_threshold" agree for every
+    double x: a record lands on the same side of a split when fitting and when predicting."""
+    lower, inv = float(lower), float(inv)
+    a, b = _key(-sys.float_info.max), _key(sys.float_info.max)   # bin(a) < j <= bin(b)
+    while b - a > 1:
+        m = (a + b) // 2
+        if (_from_key(m) - lower) * inv >= j:
+            b = m
+        else:
+            a = m
+    return _from_key(b)
+
+
+# ------------------------------------------------------------------------------------------------
 # Split quality (public functions of counts: the tests check their sensitivities)
 
 def split_utility(left, right, criterion):
@@ -86,10 +120,10 @@ def split_utility(left, right, criterion):
     record of class c to a child with counts a (total t) changes its term by
     (t (2 a_c + 1) - sum a**2) / (t (t + 1)), which lies in (-1, 1]: sensitivity 1.
     """
-    left = np.asarray(left, dtype=np.float64)
-    right = np.asarray(right, dtype=np.float64)
-    if criterion == "max":
-        return left.max(axis=-1) + right.max(axis=-1)
+    left, right = np.asarray(left), np.asarray(right)
+    if criterion == "max":   # integers (exact) until the end
+        return (left.max(axis=-1) + right.max(axis=-1)).astype(np.float64)
+    left, right = left.astype(np.float64), right.astype(np.float64)
     out = np.zeros(left.shape[:-1])
     for side in (left, right):
         total = side.sum(axis=-1)
@@ -196,9 +230,10 @@ class _TreeClassifierBase(_base.SharedStateCloneMixin, ClassifierMixin, BaseEsti
 class DecisionTreeClassifier(_TreeClassifierBase):
     """Decision tree grown with the exponential mechanism, epsilon-DP (Friedman, Schuster 2010).
 
-    Each feature k is cut by the public thresholds l_k + j (u_k - l_k) / n_bins, j = 1 ..
-    n_bins - 1, from the public ``bounds`` [l_k, u_k] (values outside the bounds fall in the end
-    bins: clipping). The tree is grown level by level (DiffP-C4.5 on a public threshold grid).
+    Each feature k is cut into ``n_bins`` equal bins of the public ``bounds`` [l_k, u_k]: the
+    candidate thresholds are l_k + j (u_k - l_k) / n_bins, j = 1 .. n_bins - 1 (exactly: the
+    doubles where floor((x - l_k) n_bins / (u_k - l_k)) reaches j, :func:`bin_threshold`);
+    values outside the bounds fall in the end bins (clipping). The tree is grown level by level (DiffP-C4.5 on a public threshold grid).
     At a node of depth < ``max_depth``: a noisy count N of the node's records decides whether
     to stop (N / n_classes < sqrt(2) * noise scale, Friedman-Schuster's rule: the counts would
     be mostly noise); otherwise the exponential mechanism picks the split (feature, threshold)
@@ -300,6 +335,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         split_eps = round_down(Fraction(epsilon) / (2 * levels))
         if split_eps <= 0:
             raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
+        if not np.all(np.isfinite(n_bins / (bounds[1] - bounds[0]))):
+            raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
         if n_features is not None and depth:
             k = 2 if classes is None else classes.size
             if 2 ** (depth - 1) * n_features * n_bins * k > _MAX_TABLE:
@@ -326,17 +363,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         sensitivity, monotonic = split_sensitivity(self.criterion, k)
         mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
                                               monotonic=monotonic, method="exact")
-        # public grid: (d, n_bins - 1) thresholds, increasing in each row
-        steps = np.arange(1, n_bins, dtype=np.float64) / n_bins
-        grid = np.ascontiguousarray(lower[:, None] + (upper - lower)[:, None] * steps[None, :])
-        grid = np.maximum.accumulate(grid, axis=1)  # rounding can never make a row decrease
-        codes = np.empty((n, d), dtype=np.uint16)
-        _tree.bin_codes(X, grid, lower, n_bins / (upper - lower), codes)
+        inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
+        codes = np.empty((d, n), dtype=np.uint16)   # a feature per row
+        _tree.bin_codes(X, lower, inv, n_bins, codes)
         yi = np.searchsorted(classes, y).astype(np.int32)
         criterion = self.criterion
 
         def draw(rng):
-            return _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech,
+            return _grow(codes, yi, (lower, inv), k, depth, n_bins, count_scale, last_scale, mech,
                          criterion, rng)
 
         self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
@@ -347,7 +381,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
 
 def _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech, criterion, rng):
     """Friedman-Schuster growth, level by level (inside the release: draws with ``rng``)."""
-    n, d = codes.shape
+    d, n = codes.shape
     feature, threshold, left, right, slot, values = [], [], [], [], [], []
     node = np.zeros(n, dtype=np.int32)   # position of each record among the level's nodes
     level = [0]                          # global ids of the level's nodes
@@ -366,11 +400,13 @@ def _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech, crit
             _tree.class_counts(yi, node, class_counts)
         else:
             if parents is None:
-                counts = np.zeros((m, d, n_bins, k), dtype=np.int64)
-                _tree.level_counts(codes, yi, node, 0, counts)
+                table = np.zeros((d, m, n_bins, k), dtype=np.int64)
+                _tree.level_counts(codes, yi, node, 0, table)
+                counts = table.transpose(1, 0, 2, 3)
             else:   # siblings come in pairs (left, right): count the left ones, subtract
-                lefts = np.zeros((m // 2, d, n_bins, k), dtype=np.int64)
-                _tree.level_counts(codes, yi, node, 1, lefts)
+                table = np.zeros((d, m // 2, n_bins, k), dtype=np.int64)
+                _tree.level_counts(codes, yi, node, 1, table)
+                lefts = table.transpose(1, 0, 2, 3)
                 counts = np.empty((m, d, n_bins, k), dtype=np.int64)
                 counts[0::2] = lefts
                 counts[1::2] = parents - lefts
@@ -403,7 +439,7 @@ def _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech, crit
             pos = int(np.searchsorted(growing, r))
             choice = mech.select(utility[pos], random_state=rng)
             f, j = divmod(choice, n_bins - 1)
-            feature[v], threshold[v] = f, float(grid[f, j])
+            feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
             split_f[r], split_j[r] = f, j + 1
             child[r] = len(next_level)
             for side in (left, right):
