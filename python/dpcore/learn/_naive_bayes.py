@@ -15,7 +15,25 @@ from dpcore.mechanisms import laplace
 __all__ = ["CategoricalNB", "GaussianNB"]
 
 
-class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+class _NaiveBayes(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+    """Prediction from ``_joint_log_likelihood`` (log prior + log likelihood per class)."""
+
+    def predict(self, X):
+        """Predicted class labels."""
+        jll = self._joint_log_likelihood(X)   # first: it raises NotFittedError before fit
+        return self.classes_[np.argmax(jll, axis=1)]
+
+    def predict_log_proba(self, X):
+        """Log class probabilities."""
+        jll = self._joint_log_likelihood(X)
+        return jll - logsumexp(jll, axis=1, keepdims=True)
+
+    def predict_proba(self, X):
+        """Class probabilities."""
+        return np.exp(self.predict_log_proba(X))
+
+
+class GaussianNB(_NaiveBayes):
     """Gaussian naive Bayes with epsilon-DP (Vaidya, Shafiq, Basu, Hong 2013).
 
     Each feature k is clipped to the public ``bounds`` [l_k, u_k] and rescaled to
@@ -165,19 +183,6 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
         ll = ll[None, :] - 0.5 * np.sum(diff ** 2 / self.var_[None, :, :], axis=2)
         return ll + log_prior[None, :]
 
-    def predict(self, X):
-        """Predicted class labels."""
-        jll = self._joint_log_likelihood(X)
-        return self.classes_[np.argmax(jll, axis=1)]
-
-    def predict_log_proba(self, X):
-        """Log class probabilities."""
-        jll = self._joint_log_likelihood(X)
-        return jll - logsumexp(jll, axis=1, keepdims=True)
-
-    def predict_proba(self, X):
-        """Class probabilities."""
-        return np.exp(self.predict_log_proba(X))
 
 
 #: Largest number of released counts (classes times the categories of all features, plus one
@@ -185,7 +190,7 @@ class GaussianNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
 MAX_CATEGORICAL_CELLS = 2**26
 
 
-class CategoricalNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
+class CategoricalNB(_NaiveBayes):
     """Categorical naive Bayes with epsilon-DP: noisy counts, consistent smoothing.
 
     For every class c the model releases, with exact discrete Laplace noise on the integer
@@ -351,18 +356,6 @@ class CategoricalNB(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator)
             jll += logp[:, codes[:, j]].T
         return jll
 
-    def predict(self, X):
-        """Predicted class labels."""
-        return self.classes_[np.argmax(self._joint_log_likelihood(X), axis=1)]
-
-    def predict_log_proba(self, X):
-        """Log class probabilities."""
-        jll = self._joint_log_likelihood(X)
-        return jll - logsumexp(jll, axis=1, keepdims=True)
-
-    def predict_proba(self, X):
-        """Class probabilities."""
-        return np.exp(self.predict_log_proba(X))
 
 
 def _check_cells(k, categories):
