@@ -16,6 +16,10 @@ from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.stdlib cimport free, malloc
 
 
+cdef enum:
+    BLOCK = 256   # records per block of the binning and tree-walking loops
+
+
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
               const double[::1] lo,              # IN  (d,) public lower bounds
               const double[::1] inv,             # IN  (d,) public n_bins / (upper - lower)
@@ -29,20 +33,23 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
     exactly. The loop is branch-free."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, f
-    cdef const double *x
-    cdef const double *low = &lo[0]
-    cdef const double *scale = &inv[0]
-    cdef uint16_t *out = &codes[0, 0]
-    cdef double q, top = <double>(n_bins - 1)
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, i0, f, b, m
+    cdef const double *x = &X[0, 0]
+    cdef uint16_t *out
+    cdef double q, low, scale, top = <double>(n_bins - 1)
     with nogil:
-        for i in range(n):
-            x = &X[i, 0]
+        # a block of rows (in cache) at a time, feature by feature: sequential writes
+        for b in range((n + BLOCK - 1) // BLOCK):
+            i0 = b * BLOCK
+            m = min(<Py_ssize_t>BLOCK, n - i0)
             for f in range(d):
-                q = (x[f] - low[f]) * scale[f]
-                q = q if q > 0.0 else 0.0        # also maps NaN to 0 (never given: validated)
-                q = q if q < top else top
-                out[f * n + i] = <uint16_t>q
+                low, scale = lo[f], inv[f]
+                out = &codes[f, i0]
+                for i in range(m):
+                    q = (x[(i0 + i) * d + f] - low) * scale
+                    q = q if q > 0.0 else 0.0    # also maps NaN to 0 (never given: validated)
+                    q = q if q < top else top
+                    out[i] = <uint16_t>q
 
 
 def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature per row
@@ -124,8 +131,6 @@ def route(const uint16_t[:, ::1] codes,          # IN  (d, n) bins
 # the records of a block are independent (the processor overlaps their loads), the step is
 # branch-free (the child of v is left[v] + (x >= threshold[v]), right[v] == left[v] + 1 always),
 # and a leaf maps to itself, so every record takes ``depth`` steps (depth of the deepest leaf).
-cdef enum:
-    BLOCK = 256
 
 
 cdef inline void _walk_block(const double[:, ::1] X, Py_ssize_t i0, Py_ssize_t m, int32_t root,

@@ -57,6 +57,19 @@ def test_bin_codes_agree_with_thresholds():
     assert np.array_equal(codes, ref)
 
 
+@pytest.mark.parametrize("lower, upper, B", [(-1e300, 1e300, 7), (0.0, 5e-324 * 2**20, 3),
+                                             (1e15, 1e15 + 64, 64), (-3.0, -2.9, 1000)])
+def test_bin_threshold_is_the_first_double_of_the_bin(lower, upper, B):
+    inv = B / (upper - lower)
+    lo, iv = np.array([lower]), np.array([inv])
+    for j in range(1, B):
+        t = bin_threshold(lower, inv, j)
+        x = np.array([[np.nextafter(t, -np.inf)], [t]])
+        codes = np.empty((1, 2), dtype=np.uint16)
+        _tree.bin_codes(x, lo, iv, B, codes)
+        assert codes[0, 0] < j <= codes[0, 1]
+
+
 def naive_leaf(trees, x, root):
     v = root
     while trees.feature[v] >= 0:

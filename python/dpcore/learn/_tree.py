@@ -95,10 +95,27 @@ def bin_threshold(lower, inv, j):
     binning is non-decreasing in x, so "bin >= j" and "x >= bin_threshold" agree for every
     double x: a record lands on the same side of a split when fitting and when predicting."""
     lower, inv = float(lower), float(inv)
-    a, b = _key(-sys.float_info.max), _key(sys.float_info.max)   # bin(a) < j <= bin(b)
+
+    def reaches(key):
+        return (_from_key(key) - lower) * inv >= j
+
+    # bracket bin(a) < j <= bin(b) around lower + j / inv, widened by doubling (a few steps);
+    # the whole range of the doubles bounds it
+    floor, ceiling = _key(-sys.float_info.max), _key(sys.float_info.max)
+    guess = min(max(_key(lower + j / inv), floor), ceiling)
+    width = 4
+    a = max(guess - width, floor)
+    while a > floor and reaches(a):
+        width *= 2
+        a = max(guess - width, floor)
+    width = 4
+    b = min(guess + width, ceiling)
+    while b < ceiling and not reaches(b):
+        width *= 2
+        b = min(guess + width, ceiling)
     while b - a > 1:
         m = (a + b) // 2
-        if (_from_key(m) - lower) * inv >= j:
+        if reaches(m):
             b = m
         else:
             a = m
@@ -166,11 +183,23 @@ def _dlap_scale(sensitivity_over_epsilon, names):
     return scale
 
 
-def _labels(est, X, y):
-    """Validated X (float64, C order), class indices of y and the public label set."""
+def _labels(est, X, y, classes):
+    """Validated X (float64, C order), the label set (public ``classes``, or read from y with a
+    PrivacyWarning when None) and the class index of each label (int32). No message quotes a
+    label."""
     X, y = _base.validate_data(est, X, y, reset=True, dtype=np.float64, order="C")
-    _base.check_targets(y)
-    return X, y
+    if classes is None:
+        _base.check_targets(y)
+        classes = _base.label_set(y, None)
+    # with public classes, membership is the whole check (a continuous y fails it too)
+    try:
+        index = np.searchsorted(classes, y)
+        found = np.take(classes, np.minimum(index, classes.size - 1)) == y
+    except (TypeError, ValueError):
+        found = np.zeros(1, dtype=bool)   # labels not comparable with the classes
+    if not np.all(found):
+        raise ValueError("y contains labels outside classes")
+    return X, classes, index.astype(np.int32)
 
 
 def _noisy(counts, scale, rng):
@@ -350,12 +379,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
 
     def fit(self, X, y):
         """Grow the private tree (see the class docstring). Returns self."""
-        self._check_params()
-        X, y = _labels(self, X, y)
+        classes = self._check_params()[2]
+        X, classes, yi = _labels(self, X, y, classes)
         n, d = X.shape
         params = self._check_params(n, d)
-        epsilon, (lower, upper), classes, depth, n_bins, count_scale, last_scale, split_eps = params
-        classes = _base.label_set(y, classes)
+        epsilon, (lower, upper), _, depth, n_bins, count_scale, last_scale, split_eps = params
         k = classes.size
         if depth and 2 ** (depth - 1) * d * n_bins * k > _MAX_TABLE:  # classes read from y
             raise ValueError("2**(max_depth - 1) * n_features * n_bins * n_classes must be "
@@ -366,7 +394,6 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
         codes = np.empty((d, n), dtype=np.uint16)   # a feature per row
         _tree.bin_codes(X, lower, inv, n_bins, codes)
-        yi = np.searchsorted(classes, y).astype(np.int32)
         criterion = self.criterion
 
         def draw(rng):
@@ -575,13 +602,11 @@ class RandomForestClassifier(_TreeClassifierBase):
 
     def fit(self, X, y):
         """Draw the random trees and release their noisy leaf counts. Returns self."""
-        self._check_params()
-        X, y = _labels(self, X, y)
+        classes = self._check_params()[2]
+        X, classes, yi = _labels(self, X, y, classes)
         n, d = X.shape
-        epsilon, (lower, upper), classes, trees, depth, scale = self._check_params(n, d)
-        classes = _base.label_set(y, classes)
+        epsilon, (lower, upper), _, trees, depth, scale = self._check_params(n, d)
         k = classes.size
-        yi = np.searchsorted(classes, y).astype(np.int32)
 
         def draw(rng):
             forest = random_trees(lower, upper, trees, depth, rng)
