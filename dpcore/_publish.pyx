@@ -232,3 +232,48 @@ def rect_sums(const double[::1] tree,  # IN a consistent tree with k = c * c
 
 cdef int64_t[:, ::1] _stack_for(Py_ssize_t c, Py_ssize_t levels):
     return np.empty((levels * (c * c - 1) + 2, 4), dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# Privelet: the unnormalised Haar transform along the last axis of a (rows, n) array, n = 2**L.
+# Coefficients in heap order: c[0] = the row's total, c[j] (1 <= j < n) = (sum of the left half)
+# - (sum of the right half) of node j, whose children are 2j and 2j + 1 and whose leaves are the
+# heap positions n .. 2n - 1. With integer counts every coefficient is an exact integer, and one
+# count changing by 1 moves the total and the L = log2 n ancestors' differences by 1 each.
+
+ctypedef fused haar_t:
+    int64_t
+    double
+
+
+def haar_forward(const haar_t[:, ::1] x,  # IN (rows, n)
+                 haar_t[:, ::1] out,  # OUT (rows, n)
+                 haar_t[::1] work):  # scratch (2n,)
+    """Forward unnormalised Haar transform of every row (exact for int64)."""
+    cdef Py_ssize_t r, j, n = x.shape[1]
+    with nogil:
+        for r in range(x.shape[0]):
+            for j in range(n):
+                work[n + j] = x[r, j]
+            for j in range(n - 1, 0, -1):
+                work[j] = work[2 * j] + work[2 * j + 1]
+                out[r, j] = work[2 * j] - work[2 * j + 1]
+            out[r, 0] = work[1] if n > 1 else work[n]
+
+
+def haar_inverse(const double[:, ::1] c,  # IN (rows, n) coefficients, heap order
+                 double[:, ::1] out,  # OUT (rows, n)
+                 double[::1] work):  # scratch (2n,)
+    """Inverse of haar_forward: top-down, a node's halves are (sum +- difference) / 2."""
+    cdef Py_ssize_t r, j, n = c.shape[1]
+    with nogil:
+        for r in range(c.shape[0]):
+            work[1] = c[r, 0]
+            if n == 1:
+                out[r, 0] = c[r, 0]
+                continue
+            for j in range(1, n):
+                work[2 * j] = 0.5 * (work[j] + c[r, j])
+                work[2 * j + 1] = 0.5 * (work[j] - c[r, j])
+            for j in range(n):
+                out[r, j] = work[n + j]

@@ -35,3 +35,9 @@ def rect_sums(
     hi: NDArray[np.int64],  # (q, 2)
     out: NDArray[np.float64],
 ) -> None: ...
+# Privelet: unnormalised Haar transform of every row of a (rows, 2**L) array (heap order)
+def haar_forward(x: NDArray[np.int64] | NDArray[np.float64],
+                 out: NDArray[np.int64] | NDArray[np.float64],
+                 work: NDArray[np.int64] | NDArray[np.float64]) -> None: ...
+def haar_inverse(c: NDArray[np.float64], out: NDArray[np.float64],
+                 work: NDArray[np.float64]) -> None: ...
