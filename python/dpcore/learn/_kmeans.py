@@ -1,0 +1,359 @@
+"""Private k-means: noisy Lloyd iterations (SuLQ / DPLloyd) from a private or public start."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from dpcore import _validation as check
+from dpcore._floats import round_down
+from dpcore._release import Cost, public_arithmetic, release
+from dpcore._release.sums import IntegerNoise, split_budget
+from dpcore.learn import _base
+
+__all__ = ["KMeans", "MAX_HISTOGRAM_CELLS"]
+
+#: Most cells of the noisy histogram that ``init="histogram"`` releases (public cap).
+MAX_HISTOGRAM_CELLS = 2**14
+#: Most bins per feature of that histogram.
+MAX_HISTOGRAM_BINS = 64
+_INITS = ("auto", "histogram", "sphere")
+_CHUNK = 2**15   # rows per block of the distance computations (memory: _CHUNK * k doubles)
+
+
+def histogram_bins(n_features, n_clusters):
+    """Bins per feature of the ``init="histogram"`` grid: the largest b <= 64 with
+    b**d <= MAX_HISTOGRAM_CELLS (public: a function of d only); 0 when the grid would have
+    fewer than 2 bins per feature or fewer than ``n_clusters`` cells."""
+    b = MAX_HISTOGRAM_BINS
+    while b >= 2 and b ** n_features > MAX_HISTOGRAM_CELLS:
+        b -= 1
+    if b < 2 or b ** n_features < n_clusters:
+        return 0
+    return b
+
+
+def sum_grid_bits(n_features, epsilon_sum):
+    """g such that each rescaled coordinate z in [-1, 1] is summed as the integer rint(z 2**g):
+    about 2**-30 of the sum noise scale d / epsilon_sum, within [0, 26] (n <= 2**36 records of
+    |units| <= 2**26 keep every partial sum below 2**62)."""
+    with public_arithmetic("epsilon and the number of features"):
+        g = math.floor(math.log2(epsilon_sum / n_features)) + 30
+    return min(max(g, 0), 26)
+
+
+def count_sum_split(n_features):
+    """r = epsilon_sum / epsilon_count per iteration, (3 d**2) ** (1/3).
+
+    The error of one released centre coordinate (in the [-1, 1] units) is about
+    e_sum / n - mu e_count / n; with Laplace noise of scales d / epsilon_sum (sums, L1
+    sensitivity d) and 1 / epsilon_count (counts), summed over the d coordinates and with
+    E|mu|**2 ~ d / 3, the variance is proportional to d**3 / epsilon_sum**2 +
+    (d / 3) / epsilon_count**2, smallest for epsilon_sum / epsilon_count = (3 d**2) ** (1/3)."""
+    return (3.0 * n_features * n_features) ** (1.0 / 3.0)
+
+
+class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    """k-means clustering with epsilon-DP: noisy Lloyd iterations (SuLQ, DPLloyd).
+
+    Each feature is clipped to the public ``bounds`` and rescaled to z in [-1, 1]. Starting
+    from initial centres (see ``init``), each of the ``max_iter`` iterations assigns every
+    record to its nearest current centre and releases, for every cluster, the count and the d
+    coordinate sums of its records with exact discrete Laplace noise (the sums are of the
+    coordinates rounded to a public power-of-two grid, added as integers); the new centre is the
+    noisy sum divided by the noisy count, clipped to the bounds. A cluster whose noisy count is
+    too small for a useful mean (below the standard deviation of its sum noise, in the [-1, 1]
+    units) keeps its centre. The number of iterations is public and fixed: no convergence test
+    looks at the data.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters k, >= 1.
+    epsilon : float, default=1.0
+        Privacy parameter of the whole fit, > 0.
+    bounds : (lower, upper), default=None
+        Public per-feature bounds (scalars or arrays of length n_features). Required; data
+        outside them is clipped.
+    max_iter : int, default=5
+        Number of noisy Lloyd iterations (public, always all run), >= 1. The budget left after
+        the initialisation is split equally over them: few iterations from a good start beat
+        many noisier ones (Su et al. 2016 found about 5 best).
+    init : {"auto", "histogram", "sphere"} or array of shape (n_clusters, n_features), default="auto"
+        ``"histogram"``: spend ``init_fraction`` of epsilon on a noisy histogram of the data on a
+        public grid (b bins per feature, b**d <= 2**14 cells, b <= 64), keep the cells whose noisy
+        count exceeds t ln(cells) (t the noise scale; an empty cell passes with probability about
+        1/cells), and run non-private weighted k-means (scikit-learn, k-means++, 10 starts) on
+        their centres weighted by their noisy counts: post-processing of the histogram.
+        ``"sphere"``: data-independent centres (Su et al.'s sphere packing): random points of the
+        box whose balls of a common radius a are disjoint and inside the box, a as large as 100
+        tries allow; costs nothing (but Lloyd iterations from it often stop in a poor local
+        optimum). ``"auto"``: ``"histogram"`` when the grid has at least 2 bins per feature
+        (d <= 14), else ``"sphere"``. An array: public initial centres (clipped to
+        the bounds).
+    init_fraction : float, default=0.2
+        Share of epsilon spent on ``init="histogram"``, in (0, 1). Ignored otherwise.
+    random_state : None, int, numpy Generator or BitGenerator, default=None
+        None: dpcore's secure generator. Seeds are for tests only. Also drives the
+        (post-processing) k-means++ on the histogram and the sphere packing.
+    accountant : dpcore.Accountant, default=None
+        Charged ``epsilon`` once, after every argument has been checked and before anything is
+        drawn.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray, shape (n_clusters, n_features)
+        The released centres.
+    cluster_count_ : ndarray of int64, shape (n_clusters,)
+        The noisy counts of the last iteration (released; may be negative).
+    init_centers_ : ndarray, shape (n_clusters, n_features)
+        The starting centres (released by the histogram, or public).
+    n_iter_ : int
+        ``max_iter`` (public: the iteration count never depends on the data).
+    n_features_in_ : int
+
+    No ``labels_`` and no ``inertia_``: both are exact functions of the private data. Use
+    ``predict(X)`` and ``score(X)`` on data you may look at.
+
+    Privacy
+    -------
+    epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped to
+    the public bounds. The histogram start (if used) has L1 sensitivity 1 and gets exact discrete
+    Laplace noise at epsilon_0 = ``init_fraction`` epsilon. Each Lloyd iteration gets
+    epsilon_i = (epsilon - epsilon_0) / ``max_iter``, split as epsilon_i / (1 + r) for the counts
+    and r epsilon_i / (1 + r) for the sums, r = (3 d**2)**(1/3). Given the released centres of the
+    previous iteration (public by then), every record falls in exactly one cluster, so the k
+    counts have L1 sensitivity 1 and the k d sums of the grid integers rint(z 2**g), |z| <= 1,
+    have L1 sensitivity d 2**g exactly; each table gets exact discrete Laplace noise with scale
+    sensitivity / epsilon rounded up. The fit is epsilon-DP by sequential composition; the
+    centres, clipping and the weighted k-means++ on the histogram are post-processing. Everything
+    is counted in integers, so no floating-point slack is uncharged. The accountant is charged
+    ``epsilon`` once.
+
+    References
+    ----------
+    .. [BDMN05] A. Blum, C. Dwork, F. McSherry, K. Nissim, "Practical privacy: the SuLQ
+       framework", PODS 2005.
+    .. [SCLBLX16] D. Su, J. Cao, N. Li, E. Bertino, M. Lyu, H. Jin, "Differentially private
+       k-means clustering", CODASPY 2016 (DPLloyd, the sphere-packing start).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.learn._kmeans import KMeans
+    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
+    >>> X = np.vstack([rng.normal(c, 0.5, (5000, 2)) for c in ([-5, -5], [5, 5], [-5, 5])])
+    >>> km = KMeans(n_clusters=3, epsilon=1.0, bounds=(-10, 10), random_state=0).fit(X)
+    >>> np.round(np.sort(km.cluster_centers_[:, 0])).tolist()
+    [-5.0, -5.0, 5.0]
+    """
+
+    def __init__(self, n_clusters=8, *, epsilon=1.0, bounds=None, max_iter=5, init="auto",
+                 init_fraction=0.2, random_state=None, accountant=None):
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.max_iter = max_iter
+        self.init = init
+        self.init_fraction = init_fraction
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _check_params(self, n_samples=None, n_features=None):
+        """Every parameter, checked before anything is charged (also for each candidate of a
+        grid search). Returns (epsilon, k, max_iter, init, init_fraction, (lower, upper))."""
+        epsilon = _base.check_epsilon(self.epsilon)
+        k = check.integer(self.n_clusters, "n_clusters", minimum=1)
+        max_iter = check.integer(self.max_iter, "max_iter", minimum=1)
+        fraction = check.real(self.init_fraction, "init_fraction")
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"init_fraction must be in (0, 1), got {self.init_fraction!r}")
+        bounds = _base.bounds_array(self.bounds, "bounds", n_features)
+        init = self.init
+        if isinstance(init, str):
+            if init not in _INITS:
+                raise ValueError(f"init must be one of {_INITS} or an array of centres, "
+                                 f"got {init!r}")
+            if n_features is not None and init == "histogram" and not histogram_bins(n_features, k):
+                raise ValueError(f"init='histogram' needs a grid of at least 2 bins per feature "
+                                 f"and n_clusters cells within {MAX_HISTOGRAM_CELLS} cells; "
+                                 f"n_features={n_features} is too many: use init='sphere'")
+        else:
+            init = check.finite_array(init, "init")
+            if init.ndim != 2 or init.shape[0] != k or (
+                    n_features is not None and init.shape[1] != n_features):
+                raise ValueError(f"init must have shape (n_clusters, n_features) = "
+                                 f"({k}, {n_features}), got {init.shape}")
+        _base.check_n(n_samples)
+        return epsilon, k, max_iter, init, fraction, bounds
+
+    def _plan(self, d, epsilon, k, max_iter, init, fraction):
+        """The public calibration: (init kind, bins, histogram noise, count noise, sum noise,
+        g). Raises a ValueError for parameters out of range, before anything is charged."""
+        kind = init if isinstance(init, str) else "array"
+        bins = histogram_bins(d, k)
+        if kind == "auto":
+            kind = "histogram" if bins >= 2 else "sphere"
+        eps_init = 0.0
+        hist_noise = None
+        if kind == "histogram":
+            eps_init = round_down(Fraction(epsilon) * Fraction(fraction))
+            hist_noise = IntegerNoise.calibrate("laplace", 1, eps_init, 0.0)
+        eps_rest = round_down(Fraction(epsilon) - Fraction(eps_init))
+        eps_iter = split_budget(eps_rest, max_iter)
+        eps_count = round_down(Fraction(eps_iter) / (1 + Fraction(count_sum_split(d))))
+        eps_sum = round_down(Fraction(eps_iter) - Fraction(eps_count))
+        if not (eps_count > 0 and eps_sum > 0):
+            raise ValueError(f"epsilon={self.epsilon!r} is too small for max_iter="
+                             f"{self.max_iter!r} iterations")
+        g = sum_grid_bits(d, eps_sum)
+        count_noise = IntegerNoise.calibrate("laplace", 1, eps_count, 0.0)
+        sum_noise = IntegerNoise.calibrate("laplace", d * 2**g, eps_sum, 0.0)
+        return kind, bins, hist_noise, count_noise, sum_noise, g
+
+    def fit(self, X, y=None):
+        """Fit the private centres (see the class docstring); y is ignored. Returns self."""
+        self._check_params()
+        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
+        n, d = X.shape
+        epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(n, d)
+        kind, bins, hist_noise, count_noise, sum_noise, g = self._plan(
+            d, epsilon, k, max_iter, init, fraction)
+        mid, half = lower / 2 + upper / 2, upper / 2 - lower / 2
+        Xc = np.clip(X, lower, upper)
+        Z = np.clip((Xc - mid) / half, -1.0, 1.0)
+        units = np.rint(Z * 2.0**g).astype(np.int64)   # |units| <= 2**g, exact
+        scale_z = 2.0**-g
+        # a cluster's mean is updated only when its noisy count exceeds the standard deviation
+        # of one coordinate of its sum noise (in the [-1, 1] units): public
+        min_count = math.sqrt(sum_noise.variance) * scale_z
+        public_init = None if kind != "array" else np.clip(np.asarray(init, float), lower, upper)
+
+        def draw(rng):
+            if kind == "histogram":
+                centers = _histogram_start(Xc, lower, upper, bins, k, hist_noise, rng)
+            elif kind == "sphere":
+                centers = mid + half * _sphere_packing(k, d, rng)
+            else:
+                centers = public_init.copy()
+            start = centers.copy()
+            counts = np.zeros(k, dtype=np.int64)
+            for _ in range(max_iter):
+                labels = _assign(Xc, centers)
+                exact_counts, exact_sums = _cluster_totals(labels, units, k)
+                counts = exact_counts + count_noise.draw(k, rng)
+                sums = exact_sums + sum_noise.draw((k, d), rng)
+                z_old = (centers - mid) / half
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    z_new = np.clip(sums * scale_z / counts[:, None], -1.0, 1.0)
+                ok = counts > min_count
+                z = np.where(ok[:, None], z_new, z_old)
+                centers = np.clip(mid + half * z, lower, upper)
+            return start, centers, counts
+
+        start, centers, counts = release(draw, cost=Cost(epsilon), accountant=self.accountant,
+                                         random_state=self.random_state, label="KMeans")
+        self.init_centers_ = start
+        self.cluster_centers_ = centers
+        self.cluster_count_ = counts
+        self.n_iter_ = max_iter
+        return self
+
+    def _distances2(self, X):
+        check_is_fitted(self)
+        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
+        return _squared_distances(X, self.cluster_centers_)
+
+    def predict(self, X):
+        """Index of the nearest released centre of each row of X."""
+        return np.argmin(self._distances2(X), axis=1)
+
+    def fit_predict(self, X, y=None):
+        """``fit(X)`` then ``predict(X)`` (there is no ``labels_``: the assignment of the
+        training rows is not a private release; do not publish it)."""
+        return self.fit(X).predict(X)
+
+    def transform(self, X):
+        """Euclidean distances of each row of X to the released centres."""
+        return np.sqrt(self._distances2(X))
+
+    def score(self, X, y=None):
+        """Minus the k-means cost of X (sum of squared distances to the nearest released
+        centre). Computed on the X given; nothing is stored."""
+        return -float(np.sum(np.min(self._distances2(X), axis=1)))
+
+
+def _squared_distances(X, centers):
+    c2 = np.sum(centers * centers, axis=1)
+    out = np.empty((X.shape[0], centers.shape[0]))
+    for i in range(0, X.shape[0], _CHUNK):
+        block = X[i:i + _CHUNK]
+        out[i:i + _CHUNK] = np.maximum(
+            np.sum(block * block, axis=1)[:, None] - 2.0 * block @ centers.T + c2[None, :], 0.0)
+    return out
+
+
+def _assign(X, centers):
+    labels = np.empty(X.shape[0], dtype=np.int64)
+    c2 = np.sum(centers * centers, axis=1)
+    for i in range(0, X.shape[0], _CHUNK):
+        block = X[i:i + _CHUNK]
+        labels[i:i + _CHUNK] = np.argmin(c2[None, :] - 2.0 * block @ centers.T, axis=1)
+    return labels
+
+
+def _cluster_totals(labels, units, k):
+    """Exact counts and exact integer coordinate sums per cluster (int64: n <= 2**36 records of
+    |units| <= 2**26 cannot overflow)."""
+    counts = np.bincount(labels, minlength=k).astype(np.int64)
+    order = np.argsort(labels, kind="stable")
+    cumulative = np.zeros((units.shape[0] + 1, units.shape[1]), dtype=np.int64)
+    np.cumsum(units[order], axis=0, out=cumulative[1:])
+    ends = np.cumsum(counts)
+    sums = cumulative[ends] - cumulative[ends - counts]
+    return counts, sums
+
+
+def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
+    """Initial centres from a noisy histogram of the (clipped) data on the public grid."""
+    from sklearn.cluster import KMeans as _SkKMeans
+
+    d = Xc.shape[1]
+    width = upper - lower
+    codes = np.minimum(np.floor((Xc - lower) / width * bins), bins - 1).astype(np.int64)
+    flat = codes @ (bins ** np.arange(d, dtype=np.int64))
+    cells = bins ** d
+    noisy = np.bincount(flat, minlength=cells) + noise.draw(cells, rng)
+    # post-processing: cells above the threshold an empty cell passes with chance ~ 1/cells
+    keep = np.flatnonzero(noisy > noise.scale * math.log(cells))
+    if keep.size < k:
+        keep = np.argsort(noisy, kind="stable")[-k:]
+    grid = np.stack(np.unravel_index(keep, (bins,) * d, order="F"), axis=1)
+    points = lower + (grid + 0.5) / bins * width
+    weights = np.maximum(noisy[keep], 1).astype(float)
+    seed = int(rng.integers(2**31))
+    sk = _SkKMeans(n_clusters=k, n_init=10, random_state=seed).fit(points, sample_weight=weights)
+    return np.clip(sk.cluster_centers_, lower, upper)
+
+
+def _sphere_packing(k, d, rng, tries=100):
+    """k points of [-1, 1]^d whose balls of a common radius a are disjoint and inside the box
+    (Su et al.'s data-independent start), a as large as ``tries`` random attempts allow."""
+    a = 1.0 / max(k, 1) ** (1.0 / d)
+    while True:
+        for _ in range(tries):
+            pts = np.empty((k, d))
+            for i in range(k):
+                for _ in range(tries):
+                    p = rng.uniform(-1.0 + a, 1.0 - a, size=d)
+                    if i == 0 or np.min(np.sum((pts[:i] - p) ** 2, axis=1)) >= 4 * a * a:
+                        pts[i] = p
+                        break
+                else:
+                    break
+            else:
+                return pts
+        a *= 0.8
