@@ -1,4 +1,4 @@
-"""Utility of dpcore's private PCA: captured variance against non-private PCA (README table).
+"""Utility of dpcore's private PCA: captured variance against non-private PCA (the table in docs/user_guide/pca.md).
 
     python bench/pca_utility.py [--reps 5] [--quick]
     python bench/pca_utility.py --burn-in [--chains 8] [--sweeps 1000]

@@ -330,7 +330,7 @@ def test_igraph_hrg_fit(benchmark, igraph_driver, nodes, size, tmp_path):
     assert all(t > 0 for t in internal)
 
 
-# --------------------------------------------------------------------------- utility (README)
+# --------------------------------------------------------------------------- utility (docs/user_guide/graphs.md)
 
 
 def _graph_stats(G, rng, sources=100):
@@ -403,7 +403,7 @@ def utility_table(epsilons=(0.5, 1.0, 2.0, 5.0), reps=3, seed=1):
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- floor (README)
+# --------------------------------------------------------------------------- floor (docs/user_guide/graphs.md)
 
 
 def floor_table(n=1000, steps=TWIN_STEPS, reps=5):
@@ -451,9 +451,9 @@ def floor_table(n=1000, steps=TWIN_STEPS, reps=5):
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:] == ["floor"]:  # python bench/test_hrg.py floor: the floor table (README)
+    if sys.argv[1:] == ["floor"]:  # python bench/test_hrg.py floor: the floor table (docs/user_guide/graphs.md)
         print(floor_table())
-    else:  # python bench/test_hrg.py: the README's utility table
+    else:  # python bench/test_hrg.py: the utility table of docs/user_guide/graphs.md
         print("release_hrg utility, default 1000 n steps, epsilon_split 0.5, mean of 3 releases")
         print()
         print(utility_table())

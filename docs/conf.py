@@ -25,7 +25,9 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "myst_parser",   # the capability pages of the user guide are Markdown
 ]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 
 # Intersphinx needs the network to fetch inventories, and the build must pass offline: it is only
 # switched on when DPCORE_DOCS_INTERSPHINX=1 is set.
