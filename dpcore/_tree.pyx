@@ -14,10 +14,12 @@ prediction), so the cell of a record during the fit and at prediction time is th
 """
 from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 
 cdef enum:
-    BLOCK = 256   # records per block of the binning and tree-walking loops
+    BLOCK = 256   # records per block of the tree-walking loops
+    SPREAD = 4    # copies of a count table (a power of two), see level_counts
 
 
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
@@ -33,23 +35,20 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
     exactly. The loop is branch-free."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, i0, f, b, m
-    cdef const double *x = &X[0, 0]
-    cdef uint16_t *out
-    cdef double q, low, scale, top = <double>(n_bins - 1)
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, f
+    cdef const double *x
+    cdef const double *low = &lo[0]
+    cdef const double *scale = &inv[0]
+    cdef uint16_t *out = &codes[0, 0]
+    cdef double q, top = <double>(n_bins - 1)
     with nogil:
-        # a block of rows (in cache) at a time, feature by feature: sequential writes
-        for b in range((n + BLOCK - 1) // BLOCK):
-            i0 = b * BLOCK
-            m = min(<Py_ssize_t>BLOCK, n - i0)
+        for i in range(n):
+            x = &X[i, 0]
             for f in range(d):
-                low, scale = lo[f], inv[f]
-                out = &codes[f, i0]
-                for i in range(m):
-                    q = (x[(i0 + i) * d + f] - low) * scale
-                    q = q if q > 0.0 else 0.0    # also maps NaN to 0 (never given: validated)
-                    q = q if q < top else top
-                    out[i] = <uint16_t>q
+                q = (x[f] - low[f]) * scale[f]
+                q = q if q > 0.0 else 0.0        # also maps NaN to 0 (never given: validated)
+                q = q if q < top else top
+                out[f * n + i] = <uint16_t>q
 
 
 def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature per row
@@ -64,16 +63,21 @@ def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature pe
 
     First the records to count are listed with their (row, class) offset, then each feature
     is counted in turn: its table (rows x B x k) stays in the first-level cache."""
-    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, m = 0
+    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, u, m = 0
     cdef Py_ssize_t B = counts.shape[2], k = counts.shape[3]
+    cdef Py_ssize_t cells = counts.shape[1] * B * k
     cdef int32_t v
     cdef int64_t *table
     cdef const uint16_t *col
     cdef int32_t *sel = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
     cdef int32_t *off = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
-    if sel == NULL or off == NULL:
+    # SPREAD interleaved copies of a feature's table: consecutive records rarely update the
+    # same copy's cell, so the increments do not wait on each other through memory
+    cdef int64_t *spread = <int64_t *>malloc(SPREAD * max(cells, 1) * sizeof(int64_t))
+    if sel == NULL or off == NULL or spread == NULL:
         free(sel)
         free(off)
+        free(spread)
         raise MemoryError()
     with nogil:
         for i in range(n):
@@ -83,16 +87,26 @@ def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature pe
             if left_only:
                 v >>= 1
             sel[m] = <int32_t>i
-            off[m] = <int32_t>(v * B * k + y[i])
+            off[m] = <int32_t>(SPREAD * (v * B * k + y[i]))
             m += 1
         for f in range(d):
-            # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c
-            table = &counts[f, 0, 0, 0]
+            # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c; in
+            # spread, copy u of cell e is at SPREAD e + u
+            memset(spread, 0, SPREAD * cells * sizeof(int64_t))
             col = &codes[f, 0]
-            for j in range(m):
-                table[off[j] + col[sel[j]] * k] += 1
+            if m == n:   # every record (the root level): no gather
+                for j in range(m):
+                    spread[off[j] + SPREAD * k * col[j] + (j & (SPREAD - 1))] += 1
+            else:
+                for j in range(m):
+                    spread[off[j] + SPREAD * k * col[sel[j]] + (j & (SPREAD - 1))] += 1
+            table = &counts[f, 0, 0, 0]
+            for j in range(cells):
+                for u in range(SPREAD):
+                    table[j] += spread[SPREAD * j + u]
     free(sel)
     free(off)
+    free(spread)
 
 
 def class_counts(const int32_t[::1] y,           # IN  (n,) class index

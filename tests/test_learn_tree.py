@@ -52,9 +52,26 @@ def test_bin_codes_agree_with_thresholds():
         X[B - 1:2 * (B - 1), f] = np.nextafter(grid[f], -np.inf)
         X[2 * (B - 1):3 * (B - 1), f] = np.nextafter(grid[f], np.inf)
     codes = np.empty(X.shape[::-1], dtype=np.uint16)   # a feature per row
+    y = rng.integers(0, 3, len(X)).astype(np.int32)
     _tree.bin_codes(X, lower, inv, B, codes)
     ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)])
     assert np.array_equal(codes, ref)
+    # the root's (feature, bin, class) counts
+    naive = np.zeros((3, B, 3), dtype=np.int64)
+    for f in range(3):
+        np.add.at(naive[f], (ref[f], y), 1)
+    level = np.zeros((3, 1, B, 3), dtype=np.int64)
+    _tree.level_counts(codes, y, np.zeros(len(X), dtype=np.int32), 0, level)
+    assert np.array_equal(level[:, 0], naive)
+    node = rng.integers(-1, 4, len(X)).astype(np.int32)   # 4 nodes, some records settled
+    lefts = np.zeros((3, 2, B, 3), dtype=np.int64)
+    _tree.level_counts(codes, y, node, 1, lefts)
+    for r in range(2):
+        naive = np.zeros((3, B, 3), dtype=np.int64)
+        at = node == 2 * r
+        for f in range(3):
+            np.add.at(naive[f], (ref[f][at], y[at]), 1)
+        assert np.array_equal(lefts[:, r], naive)
 
 
 @pytest.mark.parametrize("lower, upper, B", [(-1e300, 1e300, 7), (0.0, 5e-324 * 2**20, 3),

@@ -5,17 +5,17 @@ from numpy.typing import NDArray
 # Shapes and dtypes are the caller's to check (dpcore.learn._tree); nothing is validated here.
 def bin_codes(
     X: NDArray[np.float64],
-    thresholds: NDArray[np.float64],
     lo: NDArray[np.float64],
     inv: NDArray[np.float64],
-    codes: NDArray[np.uint16],
+    n_bins: int,
+    codes: NDArray[np.uint16],  # (d, n)
 ) -> None: ...
 def level_counts(
-    codes: NDArray[np.uint16],
+    codes: NDArray[np.uint16],  # (d, n)
     y: NDArray[np.int32],
     node: NDArray[np.int32],
     left_only: int,
-    counts: NDArray[np.int64],
+    counts: NDArray[np.int64],  # (d, rows, n_bins, k)
 ) -> None: ...
 def class_counts(y: NDArray[np.int32], node: NDArray[np.int32], counts: NDArray[np.int64]) -> None: ...
 def route(
