@@ -14,6 +14,7 @@ import dpcore  # noqa: E402
 from dpcore.learn._kmeans import (  # noqa: E402
     KMeans,
     _cluster_totals,
+    _split_units,
     _sphere_packing,
     count_sum_split,
     histogram_bins,
@@ -91,7 +92,7 @@ def test_cluster_totals_match_naive():
     labels = rng.integers(0, 5, 1000)
     labels[labels == 3] = 4                 # an empty cluster
     units = rng.integers(-2**26, 2**26 + 1, (1000, 3))
-    counts, sums = _cluster_totals(labels, units, 5)
+    counts, sums = _cluster_totals(labels, _split_units(units), 5)
     for c in range(5):
         assert counts[c] == np.sum(labels == c)
         assert np.array_equal(sums[c], units[labels == c].sum(axis=0))

@@ -86,7 +86,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         ``"histogram"``: spend ``init_fraction`` of epsilon on a noisy histogram of the data on a
         public grid (b bins per feature, b**d <= 2**14 cells, b <= 64), keep the cells whose noisy
         count exceeds t ln(cells) (t the noise scale; an empty cell passes with probability about
-        1/cells), and run non-private weighted k-means (scikit-learn, k-means++, 10 starts) on
+        1/cells), and run non-private weighted k-means (k-means++ seeding, 10 starts of 30 Lloyd steps) on
         their centres weighted by their noisy counts: post-processing of the histogram.
         ``"sphere"``: data-independent centres (Su et al.'s sphere packing): random points of the
         box whose balls of a common radius a are disjoint and inside the box, a as large as 100
@@ -225,7 +225,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         mid, half = lower / 2 + upper / 2, upper / 2 - lower / 2
         Xc = np.clip(X, lower, upper)
         Z = np.clip((Xc - mid) / half, -1.0, 1.0)
-        units = np.rint(Z * 2.0**g).astype(np.int64)   # |units| <= 2**g, exact
+        halves = _split_units(np.rint(Z * 2.0**g).astype(np.int64))   # |units| <= 2**g, exact
         scale_z = 2.0**-g
         # a cluster's mean is updated only when its noisy count exceeds the standard deviation
         # of one coordinate of its sum noise (in the [-1, 1] units): public
@@ -243,7 +243,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
             counts = np.zeros(k, dtype=np.int64)
             for _ in range(max_iter):
                 labels = _assign(Xc, centers)
-                exact_counts, exact_sums = _cluster_totals(labels, units, k)
+                exact_counts, exact_sums = _cluster_totals(labels, halves, k)
                 counts = exact_counts + count_noise.draw(k, rng)
                 sums = exact_sums + sum_noise.draw((k, d), rng)
                 z_old = (centers - mid) / half
@@ -305,22 +305,30 @@ def _assign(X, centers):
     return labels
 
 
-def _cluster_totals(labels, units, k):
-    """Exact counts and exact integer coordinate sums per cluster (int64: n <= 2**36 records of
-    |units| <= 2**26 cannot overflow)."""
+def _split_units(units):
+    """The grid integers as two float64 halves, units = hi 2**13 + lo (hi = units >> 13,
+    0 <= lo < 2**13), one row per coordinate: with |units| <= 2**26 and n <= 2**36 records,
+    every partial sum of either half is an integer below 2**50, so float64 sums of them (as
+    ``np.bincount`` makes) are exact."""
+    hi = (units >> 13).T.astype(np.float64)
+    lo = (units & (2**13 - 1)).T.astype(np.float64)
+    return np.ascontiguousarray(hi), np.ascontiguousarray(lo)
+
+
+def _cluster_totals(labels, halves, k):
+    """Exact counts and exact integer coordinate sums per cluster (int64)."""
+    hi, lo = halves
     counts = np.bincount(labels, minlength=k).astype(np.int64)
-    order = np.argsort(labels, kind="stable")
-    cumulative = np.zeros((units.shape[0] + 1, units.shape[1]), dtype=np.int64)
-    np.cumsum(units[order], axis=0, out=cumulative[1:])
-    ends = np.cumsum(counts)
-    sums = cumulative[ends] - cumulative[ends - counts]
+    sums = np.empty((k, hi.shape[0]), dtype=np.int64)
+    for axis in range(hi.shape[0]):
+        top = np.rint(np.bincount(labels, weights=hi[axis], minlength=k)).astype(np.int64)
+        low = np.rint(np.bincount(labels, weights=lo[axis], minlength=k)).astype(np.int64)
+        sums[:, axis] = top * 2**13 + low
     return counts, sums
 
 
 def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
     """Initial centres from a noisy histogram of the (clipped) data on the public grid."""
-    from sklearn.cluster import KMeans as _SkKMeans
-
     d = Xc.shape[1]
     width = upper - lower
     codes = np.minimum(np.floor((Xc - lower) / width * bins), bins - 1).astype(np.int64)
@@ -334,9 +342,35 @@ def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
     grid = np.stack(np.unravel_index(keep, (bins,) * d, order="F"), axis=1)
     points = lower + (grid + 0.5) / bins * width
     weights = np.maximum(noisy[keep], 1).astype(float)
-    seed = int(rng.integers(2**31))
-    sk = _SkKMeans(n_clusters=k, n_init=10, random_state=seed).fit(points, sample_weight=weights)
-    return np.clip(sk.cluster_centers_, lower, upper)
+    return np.clip(_weighted_kmeans(points, weights, k, rng), lower, upper)
+
+
+def _weighted_kmeans(points, weights, k, rng, n_init=10, n_steps=30):
+    """Non-private weighted k-means on public points (post-processing): ``n_init`` weighted
+    k-means++ seedings each followed by ``n_steps`` Lloyd steps; the lowest weighted cost wins."""
+    best, best_cost = None, np.inf
+    for _ in range(n_init):
+        centers = np.empty((k, points.shape[1]))
+        centers[0] = points[rng.choice(points.shape[0], p=weights / weights.sum())]
+        d2 = np.sum((points - centers[0]) ** 2, axis=1)
+        for i in range(1, k):
+            p = weights * d2
+            total = p.sum()
+            j = rng.choice(points.shape[0], p=p / total) if total > 0 else rng.integers(
+                points.shape[0])
+            centers[i] = points[j]
+            d2 = np.minimum(d2, np.sum((points - centers[i]) ** 2, axis=1))
+        for _ in range(n_steps):
+            labels = _assign(points, centers)
+            mass = np.bincount(labels, weights=weights, minlength=k)
+            for axis in range(points.shape[1]):
+                moved = np.bincount(labels, weights=weights * points[:, axis], minlength=k)
+                centers[:, axis] = np.where(mass > 0, moved / np.where(mass > 0, mass, 1),
+                                            centers[:, axis])
+        cost = float(np.sum(weights * np.min(_squared_distances(points, centers), axis=1)))
+        if cost < best_cost:
+            best, best_cost = centers, cost
+    return best
 
 
 def _sphere_packing(k, d, rng, tries=100):
