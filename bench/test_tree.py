@@ -19,6 +19,10 @@ Every dpcore and NumPy contender's training accuracy must beat 0.6 (the majority
 0.5), so a fast but broken contender fails; diffprivlib's is only checked to predict labels
 (its random trees score about 0.5-0.6 here). Target: dpcore >= 10x faster than diffprivlib, and than the NumPy twin.
 
+On a shared machine, ``python bench/test_tree.py timing [--repeats 7]`` interleaves the
+contenders round by round and prints each one's minimum CPU time (``time.process_time``), which
+the load distorts less than wall-clock medians.
+
 Accuracy (issue 18): ``python bench/test_tree.py accuracy [--repeats 20]`` prints the median test
 accuracy on breast cancer (70/30 split, seed 0) at epsilon in {0.5, 1, 2, 5}, default
 hyper-parameters, 20 noise seeds, for dpcore and (when importable) diffprivlib. Public bounds:
@@ -319,6 +323,50 @@ def test_breast_cancer_accuracy(kind):
         assert ours >= theirs, (kind, eps, ours, theirs)
 
 
+def timing(argv):
+    """Fit times at n = 10**5, the contenders interleaved round by round (the machine's load
+    then weighs on all of them alike); the minimum CPU time (time.process_time) of each."""
+    import time
+
+    from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier
+
+    rounds = int(argv[argv.index("--repeats") + 1]) if "--repeats" in argv else 7
+    X, y = synthetic()
+    gen = np.random.default_rng(0)  # insecure-ok: benchmark seeds
+    kw = {"epsilon": EPS, "bounds": (0.0, 1.0), "classes": [0, 1]}
+    contenders = {
+        "dpcore-tree": lambda: DecisionTreeClassifier(random_state=gen, **kw).fit(X, y),
+        "dpcore-forest": lambda: RandomForestClassifier(random_state=gen, **kw).fit(X, y),
+        "numpy-tree": lambda: naive_tree(X, y, **kw),
+        "numpy-forest": lambda: naive_forest(X, y, **kw),
+    }
+    try:
+        from diffprivlib import models
+    except ImportError:
+        pass
+    else:
+        def quiet(cls):
+            def fit():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return cls(**kw).fit(X, y)
+            return fit
+        contenders["diffprivlib-tree"] = quiet(models.DecisionTreeClassifier)
+        contenders["diffprivlib-forest"] = quiet(models.RandomForestClassifier)
+    best = dict.fromkeys(contenders, math.inf)
+    for _ in range(rounds):
+        for name, fit in contenders.items():
+            start = time.process_time()
+            fit()
+            best[name] = min(best[name], time.process_time() - start)
+    print(f"fit time at n = {N}, d = {D}, epsilon = {EPS}: min CPU ms over {rounds} rounds")
+    for kind in ("tree", "forest"):
+        ours = best[f"dpcore-{kind}"]
+        for name in (f"dpcore-{kind}", f"numpy-{kind}", f"diffprivlib-{kind}"):
+            if name in best:
+                print(f"| {name} | {best[name] * 1e3:.1f} ms | {best[name] / ours:.1f}x |")
+
+
 def main(argv):
     repeats = int(argv[argv.index("--repeats") + 1]) if "--repeats" in argv else 20
     try:
@@ -340,5 +388,7 @@ def main(argv):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "accuracy":
         main(sys.argv[2:])
+    elif len(sys.argv) > 1 and sys.argv[1] == "timing":
+        timing(sys.argv[2:])
     else:
         print(__doc__)

@@ -24,10 +24,10 @@ cdef enum:
 
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
               const double[::1] lo,              # IN  (d,) public lower bounds
-              const double[::1] inv,             # IN  (d,) public n_bins / (upper - lower)
-              int n_bins,                        # IN
-              uint16_t[:, ::1] codes):           # OUT (d, n) bin of each value, 0..n_bins-1
-    """codes[f, i] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, n_bins - 1]: the
+              const double[::1] inv,             # IN  (d,) public n_bins[f] / (upper - lower)
+              const double[::1] top,             # IN  (d,) n_bins[f] - 1, the last bin
+              uint16_t[:, ::1] codes):           # OUT (d, n) bin of each value
+    """codes[f, i] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, top[f]]: the
     bins of a public grid (values beyond the bounds land in the end bins: clipping). Stored a
     feature per row, the layout the counting reads.
 
@@ -40,14 +40,15 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     cdef const double *low = &lo[0]
     cdef const double *scale = &inv[0]
     cdef uint16_t *out = &codes[0, 0]
-    cdef double q, top = <double>(n_bins - 1)
+    cdef const double *last = &top[0]
+    cdef double q
     with nogil:
         for i in range(n):
             x = &X[i, 0]
             for f in range(d):
                 q = (x[f] - low[f]) * scale[f]
                 q = q if q > 0.0 else 0.0        # also maps NaN to 0 (never given: validated)
-                q = q if q < top else top
+                q = q if q < last[f] else last[f]
                 out[f * n + i] = <uint16_t>q
 
 

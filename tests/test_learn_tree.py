@@ -53,7 +53,7 @@ def test_bin_codes_agree_with_thresholds():
         X[2 * (B - 1):3 * (B - 1), f] = np.nextafter(grid[f], np.inf)
     codes = np.empty(X.shape[::-1], dtype=np.uint16)   # a feature per row
     y = rng.integers(0, 3, len(X)).astype(np.int32)
-    _tree.bin_codes(X, lower, inv, B, codes)
+    _tree.bin_codes(X, lower, inv, np.full(3, B - 1.0), codes)
     ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)])
     assert np.array_equal(codes, ref)
     # the root's (feature, bin, class) counts
@@ -83,8 +83,31 @@ def test_bin_threshold_is_the_first_double_of_the_bin(lower, upper, B):
         t = bin_threshold(lower, inv, j)
         x = np.array([[np.nextafter(t, -np.inf)], [t]])
         codes = np.empty((1, 2), dtype=np.uint16)
-        _tree.bin_codes(x, lo, iv, B, codes)
+        _tree.bin_codes(x, lo, iv, np.array([B - 1.0]), codes)
         assert codes[0, 0] < j <= codes[0, 1]
+
+
+def test_per_feature_bins_and_categories():
+    # feature 0: a category coded 0..2 (bounds (0, 3), 3 bins, one per category); feature 1:
+    # continuous with 16 bins. Splits only at the features' own thresholds.
+    rng = np.random.default_rng(10)  # insecure-ok: test data
+    cat = rng.integers(0, 3, 3000)
+    x1 = rng.uniform(0, 1, 3000)
+    X = np.c_[cat, x1]
+    y = (((cat == 2) & (x1 > 0.3)) | (x1 > 0.8)).astype(int)
+    bounds = ([0.0, 0.0], [3.0, 1.0])
+    est = DecisionTreeClassifier(epsilon=50.0, bounds=bounds, classes=[0, 1], n_bins=[3, 16],
+                                 max_depth=3, random_state=0).fit(X, y)
+    t = est.tree_
+    allowed = {0: {1.0, 2.0}, 1: {bin_threshold(0.0, 16.0, j) for j in range(1, 16)}}
+    for f, thr in zip(t.feature, t.threshold):
+        if f >= 0:
+            assert thr in allowed[f]
+    assert est.score(X, y) > 0.95
+    with pytest.raises(ValueError, match="n_bins"):
+        DecisionTreeClassifier(bounds=bounds, classes=[0, 1], n_bins=[3, 16, 4]).fit(X, y)
+    with pytest.raises(ValueError, match="n_bins"):
+        DecisionTreeClassifier(bounds=bounds, classes=[0, 1], n_bins=[3, 1]).fit(X, y)
 
 
 def naive_leaf(trees, x, root):

@@ -7,7 +7,7 @@ def bin_codes(
     X: NDArray[np.float64],
     lo: NDArray[np.float64],
     inv: NDArray[np.float64],
-    n_bins: int,
+    top: NDArray[np.float64],  # (d,) n_bins[f] - 1
     codes: NDArray[np.uint16],  # (d, n)
 ) -> None: ...
 def level_counts(

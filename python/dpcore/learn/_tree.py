@@ -165,6 +165,17 @@ def split_sensitivity(criterion, n_classes):
 # ------------------------------------------------------------------------------------------------
 # Shared checks
 
+def _check_bins(n_bins, n_features):
+    """An int, or one int per feature, each in 2 .. 65535."""
+    if np.ndim(n_bins) == 0:
+        return check.integer(n_bins, "n_bins", minimum=2, maximum=2**16 - 1)
+    values = [check.integer(b, "n_bins", minimum=2, maximum=2**16 - 1)
+              for b in np.asarray(n_bins).ravel()]
+    if np.ndim(n_bins) != 1 or (n_features is not None and len(values) != n_features):
+        raise ValueError("n_bins must be an int or one int per feature (n_features of them)")
+    return np.array(values, dtype=np.int64)
+
+
 def _check_common(est, n_features):
     epsilon = _base.check_epsilon(est.epsilon)
     if est.bounds is None:
@@ -259,14 +270,15 @@ class _TreeClassifierBase(_base.SharedStateCloneMixin, ClassifierMixin, BaseEsti
 class DecisionTreeClassifier(_TreeClassifierBase):
     """Decision tree grown with the exponential mechanism, epsilon-DP (Friedman, Schuster 2010).
 
-    Each feature k is cut into ``n_bins`` equal bins of the public ``bounds`` [l_k, u_k]: the
-    candidate thresholds are l_k + j (u_k - l_k) / n_bins, j = 1 .. n_bins - 1 (exactly: the
-    doubles where floor((x - l_k) n_bins / (u_k - l_k)) reaches j, :func:`bin_threshold`);
+    Each feature k is cut into B_k = ``n_bins`` (or ``n_bins[k]``) equal bins of the public
+    ``bounds`` [l_k, u_k]: the candidate thresholds are l_k + j (u_k - l_k) / B_k,
+    j = 1 .. B_k - 1 (exactly: the doubles where floor((x - l_k) B_k / (u_k - l_k)) reaches j,
+    :func:`bin_threshold`);
     values outside the bounds fall in the end bins (clipping). The tree is grown level by level (DiffP-C4.5 on a public threshold grid).
     At a node of depth < ``max_depth``: a noisy count N of the node's records decides whether
     to stop (N / n_classes < sqrt(2) * noise scale, Friedman-Schuster's rule: the counts would
     be mostly noise); otherwise the exponential mechanism picks the split (feature, threshold)
-    among all n_features * (n_bins - 1) candidates with the quality ``criterion``. A node that
+    among all sum_k (B_k - 1) candidates with the quality ``criterion``. A node that
     stops, and every node at depth ``max_depth``, becomes a leaf holding noisy class counts;
     it predicts the class with the largest noisy count.
 
@@ -283,8 +295,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         of labels present is then not protected).
     max_depth : int, default=4
         Depth of the tree, 0 .. 20 (0: one leaf).
-    n_bins : int, default=32
-        Number of cells of each feature's public threshold grid, 2 .. 65535.
+    n_bins : int or array_like of int, default=32
+        Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
+        features, or one per feature). A categorical feature with m categories coded
+        0 .. m - 1 gets one bin per category with bounds (0, m) and m bins; its splits are
+        then "code < j" (ordered categories).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
         (Friedman-Schuster's max operator: an exact integer, monotone, sensitivity 1, so the
@@ -354,7 +369,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         classes, max_depth, n_bins, count scale, last-level scale, split epsilon)."""
         epsilon, bounds, classes = _check_common(self, n_features)
         depth = check.integer(self.max_depth, "max_depth", minimum=0, maximum=20)
-        n_bins = check.integer(self.n_bins, "n_bins", minimum=2, maximum=2**16 - 1)
+        n_bins = _check_bins(self.n_bins, n_features)
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
         levels = depth + 1
@@ -364,14 +379,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         split_eps = round_down(Fraction(epsilon) / (2 * levels))
         if split_eps <= 0:
             raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
-        if not np.all(np.isfinite(n_bins / (bounds[1] - bounds[0]))):
+        if not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0]))):
             raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
         if n_features is not None and depth:
             k = 2 if classes is None else classes.size
-            if 2 ** (depth - 1) * n_features * n_bins * k > _MAX_TABLE:
+            if 2 ** (depth - 1) * n_features * int(np.max(n_bins)) * k > _MAX_TABLE:
                 raise ValueError(
-                    f"2**(max_depth - 1) * n_features * n_bins * n_classes must be <= 2**26 "
-                    f"(the count table of a level), got max_depth={depth}, n_bins={n_bins}, "
+                    f"2**(max_depth - 1) * n_features * max(n_bins) * n_classes must be <= 2**26 "
+                    f"(the count table of a level), got max_depth={depth}, n_bins={self.n_bins}, "
                     f"n_features={n_features}"
                 )
         _base.check_n(n_samples)
@@ -385,15 +400,16 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         params = self._check_params(n, d)
         epsilon, (lower, upper), _, depth, n_bins, count_scale, last_scale, split_eps = params
         k = classes.size
-        if depth and 2 ** (depth - 1) * d * n_bins * k > _MAX_TABLE:  # classes read from y
-            raise ValueError("2**(max_depth - 1) * n_features * n_bins * n_classes must be "
+        n_bins = np.broadcast_to(n_bins, (d,))
+        if depth and 2 ** (depth - 1) * d * int(n_bins.max()) * k > _MAX_TABLE:  # classes from y
+            raise ValueError("2**(max_depth - 1) * n_features * max(n_bins) * n_classes must be "
                              "<= 2**26 (the count table of a level)")
         sensitivity, monotonic = split_sensitivity(self.criterion, k)
         mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
                                               monotonic=monotonic, method="exact")
         inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
         codes = np.empty((d, n), dtype=np.uint16)   # a feature per row
-        _tree.bin_codes(X, lower, inv, n_bins, codes)
+        _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), codes)
         criterion = self.criterion
 
         def draw(rng):
@@ -406,9 +422,13 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         return self
 
 
-def _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech, criterion, rng):
+def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criterion, rng):
     """Friedman-Schuster growth, level by level (inside the release: draws with ``rng``)."""
     d, n = codes.shape
+    n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
+    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]: the others
+    # are excluded (-inf) on every data set (a public exclusion)
+    excluded = (np.arange(1, n_bins)[None, :] >= bins[:, None]).ravel()
     feature, threshold, left, right, slot, values = [], [], [], [], [], []
     node = np.zeros(n, dtype=np.int32)   # position of each record among the level's nodes
     level = [0]                          # global ids of the level's nodes
@@ -457,6 +477,7 @@ def _grow(codes, yi, grid, k, depth, n_bins, count_scale, last_scale, mech, crit
             below = cum[:, :, :-1, :]                        # split j + 1: bins <= j go left
             utility = split_utility(below, cum[:, :, -1:, :] - below, criterion)
             utility = utility.reshape(growing.size, -1)
+            utility[:, excluded] = -np.inf
         next_level = []
         for r, v in enumerate(level):
             if leaf[r]:
