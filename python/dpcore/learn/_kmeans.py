@@ -214,6 +214,9 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         sum_noise = IntegerNoise.calibrate("laplace", d * 2**g, eps_sum, 0.0)
         return kind, bins, hist_noise, count_noise, sum_noise, g
 
+    def _n_features_out(self, n_features):
+        return check.integer(self.n_clusters, "n_clusters", minimum=1)
+
     def fit(self, X, y=None):
         """Fit the private centres (see the class docstring); y is ignored. Returns self."""
         self._check_params()
