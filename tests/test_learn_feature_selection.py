@@ -12,7 +12,13 @@ from sklearn.base import clone  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dpcore  # noqa: E402
-from dpcore.learn._feature_selection import SelectKBest, bin_codes, majority_scores  # noqa: E402
+from dpcore.learn._feature_selection import (  # noqa: E402
+    PrivateKD,
+    SelectKBest,
+    bin_codes,
+    majority_scores,
+    pair_gains,
+)
 from tests._gof import ALPHA, chisquare_pvalue  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
@@ -119,9 +125,96 @@ def test_privacy_section_and_doctest():
 
     import dpcore.learn._feature_selection as mod
 
-    assert re.search(r"^Privacy\n-------\n", inspect.getdoc(SelectKBest), flags=re.MULTILINE)
+    for cls in (SelectKBest, PrivateKD):
+        assert re.search(r"^Privacy\n-------\n", inspect.getdoc(cls), flags=re.MULTILINE)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# PrivateKD (Vinterbo 2012)
+
+def _separated_pairs(codes, y, subset):
+    """F(S) by brute force over all pairs: different labels, different cells of S."""
+    n = len(y)
+    return sum(1 for i in range(n) for j in range(i + 1, n)
+               if y[i] != y[j] and any(codes[i, a] != codes[j, a] for a in subset))
+
+
+def test_pair_gains_match_brute_force():
+    rng = np.random.default_rng(3)  # insecure-ok: test data
+    codes = rng.integers(0, 3, (40, 5))
+    y = rng.integers(0, 3, 40)
+    for subset in ([], [1], [1, 4]):
+        cells = np.unique(codes[:, subset], axis=0, return_inverse=True)[1].reshape(-1) \
+            if subset else np.zeros(40, dtype=np.int64)
+        gains = pair_gains(cells, codes, y, 3, 3, subset)
+        for a in range(5):
+            if a in subset:
+                assert gains[a] == -np.inf
+            else:
+                want = _separated_pairs(codes, y, subset + [a]) - _separated_pairs(codes, y, subset)
+                assert gains[a] == want
+
+
+def _greedy_law(codes, y, k, c):
+    """Exact probability of each ordered k-tuple of PrivateKD's rounds: exp(c gain) among the
+    features not yet chosen, the gains recomputed by brute force after each choice."""
+    law = {}
+    for tup in itertools.permutations(range(codes.shape[1]), k):
+        p = 1.0
+        for step, a in enumerate(tup):
+            chosen = list(tup[:step])
+            left = [b for b in range(codes.shape[1]) if b not in chosen]
+            base = _separated_pairs(codes, y, chosen)
+            w = {b: math.exp(c * (_separated_pairs(codes, y, chosen + [b]) - base)) for b in left}
+            p *= w[a] / sum(w.values())
+        law[tup] = p
+    return law
+
+
+def test_private_kd_law_is_the_greedy_exponential_mechanism():
+    # gains at S = {} by hand: feature 0 separates all 4 different-label pairs, features 1
+    # and 3 two each, feature 2 none
+    codes = bin_codes(TINY_X, np.zeros(4), np.ones(4), 2)
+    assert [_separated_pairs(codes, TINY_Y, [a]) for a in range(4)] == [4, 2, 0, 2]
+    k, epsilon, n_fits = 2, 4.0, 1500
+    kd = PrivateKD(k=k, epsilon=epsilon, bounds=(0.0, 1.0), classes=[0, 1], n_bins=2,
+                   random_state=np.random.default_rng(7))  # insecure-ok: test seed
+    counts = {}
+    for _ in range(n_fits):
+        tup = tuple(kd.fit(TINY_X, TINY_Y).selected_.tolist())
+        counts[tup] = counts.get(tup, 0) + 1
+    sensitivity = 3.0 + 2.0**-52 * 16           # n - 1 + 2**-52 n**2, n = 4
+    law = _greedy_law(codes, TINY_Y, k, (epsilon / k) / (2 * sensitivity))
+    observed = [counts.get(t, 0) for t in law]
+    assert sum(observed) == n_fits
+    assert chisquare_pvalue(observed, list(law.values())) > ALPHA
+    wrong = _greedy_law(codes, TINY_Y, k, (epsilon / k) / sensitivity)   # without the factor 2
+    assert chisquare_pvalue(observed, list(wrong.values())) < ALPHA
+
+
+def test_private_kd_finds_informative_features_and_charges_once():
+    rng = np.random.default_rng(0)  # insecure-ok: test data
+    n = 5000
+    y = rng.integers(0, 2, n)
+    X = rng.integers(0, 4, (n, 12)).astype(float)
+    X[:, 5] = np.where(rng.random(n) < 0.9, y, 3)
+    X[:, 9] = np.where(rng.random(n) < 0.9, y + 2, 0)
+    acc = dpcore.Accountant(epsilon=5.0)
+    kd = PrivateKD(k=2, epsilon=1.0, bounds=(-0.5, 3.5), classes=[0, 1], n_bins=4,
+                   random_state=0, accountant=acc).fit(X, y)
+    # the first round takes an informative feature; the second need not (after one of them,
+    # the other separates no more of the remaining pairs than a random feature does)
+    assert kd.selected_[0] in (5, 9) and len(set(kd.selected_.tolist())) == 2
+    assert kd.transform(X).shape == (n, 2)
+    assert len(acc.history) == 1 and acc.spent[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        PrivateKD(k=13, bounds=(0, 1), accountant=acc).fit(X, y)
+    with pytest.raises(ValueError):
+        PrivateKD(k=2, bounds=None, accountant=acc).fit(X, y)
+    assert len(acc.history) == 1
+    assert clone(kd).accountant is acc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -130,11 +223,13 @@ def test_privacy_section_and_doctest():
 _NO_COUNT = "the error does not quote the (possibly private) sample count"
 EXPECTED_FAILURES = {
     "SelectKBest": {"check_estimators_empty_data_messages": _NO_COUNT},
+    "PrivateKD": {"check_estimators_empty_data_messages": _NO_COUNT},
 }
 
 
 @parametrize_with_checks([SelectKBest(k=1, epsilon=1e9, bounds=(-100.0, 100.0),
-                                      random_state=0)],
+                                      random_state=0),
+                          PrivateKD(k=1, epsilon=1e9, bounds=(-100.0, 100.0), random_state=0)],
                          expected_failed_checks=lambda e: EXPECTED_FAILURES.get(
                              type(e).__name__, {}))
 def test_sklearn_compatible(estimator, check):
