@@ -18,7 +18,7 @@ from libc.string cimport memset
 
 
 cdef enum:
-    BLOCK = 256   # records per block of the tree-walking loops
+    BLOCK = 64   # records per block of the tree-walking loops
     SPREAD = 4    # copies of a count table (a power of two), see level_counts
 
 
@@ -151,9 +151,10 @@ def route(const uint16_t[:, ::1] codes,          # IN  (d, n) bins
 cdef inline void _walk_block(const double[:, ::1] X, Py_ssize_t i0, Py_ssize_t m, int32_t root,
                              int depth, const int32_t *feature, const double *threshold,
                              const int32_t *left, int32_t *v) noexcept nogil:
-    cdef Py_ssize_t j
+    cdef Py_ssize_t j, d = X.shape[1]
     cdef int level
     cdef int32_t u, f, fi
+    cdef const double *x = &X[i0, 0]
     for j in range(m):
         v[j] = root
     for level in range(depth):
@@ -161,7 +162,7 @@ cdef inline void _walk_block(const double[:, ::1] X, Py_ssize_t i0, Py_ssize_t m
             u = v[j]
             f = feature[u]
             fi = f if f >= 0 else 0
-            v[j] = (left[u] + (X[i0 + j, fi] >= threshold[u])) if f >= 0 else u
+            v[j] = (left[u] + (x[j * d + fi] >= threshold[u])) if f >= 0 else u
 
 
 def apply(const double[:, ::1] X,                # IN  (n, d)
