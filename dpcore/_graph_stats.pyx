@@ -185,3 +185,50 @@ def isotonic_nondecreasing(const double[::1] y):
                 x[i] = total[k] / <double>size[k]
                 i += 1
     return out
+
+
+cdef void _star_profile(const int64_t *indptr, const int32_t *indices, Py_ssize_t n,
+                        const int64_t *order,    # IN vertices by nonincreasing degree
+                        int64_t *rank,           # scratch, n: rank[order[r]] = r
+                        char *adj,               # scratch, n zeros (left zero)
+                        int64_t *maxq            # OUT, n - 1 entries, -1 = no pair
+                        ) noexcept nogil:
+    cdef Py_ssize_t r, r2, p
+    cdef int64_t i, j, di, dj
+    for r in range(n):
+        rank[order[r]] = r
+    for r in range(n):
+        i = order[r]
+        di = indptr[i + 1] - indptr[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            adj[j] = 1
+            if rank[j] > r:  # adjacent pair, i ranked first: (d_i - 1, d_j - 1)
+                dj = indptr[j + 1] - indptr[j]
+                if dj - 1 > maxq[di - 1]:
+                    maxq[di - 1] = dj - 1
+        for r2 in range(r + 1, n):  # the first non-neighbour ranked after i: (d_i, d_j)
+            j = order[r2]
+            if adj[j] == 0:
+                dj = indptr[j + 1] - indptr[j]
+                if dj > maxq[di]:
+                    maxq[di] = dj
+                break
+        for p in range(indptr[i], indptr[i + 1]):
+            adj[indices[p]] = 0
+
+
+def star_profile(const int64_t[::1] indptr, const int32_t[::1] indices, const int64_t[::1] order):
+    """int64 array maxq of length n - 1: over the pairs i != j with x_i >= x_j, where
+    x_i = d_i - [i ~ j] is i's degree not counting j, maxq[p] = the largest x_j among pairs with
+    x_i = p (-1: none). ``order``: the vertices by nonincreasing degree. n >= 2. O(n + m)."""
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    out = np.full(n - 1, -1, dtype=np.int64)
+    cdef int64_t[::1] maxq = out
+    cdef int64_t[::1] rank = np.empty(n, dtype=np.int64)
+    cdef char[::1] adj = np.zeros(n, dtype=np.int8).view(np.byte)
+    cdef int32_t dummy = 0
+    cdef const int32_t *ind = &indices[0] if indices.shape[0] > 0 else &dummy
+    with nogil:
+        _star_profile(&indptr[0], ind, n, &order[0], &rank[0], &adj[0], &maxq[0])
+    return out

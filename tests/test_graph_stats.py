@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 from scipy.optimize import isotonic_regression
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue
+from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical, z_score
 
 import dpcore
 from dpcore import _graph_stats
 from dpcore import graph_stats as gs
 from dpcore.graph_stats import (
-    degree_distribution, degree_sequence, triangle_count, triangle_local_sensitivity,
+    degree_distribution, degree_sequence, kstar_count, kstar_local_sensitivity,
+    kstar_smooth_sensitivity, triangle_count, triangle_local_sensitivity,
     triangle_smooth_sensitivity,
 )
 
@@ -218,6 +219,118 @@ def test_smooth_candidates_find_the_maximum_on_random_graphs():
             assert gs._smooth_value(c, b, n, beta) == pytest.approx(scan, rel=1e-13)
 
 
+# --------------------------------------------------------------------------- k-stars
+
+
+def naive_maxq(n, edges):
+    nb = [set() for _ in range(n)]
+    for a, b in edges:
+        nb[a].add(b)
+        nb[b].add(a)
+    maxq = np.full(n - 1, -1, dtype=np.int64)
+    for i, j in itertools.combinations(range(n), 2):
+        xi, xj = len(nb[i] - {j}), len(nb[j] - {i})
+        p, q = max(xi, xj), min(xi, xj)
+        maxq[p] = max(maxq[p], q)
+    return maxq
+
+
+@pytest.mark.parametrize("n, p, seed", [(3, 0.5, 1), (8, 0.3, 2), (20, 0.2, 3), (30, 0.6, 4),
+                                        (12, 1.0, 5), (10, 0.0, 6), (40, 0.05, 7)])
+def test_star_profile_matches_naive(n, p, seed):
+    edges = random_edges(n, p, seed)
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    order = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
+    maxq = _graph_stats.star_profile(indptr, indices, order)
+    naive = naive_maxq(n, edges)
+    # the kernel keeps, for each p, a q at least as good as any pair's where it matters: the
+    # Pareto frontiers agree
+    def front(m):
+        pp = np.flatnonzero(m >= 0)
+        return [(int(a), int(m[a])) for a in pp if m[a] > max(m[a + 1:], default=-1)]
+    assert front(maxq) == front(naive)
+
+
+def star_counts(deg, k):
+    return np.array([sum(math.comb(int(d), k) for d in row) for row in deg])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+def test_kstar_local_sensitivity_exhaustive(n, k):
+    pairs, codes, _, deg = all_graphs(n)
+    f = star_counts(deg, k)
+    M = len(pairs)
+    A, _ = brute_local(codes, f, M)
+    P = []
+    for g in codes:
+        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
+        P.append(gs._star_pairs(indptr, indices))
+    for s in range(M + 1):
+        mine = np.array([gs._kstar_local_at(p, q, n, k - 1, s) for p, q in P])
+        np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, k={k}, s={s}")
+    g = int(codes[-1] // 5)
+    assert kstar_local_sensitivity(edges_of(pairs, g), n_nodes=n, k=k, distance=1) == A[1][g]
+
+
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+def test_kstar_smooth_sensitivity_exhaustive(n, k):
+    pairs, codes, _, deg = all_graphs(n)
+    f = star_counts(deg, k)
+    M = len(pairs)
+    A, flips = brute_local(codes, f, M)
+    P = []
+    for g in codes:
+        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
+        P.append(gs._star_pairs(indptr, indices))
+    for beta in BETAS:
+        mine = np.array([gs._kstar_smooth_value(p, q, n, k - 1, beta) for p, q in P])
+        np.testing.assert_allclose(mine, brute_smooth(A, beta), rtol=1e-13, atol=0)
+        assert np.all(mine >= A[0])
+        bound = np.array([gs._kstar_bound(p, q, n, k - 1, beta) for p, q in P])
+        assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
+        for flip in flips:
+            assert np.all(mine <= math.exp(beta) * mine[flip] * (1 + 1e-13))
+            assert np.all(bound <= math.exp(beta) * bound[flip])
+
+
+def test_kstar_scan_matches_a_full_scan():
+    for seed, (n, p) in enumerate([(40, 0.1), (60, 0.3), (80, 0.02)]):
+        edges = random_edges(n, p, seed)
+        _, indptr, indices = gs._adjacency(edges, n, False)
+        P, Q = gs._star_pairs(indptr, indices)
+        for k in (2, 3, 5):
+            for beta in (0.01, 0.1, 0.7):
+                full = max(math.exp(-beta * s) * gs._kstar_local_at(P, Q, n, k - 1, s)
+                           for s in range(2 * n))
+                got = kstar_smooth_sensitivity(edges, n_nodes=n, k=k, beta=beta)
+                assert got == pytest.approx(full, rel=1e-13)
+
+
+def test_kstar_count_accuracy_and_law():
+    nx = pytest.importorskip("networkx")
+    G = nx.watts_strogatz_graph(2000, 10, 0.1, seed=1)
+    edges = np.array(G.edges())
+    deg = np.array([d for _, d in G.degree()])
+    truth = sum(math.comb(int(d), 2) for d in deg)
+    n, indptr, indices = gs._adjacency(edges, 2000, False)
+    plan = gs._triangle_plan(1.0, 1e-6)
+    P, Q = gs._star_pairs(indptr, indices)
+    scale = float(Fraction(gs._kstar_bound(P, Q, n, 1, plan.beta)) / plan.alpha)
+    assert scale < 2 * (n - 2) / 20  # >= 20x below the global sensitivity's Laplace scale
+    rng = np.random.default_rng(4)
+    draws = np.array([kstar_count(edges, n_nodes=2000, k=2, epsilon=1.0, delta=1e-6,
+                                  random_state=rng) for _ in range(300)]) - truth
+    # mean absolute error against its exact value under the rounded Laplace law (z-test)
+    pmf = rounded_laplace_pmf(scale)
+    k = np.arange(-int(60 * scale), int(60 * scale) + 1)
+    prob = np.array([pmf(int(v)) for v in k])
+    mean = float(np.sum(np.abs(k) * prob))
+    sd = math.sqrt(float(np.sum(k**2 * prob)) - mean**2)
+    assert z_score(np.mean(np.abs(draws)), mean, sd / math.sqrt(draws.size)) < z_critical()
+
+
 # --------------------------------------------------------------------------- noise laws
 
 
@@ -337,6 +450,8 @@ RELEASES = {
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "triangle_count": (lambda **kw: triangle_count(
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
+    "kstar_count": (lambda **kw: kstar_count(
+        **{"G": EDGES, "n_nodes": 12, "k": 3, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon="1"),
               dict(random_state="seed"), dict(accountant=object()), dict(n_nodes=2),
@@ -344,7 +459,8 @@ COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dic
               dict(G=np.array([[0, 0]])), dict(G=np.array([[0.0, 1.0]])), dict(G=[[0, 1, 2]]),
               dict(simplify="yes")]
 BAD = {"triangle_count": [dict(delta=None), dict(delta=0.0), dict(delta=1.0),
-                          dict(epsilon=2.0**-30)]}
+                          dict(epsilon=2.0**-30)],
+       "kstar_count": [dict(delta=None), dict(k=1), dict(k=17), dict(k=2.0), dict(epsilon=2.0**11)]}
 
 
 def bad_cases():
@@ -414,5 +530,5 @@ def test_release_docstrings_state_privacy():
         if callable(obj):
             doc = obj.__doc__ or ""
             assert "Privacy\n    -------" in doc, name
-    for f in (degree_sequence, degree_distribution, triangle_count):
+    for f in (degree_sequence, degree_distribution, triangle_count, kstar_count):
         assert "edge-DP" in f.__doc__ and "n_nodes" in f.__doc__ and "Charged" in f.__doc__

@@ -12,8 +12,11 @@ is not what these releases promise.
 * :func:`triangle_count`: the number of triangles with noise scaled to a smooth upper bound on
   its local sensitivity (Nissim, Raskhodnikova, Smith 2007; Karwa, Raskhodnikova, Smith,
   Yaroslavtsev 2011), usually far below the global sensitivity n - 2.
-* :func:`triangle_local_sensitivity`, :func:`triangle_smooth_sensitivity`: the data-dependent
-  bounds themselves (not releases; for inspection and tests).
+* :func:`kstar_count`: the number of k-stars (a vertex with k of its neighbours) by smooth
+  sensitivity, likewise (Karwa et al. 2011).
+* :func:`triangle_local_sensitivity`, :func:`triangle_smooth_sensitivity`,
+  :func:`kstar_local_sensitivity`, :func:`kstar_smooth_sensitivity`: the data-dependent bounds
+  themselves (not releases; for inspection and tests).
 
 The counting loops (CSR adjacency, triangles, common neighbours of all pairs, pool adjacent
 violators) are the ``dpcore._graph_stats`` kernel. Releases check every argument first, then
@@ -31,6 +34,7 @@ structure", VLDB 2011.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -55,12 +59,18 @@ __all__ = [
     "triangle_count",
     "triangle_local_sensitivity",
     "triangle_smooth_sensitivity",
+    "kstar_count",
+    "kstar_local_sensitivity",
+    "kstar_smooth_sensitivity",
     "DEGREE_SENSITIVITY",
+    "MAX_STAR_SIZE",
 ]
 
 #: L1 sensitivity of the sorted degree sequence under edge neighbours (one edge moves two
 #: degrees by one each; sorting does not increase the L1 distance).
 DEGREE_SENSITIVITY = 2
+#: Largest k of :func:`kstar_count` (keeps C(n, k - 1) and its rounding error in range).
+MAX_STAR_SIZE = 16
 # The smooth bound of triangle_count is computed with beta - _BETA_SLACK and inflated by
 # 1 + _INFLATE: together they absorb the rounding of exp (see _smooth_bound).
 _BETA_SLACK = 2.0**-38
@@ -550,3 +560,241 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float,
 
     return release(draw, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
                    random_state=random_state, label="graph.triangle_count")
+
+
+# --------------------------------------------------------------------------- k-stars
+
+
+def _star_size(k):
+    return check.integer(k, "k", minimum=2, maximum=MAX_STAR_SIZE)
+
+
+def _star_pairs(indptr, indices):
+    """(p, q) int64 arrays: over vertex pairs, x_i >= x_j their degrees not counting each other,
+    the pairs (x_i, x_j) not dominated in both (kernel ``star_profile``)."""
+    degrees = np.diff(indptr)
+    order = np.argsort(-degrees, kind="stable").astype(np.int64)
+    maxq = _graph_stats.star_profile(indptr, indices, order)
+    p = np.flatnonzero(maxq >= 0).astype(np.int64)
+    q = maxq[p]
+    later = np.maximum.accumulate(q[::-1])[::-1]
+    keep = np.ones(p.size, dtype=bool)
+    keep[:-1] = q[:-1] > later[1:]
+    return p[keep], q[keep]
+
+
+def _star_reach(p, q, n, s):
+    """(x, y): the two degrees after s edge changes spent on the larger one first (capped at
+    n - 2), the rest on the smaller; the best split since C(., r) is convex."""
+    cap = n - 2
+    x = np.minimum(p + s, cap)
+    y = np.minimum(q + np.maximum(0, s - (cap - p)), cap)
+    return x, y
+
+
+def _kstar_local_at(p, q, n, r, s):
+    """LS^(s) of the k-star count (r = k - 1), exactly (Python integers)."""
+    x, y = _star_reach(p, q, n, s)
+    return max(math.comb(int(a), r) + math.comb(int(b), r) for a, b in zip(x, y))
+
+
+def _comb_float(x, r):
+    """C(x, r) for integer arrays x >= 0, as doubles (relative error <= (r + 1) 2**-53; exactly 0
+    for x < r: one factor is 0)."""
+    out = np.ones(x.shape, dtype=np.float64)
+    for t in range(r):
+        out *= (x - t).astype(np.float64)
+    return out / float(math.factorial(r))
+
+
+def _kstar_smooth_value(p, q, n, r, beta):
+    """max_s exp(-beta s) LS^(s) in doubles: a scan over s in doubling blocks, stopped when
+    exp(-beta s) LS^(infinity) (a bound on every later term) is at or below the best, or when s
+    passes 2 (n - 2), beyond which LS^(s) no longer changes."""
+    smax = 2 * (n - 2)
+    top = 2.0 * math.comb(n - 2, r)
+    best, start, width = 0.0, 0, 256
+    while start <= smax:
+        s = np.arange(start, min(start + width, smax + 1), dtype=np.int64)
+        x, y = _star_reach(p[:, None], q[:, None], n, s[None, :])
+        values = np.max(_comb_float(x, r) + _comb_float(y, r), axis=0)
+        best = max(best, float(np.max(np.exp(-beta * s.astype(np.float64)) * values)))
+        start += s.size
+        width *= 2
+        if math.exp(-beta * start) * top <= best * (1 - 2.0**-40):
+            break
+    return best
+
+
+def kstar_local_sensitivity(G: ArrayLike, *, n_nodes: int, k: int, distance: int = 0,
+                            simplify: bool = False) -> int:
+    """LS^(s) of the k-star count: the largest local sensitivity over graphs within ``distance``
+    edge changes of G.
+
+    The k-star count is sum over vertices of C(d_v, k). Toggling the edge {i, j} changes it by
+    C(x_i, k - 1) + C(x_j, k - 1), x_i = d_i - [i ~ j] being i's degree not counting j. s edge
+    changes raise x_i + x_j by at most s (each x at most n - 2), and since C(., k - 1) is convex
+    the best is to raise the larger first:
+
+        LS^(s)(G) = max over pairs of C(min(x_i + s, n - 2), k - 1)
+                    + C(min(x_j + max(0, s - (n - 2 - x_i)), n - 2), k - 1),  x_i >= x_j.
+
+    Parameters
+    ----------
+    G, n_nodes, simplify
+        As for :func:`kstar_count`.
+    k : int
+        Star size, 2 <= k <= ``MAX_STAR_SIZE``.
+    distance : int, default=0
+        s >= 0.
+
+    Returns
+    -------
+    int
+
+    Privacy
+    -------
+    Not a release: a data-dependent number that is not differentially private (use
+    :func:`kstar_count`). Charges nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.graph_stats import kstar_local_sensitivity
+    >>> path = np.array([[0, 1], [1, 2], [2, 3]])
+    >>> kstar_local_sensitivity(path, n_nodes=4, k=2)   # adding {1, 3}: C(2, 1) + C(1, 1)
+    3
+    """
+    n, indptr, indices = _adjacency(G, n_nodes, simplify)
+    r = _star_size(k) - 1
+    s = check.integer(distance, "distance", minimum=0)
+    p, q = _star_pairs(indptr, indices)
+    return _kstar_local_at(p, q, n, r, s)
+
+
+def kstar_smooth_sensitivity(G: ArrayLike, *, n_nodes: int, k: int, beta: float,
+                             simplify: bool = False) -> float:
+    """The beta-smooth sensitivity of the k-star count, max_s exp(-beta s) LS^(s)(G).
+
+    See :func:`kstar_local_sensitivity` for LS^(s); the maximum over s is a scan that stops as
+    soon as no later term can exceed the best (at most 2 (n - 2) distances).
+
+    Parameters
+    ----------
+    G, n_nodes, simplify
+        As for :func:`kstar_count`.
+    k : int
+        2 <= k <= ``MAX_STAR_SIZE``.
+    beta : float
+        > 0.
+
+    Returns
+    -------
+    float
+
+    Privacy
+    -------
+    Not a release: a data-dependent number that is not differentially private. Charges nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.graph_stats import kstar_smooth_sensitivity
+    >>> path = np.array([[0, 1], [1, 2], [2, 3]])
+    >>> kstar_smooth_sensitivity(path, n_nodes=4, k=2, beta=10.0)
+    3.0
+    """
+    n, indptr, indices = _adjacency(G, n_nodes, simplify)
+    r = _star_size(k) - 1
+    beta = _graph_beta(beta)
+    p, q = _star_pairs(indptr, indices)
+    return _kstar_smooth_value(p, q, n, r, beta)
+
+
+def _kstar_bound(p, q, n, r, beta):
+    """A beta-smooth upper bound, as :func:`_smooth_bound` (each term's relative error is below
+    (beta' s + r + 3) 2**-53 <= 2**-42: the maximising s has beta' s <= r ln(n) + 2 beta')."""
+    t = _kstar_smooth_value(p, q, n, r, beta - _BETA_SLACK)
+    return _round_up(Fraction(t) * (1 + _INFLATE))
+
+
+def _kstar_count(indptr, r):
+    degrees, times = np.unique(np.diff(indptr), return_counts=True)
+    return sum(int(c) * math.comb(int(d), r + 1) for d, c in zip(degrees, times))
+
+
+def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: float,
+                simplify: bool = False, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> int:
+    """The number of k-stars of a graph (sum over vertices of C(degree, k)), with edge-DP, by
+    smooth sensitivity.
+
+    Releases f(G) + (S(G) / alpha) L rounded to an integer and clamped to [0, n C(n - 1, k)],
+    L standard Laplace, alpha = epsilon / 2, S a beta-smooth upper bound on the local
+    sensitivity (:func:`kstar_smooth_sensitivity`; Karwa, Raskhodnikova, Smith, Yaroslavtsev
+    2011). The global sensitivity is 2 C(n - 2, k - 1); S is about 2 C(d_max + 1 / beta, k - 1).
+
+    Parameters
+    ----------
+    G : networkx.Graph or array_like of int, shape (m, 2)
+        Undirected simple graph on the public vertex set (see :func:`degree_sequence`).
+    n_nodes : int
+        The public number of vertices, >= 3.
+    k : int
+        Star size, 2 <= k <= ``MAX_STAR_SIZE`` (16).
+    epsilon : float
+        In [2**-20, 2**10].
+    delta : float
+        In (0, 1) (required).
+    simplify : bool, default=False
+        Drop self-loops and repeated edges instead of raising.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
+    accountant : dpcore.Accountant, optional
+        Charged ``(epsilon, delta)`` once (label ``"graph.kstar_count"``), after every argument
+        is checked and before anything is drawn.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError, ValueError
+        Invalid arguments (naming the parameter; never quoting the edges or their number).
+    BudgetExceeded
+        The accountant cannot afford ``(epsilon, delta)``; nothing is drawn.
+
+    Privacy
+    -------
+    (epsilon, delta)-edge-DP: neighbours are graphs on the same public vertex set
+    ``0..n_nodes-1`` differing in one edge. The vertex count is public; this is not node-DP.
+    Same mechanism and calibration as :func:`triangle_count` (Laplace noise on a beta-smooth
+    bound computed with beta - 2**-38 and inflated by 2**-40; alpha = epsilon / 2; beta from
+    :class:`dpcore.robust.SmoothMedianPlan`), with the k-star count's exact LS^(s). Rounding and
+    clamping are post-processing, sampled exactly. Charged: ``(epsilon, delta)``, once. Not
+    constant-time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.graph_stats import kstar_count
+    >>> ring = np.array([[i, (i + d) % 300] for i in range(300) for d in (1, 2)])
+    >>> isinstance(kstar_count(ring, n_nodes=300, k=2, epsilon=1.0, delta=1e-6,
+    ...                        random_state=0), int)
+    True
+    """
+    n, indptr, indices = _adjacency(G, n_nodes, simplify)
+    r = _star_size(k) - 1
+    plan = _triangle_plan(epsilon, delta)
+    count = _kstar_count(indptr, r)
+    p, q = _star_pairs(indptr, indices)
+    scale = Fraction(_kstar_bound(p, q, n, r, plan.beta)) / plan.alpha
+    top = n * math.comb(n - 1, r + 1)
+
+    def draw(rng):
+        value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
+        return min(max(value, 0), top)
+
+    return release(draw, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
+                   random_state=random_state, label="graph.kstar_count")
