@@ -384,6 +384,23 @@ def test_probabilities_and_pickle(cls, cancer):
     assert np.array_equal(again.predict_proba(X[:20]), p)
 
 
+def test_forest_voting_rules(cancer):
+    # the two rules are post-processing of the same release: summed counts, or averaged
+    # normalised leaf distributions
+    X, y, bounds = cancer
+    kw = {"bounds": bounds, "classes": [0, 1], "random_state": 2}
+    proba = RandomForestClassifier(voting="proba", **kw).fit(X, y)
+    counts = RandomForestClassifier(voting="counts", **kw).fit(X, y)
+    assert np.array_equal(proba.tree_.values, counts.tree_.values)
+    leaves = proba.apply(X[:30])
+    summed = proba.tree_.values[leaves].sum(axis=1)
+    assert np.array_equal(counts.predict(X[:30]), np.argmax(np.maximum(summed, 0), axis=1))
+    clipped = np.maximum(proba.tree_.values[leaves], 0)
+    total = clipped.sum(axis=2, keepdims=True)
+    dist = np.where(total > 0, clipped / np.where(total > 0, total, 1), 0.5).mean(axis=1)
+    assert np.allclose(proba.predict_proba(X[:30]), dist)
+
+
 def test_secure_generator_by_default(cancer):
     X, y, bounds = cancer
     a = DecisionTreeClassifier(bounds=bounds, classes=[0, 1]).fit(X, y).tree_.values
