@@ -30,6 +30,14 @@ def dlap_pmf(t):
     return lambda k: (1 - p) / (1 + p) * p ** abs(k)
 
 
+def dlap_moments_closed(t):
+    """(variance, fourth moment) of DLap(t) in closed form (q = exp(-1/t)): 2q / (1-q)**2
+    and 2q (1 + 10q + q**2) / (1-q)**4 (from sum k**4 q**k = q (1+11q+11q**2+q**3) / (1-q)**5)."""
+    q = math.exp(-1.0 / t)
+    one_q = -math.expm1(-1.0 / t)
+    return 2 * q / one_q**2, 2 * q * (1 + 10 * q + q * q) / one_q**4
+
+
 def dlap_moments(t):
     """(variance, fourth moment) of DLap(t), summed exactly enough (tail below 1e-300)."""
     q = math.exp(-1.0 / t)
@@ -747,4 +755,180 @@ def test_privelet_argument_errors_charge_nothing_and_charged_once():
     with pytest.raises(dpcore.BudgetExceeded):
         publish.privelet([0.1], bins=10, range=(0, 1), epsilon=0.4, accountant=acc2,
                          random_state=g)
+    assert g.bit_generator.state == before and acc2.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# matrix mechanism
+
+
+def all_ranges(n):
+    lo, hi = np.triu_indices(n + 1, 1)
+    w = np.zeros((lo.size, n))
+    for i, (a, b) in enumerate(zip(lo, hi)):
+        w[i, a:b] = 1.0
+    return w
+
+
+def test_strategy_matrices():
+    np.testing.assert_array_equal(publish.strategy_matrix(5, "identity"), np.eye(5))
+    np.testing.assert_array_equal(publish.strategy_matrix(16, "hierarchical", branching=4),
+                                  incidence(4, 3))
+    # padded: 50 bins in a 4-ary tree of 64 leaves; the padding's columns (and empty rows) go
+    h = publish.strategy_matrix(50, "hierarchical", branching=4)
+    full = incidence(4, 4)[:, :50]
+    np.testing.assert_array_equal(h, full[np.any(full != 0, axis=1)])
+    np.testing.assert_array_equal(publish.strategy_matrix(16, "wavelet"), haar_matrix(16))
+    np.testing.assert_array_equal(publish.strategy_matrix(12, "wavelet"), haar_matrix(16)[:, :12])
+    w = all_ranges(8)
+    e = publish.strategy_matrix(8, "eigen", workload=w)
+    lam, q = np.linalg.eigh(w.T @ w)
+    np.testing.assert_allclose(e.T @ e, q @ np.diag(np.sqrt(lam)) @ q.T, atol=1e-9)
+    with pytest.raises(ValueError, match="needs the workload"):
+        publish.strategy_matrix(8, "eigen")
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        publish.strategy_matrix(8, "fourier")
+
+
+@pytest.mark.parametrize("strategy", ["identity", "hierarchical", "wavelet", "eigen"])
+def test_matrix_mechanism_measures_exactly_and_answers_by_least_squares(strategy):
+    g = np.random.default_rng(12)
+    x = g.uniform(0, 1, 2000)
+    w = all_ranges(20)
+    r = publish.matrix_mechanism(x, bins=20, range=(0, 1), workload=w, epsilon=1e12,
+                                 strategy=strategy, random_state=0)  # noise 0 (scale <= 1e-6)
+    truth = np.histogram(x, bins=20, range=(0, 1))[0]
+    assert r.strategy == strategy and r.matrix.dtype == np.int64
+    np.testing.assert_array_equal(r.noisy, r.matrix @ truth)
+    np.testing.assert_allclose(r.answers, w @ truth, atol=1e-6 * truth.sum())
+    # the integer strategy is the named one, scaled (real strategies: rounded to ~2**-20)
+    a = publish.strategy_matrix(20, strategy, workload=w)
+    a = a[np.any(a != 0, axis=1)]  # rows that measure only padding are dropped
+    scale = np.abs(r.matrix).max() / np.abs(a).max()
+    np.testing.assert_allclose(r.matrix / scale, a, atol=np.abs(a).sum(axis=0).max() * 2.0**-20)
+    assert r.noise.sensitivity == np.abs(r.matrix).sum(axis=0).max()
+
+
+def test_matrix_mechanism_is_the_formula_model_draw_for_draw():
+    """With data 0 the answers are exactly W M^+ z for z the exact discrete Laplace draws of
+    the same generator (so simulating that model below simulates the mechanism)."""
+    w = all_ranges(16)
+    for strategy in publish.STRATEGIES:
+        r = publish.matrix_mechanism([], bins=16, range=(0, 1), workload=w, epsilon=0.7,
+                                     strategy=strategy, random_state=rng(77))
+        z = dpcore.discrete_laplace(r.noise.scale, r.matrix.shape[0], random_state=rng(77))
+        np.testing.assert_array_equal(r.noisy, z)
+        m = r.matrix.astype(np.float64)
+        np.testing.assert_allclose(r.answers, w @ np.linalg.pinv(m) @ z,
+                                   atol=1e-9 * r.noise.scale * 100)
+
+
+def test_matrix_mechanism_error_matches_formula_within_3_percent():
+    """E |W M^+ z|**2 = v ||W M^+||_F**2 against simulation. The total squared error T of one
+    release is a quadratic form z^T G z (G = K^T K, K = W M^+, z iid DLap, variance v, fourth
+    moment m4): Var T = sum G_ii**2 (m4 - 3 v**2) + 2 v**2 ||G||_F**2. The number of draws R
+    is chosen so that z_crit * SE <= 3% of the mean (z_crit for ALPHA, Bonferroni over the 4
+    strategies); then |mean - formula| <= 3% fails for a correct formula with probability
+    <= ALPHA, and a formula off by more than 6% fails with probability >= 1 - ALPHA."""
+    w = all_ranges(32)
+    z_crit = z_critical(ALPHA, len(publish.STRATEGIES))
+    for k, strategy in enumerate(publish.STRATEGIES):
+        r = publish.matrix_mechanism([], bins=32, range=(0, 1), workload=w, epsilon=1.0,
+                                     strategy=strategy, random_state=k)
+        kmat = w @ np.linalg.pinv(r.matrix.astype(np.float64))
+        gram = kmat.T @ kmat
+        v, m4 = dlap_moments_closed(r.noise.scale)
+        formula = r.expected_error
+        assert formula == pytest.approx(v * np.trace(gram), rel=1e-9)
+        sd = math.sqrt(np.sum(np.diag(gram) ** 2) * (m4 - 3 * v * v) + 2 * v * v * np.sum(gram**2))
+        draws = math.ceil((z_crit * sd / (0.03 * formula)) ** 2)
+        z = dpcore.discrete_laplace(r.noise.scale, (draws, r.matrix.shape[0]),
+                                    random_state=rng(900 + k)).astype(np.float64)
+        errors = z @ kmat.T
+        total = np.einsum("ij,ij->i", errors, errors)
+        assert abs(total.mean() - formula) <= 0.03 * formula, (strategy, total.mean(), formula)
+        # the per-query variances too (Bonferroni over queries, SE from the sample)
+        per = errors**2
+        se = per.std(axis=0) / math.sqrt(draws)
+        assert np.all(np.abs(per.mean(axis=0) - r.query_variance)
+                      <= z_critical(ALPHA, 4 * w.shape[0]) * se)
+
+
+@pytest.mark.slow
+def test_matrix_mechanism_end_to_end_error_within_3_percent():
+    """The same check with whole releases (hierarchical, 16 bins, all ranges)."""
+    w = all_ranges(16)
+    r0 = publish.matrix_mechanism([], bins=16, range=(0, 1), workload=w, epsilon=1.0,
+                                  strategy="hierarchical", random_state=0)
+    kmat = w @ np.linalg.pinv(r0.matrix.astype(np.float64))
+    gram = kmat.T @ kmat
+    v, m4 = dlap_moments_closed(r0.noise.scale)
+    sd = math.sqrt(np.sum(np.diag(gram) ** 2) * (m4 - 3 * v * v) + 2 * v * v * np.sum(gram**2))
+    draws = math.ceil((z_critical(ALPHA) * sd / (0.03 * r0.expected_error)) ** 2)
+    total = [np.sum(publish.matrix_mechanism(
+        [], bins=16, range=(0, 1), workload=w, epsilon=1.0, strategy="hierarchical",
+        random_state=10 + s).answers ** 2) for s in np.arange(draws)]
+    assert abs(np.mean(total) - r0.expected_error) <= 0.03 * r0.expected_error
+
+
+def test_matrix_mechanism_auto_picks_the_least_expected_error():
+    w = np.tril(np.ones((64, 64)))
+    errors = {s: publish.expected_error(w, s, epsilon=1.0) for s in publish.STRATEGIES}
+    r = publish.matrix_mechanism([0.5], bins=64, range=(0, 1), workload=w, epsilon=1.0,
+                                 random_state=0)
+    assert r.strategy == min(errors, key=errors.get) == "hierarchical"
+    assert publish.expected_error(w, "auto", epsilon=1.0) == pytest.approx(r.expected_error)
+    # a workload of a few wide sums: the eigen-design wins
+    v = np.zeros((3, 64))
+    v[0], v[1, :32], v[2, ::2] = 1.0, 1.0, 1.0
+    assert publish.matrix_mechanism([0.5], bins=64, range=(0, 1), workload=v, epsilon=1.0,
+                                    random_state=0).strategy == "eigen"
+    # a custom strategy that cannot answer the workload is refused
+    with pytest.raises(ValueError, match="does not determine the workload"):
+        publish.expected_error(w, np.ones((1, 64)), epsilon=1.0)
+    assert publish.expected_error(w, np.eye(64), epsilon=1.0) == pytest.approx(
+        errors["identity"])
+
+
+def test_matrix_mechanism_noise_law():
+    draws = np.concatenate([publish.matrix_mechanism(
+        [], bins=64, range=(0, 1), workload=np.eye(64), epsilon=1.0, strategy="hierarchical",
+        random_state=s).noisy for s in range(150)])  # 8-ary over 64 bins: 3 levels, DLap(3)
+    assert integer_pvalue(draws, dlap_pmf(3.0), np.arange(-30, 31)) > ALPHA
+    assert integer_pvalue(draws, dlap_pmf(3.0 * 1.25), np.arange(-30, 31)) < ALPHA
+
+
+def test_matrix_mechanism_argument_errors_charge_nothing_and_charged_once():
+    acc = dpcore.Accountant(1.0)
+    w = np.eye(10)
+    bad = [
+        (dict(range=None), ValueError, "range"),
+        (dict(epsilon=-1.0), ValueError, "epsilon must be > 0"),
+        (dict(outside="wrap"), ValueError, "outside must be 'drop' or 'clip'"),
+        (dict(workload=np.eye(9)), ValueError, "one column per bin"),
+        (dict(workload=np.full((2, 10), np.nan)), ValueError, "workload"),
+        (dict(strategy="fourier"), ValueError, "strategy must be one of"),
+        (dict(strategy=np.ones((1, 10))), ValueError, "does not determine"),
+        (dict(bins=5000, workload=np.ones((1, 5000))), ValueError, "MAX_MATRIX_BINS"),
+    ]
+    for over, exc, msg in bad:
+        kw = dict(bins=10, range=(0, 1), workload=w, epsilon=0.5, accountant=acc,
+                  random_state=0)
+        kw.update(over)
+        with pytest.raises(exc, match=msg):
+            publish.matrix_mechanism([0.5], **kw)
+    with pytest.raises(ValueError, match="NaN"):
+        publish.matrix_mechanism([np.nan], bins=10, range=(0, 1), workload=w, epsilon=0.5,
+                                 accountant=acc)
+    assert acc.history == []
+    publish.matrix_mechanism([0.5], bins=10, range=(0, 1), workload=w, epsilon=0.4,
+                             accountant=acc, random_state=0)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta, entry.label) == (0.4, 0.0, "publish.matrix_mechanism")
+    acc2 = dpcore.Accountant(0.3)
+    g = rng(52)
+    before = g.bit_generator.state
+    with pytest.raises(dpcore.BudgetExceeded):
+        publish.matrix_mechanism([0.5], bins=10, range=(0, 1), workload=w, epsilon=0.4,
+                                 accountant=acc2, random_state=g)
     assert g.bit_generator.state == before and acc2.history == []
