@@ -8,7 +8,7 @@ here on the data) divided by scikit-learn's non-private ``KMeans(n_init=10)`` co
 Group ``kmeans-fit-1e5``: one fit at epsilon = 1. Contenders:
 
 * ``dpcore-kmeans`` (role dpcore): ``KMeans(5, epsilon=1, bounds=(-15, 15))``, defaults (noisy
-  histogram start, 5 noisy Lloyd iterations, exact discrete Laplace on integer sums).
+  histogram start, 2 noisy Lloyd iterations, exact discrete Laplace on integer sums).
 * ``numpy-dplloyd`` (role naive): textbook DPLloyd (Su et al. 2016) in plain NumPy
   (:func:`naive_dplloyd`): centres drawn uniformly in the bounds, 5 iterations, epsilon split
   equally over them and halved between counts and sums, floating-point Laplace noise from

@@ -14,6 +14,7 @@ import dpcore  # noqa: E402
 from dpcore.learn._kmeans import (  # noqa: E402
     KMeans,
     _cluster_totals,
+    _coarsen,
     _split_units,
     _sphere_packing,
     count_sum_split,
@@ -76,6 +77,7 @@ def _dlap_pmf(t):
 def test_released_count_is_exact_discrete_laplace():
     noise, km = _count_samples(2500, epsilon=1.0)
     plan = km._plan(2, 1.0, 4, 1, km.init, 0.2)
+    assert plan[-1] == 1
     count_noise = plan[3]
     # epsilon_count = 1 / (1 + r), r = (3 d**2)**(1/3); scale = 1 / epsilon_count rounded up
     assert count_noise.sensitivity == 1
@@ -96,6 +98,14 @@ def test_cluster_totals_match_naive():
     for c in range(5):
         assert counts[c] == np.sum(labels == c)
         assert np.array_equal(sums[c], units[labels == c].sum(axis=0))
+
+
+def test_coarsen_sums_blocks():
+    table = np.arange(5 * 5 * 3).reshape(5, 5, 3)
+    coarse = _coarsen(table)
+    assert coarse.shape == (3, 3, 2) and coarse.sum() == table.sum()
+    assert coarse[0, 0, 0] == table[:2, :2, :2].sum()
+    assert coarse[2, 1, 1] == table[4:, 2:4, 2:].sum()
 
 
 def test_sphere_packing_is_a_packing():
@@ -160,6 +170,8 @@ def test_fitted_attributes_are_released_or_public():
     km = KMeans(3, epsilon=1.0, bounds=(-15, 15), max_iter=4, random_state=0).fit(_data())
     assert not hasattr(km, "labels_") and not hasattr(km, "inertia_")
     assert km.n_iter_ == 4
+    assert KMeans(3, bounds=(-15, 15), random_state=0).fit(_data()).n_iter_ == 2
+    assert KMeans(3, bounds=(-15, 15), init="sphere", random_state=0).fit(_data()).n_iter_ == 5
     assert km.cluster_centers_.shape == (3, 2) and km.cluster_count_.dtype == np.int64
     assert np.all(np.abs(km.cluster_centers_) <= 15)
 

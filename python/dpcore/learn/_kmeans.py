@@ -78,16 +78,20 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required; data
         outside them is clipped.
-    max_iter : int, default=5
+    max_iter : int, default=None
         Number of noisy Lloyd iterations (public, always all run), >= 1. The budget left after
         the initialisation is split equally over them: few iterations from a good start beat
-        many noisier ones (Su et al. 2016 found about 5 best).
+        many noisier ones. None: 2 after the histogram start (measured best of {1, 2, 5} on
+        blobs, n = 10**3..10**5), 5 after any other start (Su et al. 2016 found about 5 best
+        for DPLloyd from a data-independent start).
     init : {"auto", "histogram", "sphere"} or array of shape (n_clusters, n_features), default="auto"
         ``"histogram"``: spend ``init_fraction`` of epsilon on a noisy histogram of the data on a
-        public grid (b bins per feature, b**d <= 2**14 cells, b <= 64), keep the cells whose noisy
-        count exceeds t ln(cells) (t the noise scale; an empty cell passes with probability about
-        1/cells), and run non-private weighted k-means (k-means++ seeding, 10 starts of 30 Lloyd steps) on
-        their centres weighted by their noisy counts: post-processing of the histogram.
+        public grid (b bins per feature, b**d <= 2**14 cells, b <= 64); sum the noisy counts into
+        coarser grids (2**l cells a side) and take the finest that has k cells whose noisy count
+        exceeds t ln(cells) sqrt(2**(l d)) (t the noise scale; an empty cell passes with
+        probability about 1/cells); run non-private weighted k-means (k-means++ seeding, 10
+        starts of 30 Lloyd steps) on their centres weighted by their noisy counts:
+        post-processing of the histogram.
         ``"sphere"``: data-independent centres (Su et al.'s sphere packing): random points of the
         box whose balls of a common radius a are disjoint and inside the box, a as large as 100
         tries allow; costs nothing (but Lloyd iterations from it often stop in a poor local
@@ -112,7 +116,8 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     init_centers_ : ndarray, shape (n_clusters, n_features)
         The starting centres (released by the histogram, or public).
     n_iter_ : int
-        ``max_iter`` (public: the iteration count never depends on the data).
+        The number of iterations run: ``max_iter`` or its public default (never depends on the
+        data).
     n_features_in_ : int
 
     No ``labels_`` and no ``inertia_``: both are exact functions of the private data. Use
@@ -122,8 +127,8 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     -------
     epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped to
     the public bounds. The histogram start (if used) has L1 sensitivity 1 and gets exact discrete
-    Laplace noise at epsilon_0 = ``init_fraction`` epsilon. Each Lloyd iteration gets
-    epsilon_i = (epsilon - epsilon_0) / ``max_iter``, split as epsilon_i / (1 + r) for the counts
+    Laplace noise at epsilon_0 = ``init_fraction`` epsilon. Each of the T Lloyd iterations gets
+    epsilon_i = (epsilon - epsilon_0) / T, split as epsilon_i / (1 + r) for the counts
     and r epsilon_i / (1 + r) for the sums, r = (3 d**2)**(1/3). Given the released centres of the
     previous iteration (public by then), every record falls in exactly one cluster, so the k
     counts have L1 sensitivity 1 and the k d sums of the grid integers rint(z 2**g), |z| <= 1,
@@ -151,7 +156,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     [-5.0, -5.0, 5.0]
     """
 
-    def __init__(self, n_clusters=8, *, epsilon=1.0, bounds=None, max_iter=5, init="auto",
+    def __init__(self, n_clusters=8, *, epsilon=1.0, bounds=None, max_iter=None, init="auto",
                  init_fraction=0.2, random_state=None, accountant=None):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -167,11 +172,15 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         grid search). Returns (epsilon, k, max_iter, init, init_fraction, (lower, upper))."""
         epsilon = _base.check_epsilon(self.epsilon)
         k = check.integer(self.n_clusters, "n_clusters", minimum=1)
-        max_iter = check.integer(self.max_iter, "max_iter", minimum=1)
+        max_iter = None if self.max_iter is None else check.integer(self.max_iter, "max_iter",
+                                                                    minimum=1)
         fraction = check.real(self.init_fraction, "init_fraction")
         if not 0.0 < fraction < 1.0:
             raise ValueError(f"init_fraction must be in (0, 1), got {self.init_fraction!r}")
         bounds = _base.bounds_array(self.bounds, "bounds", n_features)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(bounds[1] - bounds[0])):
+                raise ValueError("bounds are too wide: upper - lower overflows; rescale the data")
         init = self.init
         if isinstance(init, str):
             if init not in _INITS:
@@ -192,11 +201,13 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
 
     def _plan(self, d, epsilon, k, max_iter, init, fraction):
         """The public calibration: (init kind, bins, histogram noise, count noise, sum noise,
-        g). Raises a ValueError for parameters out of range, before anything is charged."""
+        g, number of iterations). Raises a ValueError for parameters out of range, before anything is charged."""
         kind = init if isinstance(init, str) else "array"
         bins = histogram_bins(d, k)
         if kind == "auto":
             kind = "histogram" if bins >= 2 else "sphere"
+        if max_iter is None:
+            max_iter = 2 if kind == "histogram" else 5
         eps_init = 0.0
         hist_noise = None
         if kind == "histogram":
@@ -207,12 +218,11 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         eps_count = round_down(Fraction(eps_iter) / (1 + Fraction(count_sum_split(d))))
         eps_sum = round_down(Fraction(eps_iter) - Fraction(eps_count))
         if not (eps_count > 0 and eps_sum > 0):
-            raise ValueError(f"epsilon={self.epsilon!r} is too small for max_iter="
-                             f"{self.max_iter!r} iterations")
+            raise ValueError(f"epsilon={self.epsilon!r} is too small for {max_iter} iterations")
         g = sum_grid_bits(d, eps_sum)
         count_noise = IntegerNoise.calibrate("laplace", 1, eps_count, 0.0)
         sum_noise = IntegerNoise.calibrate("laplace", d * 2**g, eps_sum, 0.0)
-        return kind, bins, hist_noise, count_noise, sum_noise, g
+        return kind, bins, hist_noise, count_noise, sum_noise, g, max_iter
 
     def _n_features_out(self, n_features):
         return check.integer(self.n_clusters, "n_clusters", minimum=1)
@@ -223,7 +233,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         X = _base.validate_data(self, X, reset=True, dtype=np.float64)
         n, d = X.shape
         epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(n, d)
-        kind, bins, hist_noise, count_noise, sum_noise, g = self._plan(
+        kind, bins, hist_noise, count_noise, sum_noise, g, max_iter = self._plan(
             d, epsilon, k, max_iter, init, fraction)
         mid, half = lower / 2 + upper / 2, upper / 2 - lower / 2
         Xc = np.clip(X, lower, upper)
@@ -331,21 +341,51 @@ def _cluster_totals(labels, halves, k):
 
 
 def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
-    """Initial centres from a noisy histogram of the (clipped) data on the public grid."""
+    """Initial centres from a noisy histogram of the (clipped) data on the public grid.
+
+    Post-processing of the noisy counts only: the counts are summed into coarser grids (2**l
+    fine cells a side, l = 0, 1, ...); at each level a cell is kept when its noisy count exceeds
+    t ln(cells) sqrt(m) (t the noise scale, m the fine cells it sums: about the level an empty
+    cell reaches with chance 1/cells), and the finest level that keeps at least k cells gives
+    the points, weighted by their noisy counts, for weighted k-means. When no level keeps k
+    cells, the k largest cells of the coarsest level are used."""
     d = Xc.shape[1]
     width = upper - lower
     codes = np.minimum(np.floor((Xc - lower) / width * bins), bins - 1).astype(np.int64)
     flat = codes @ (bins ** np.arange(d, dtype=np.int64))
     cells = bins ** d
     noisy = np.bincount(flat, minlength=cells) + noise.draw(cells, rng)
-    # post-processing: cells above the threshold an empty cell passes with chance ~ 1/cells
-    keep = np.flatnonzero(noisy > noise.scale * math.log(cells))
+    table = noisy.reshape((bins,) * d, order="F")
+    level = 0
+    while True:
+        side = table.shape[0]
+        threshold = noise.scale * math.log(max(table.size, 2)) * math.sqrt(2.0 ** (d * level))
+        keep = np.flatnonzero(table.reshape(-1, order="F") > threshold)
+        if keep.size >= k or side < 4:
+            break
+        table = _coarsen(table)
+        level += 1
     if keep.size < k:
-        keep = np.argsort(noisy, kind="stable")[-k:]
-    grid = np.stack(np.unravel_index(keep, (bins,) * d, order="F"), axis=1)
-    points = lower + (grid + 0.5) / bins * width
-    weights = np.maximum(noisy[keep], 1).astype(float)
+        keep = np.argsort(table.reshape(-1, order="F"), kind="stable")[-k:]
+    index = np.stack(np.unravel_index(keep, table.shape, order="F"), axis=1)
+    step = 2**level
+    first = index * step                                 # fine cells [first, last) per axis
+    last = np.minimum(first + step, bins)
+    points = lower + (first + last) / 2.0 / bins * width
+    weights = np.maximum(table.reshape(-1, order="F")[keep], 1).astype(float)
     return np.clip(_weighted_kmeans(points, weights, k, rng), lower, upper)
+
+
+def _coarsen(table):
+    """Sum 2 x ... x 2 blocks of cells (an odd side padded with empty cells)."""
+    for axis in range(table.ndim):
+        if table.shape[axis] % 2:
+            pad = [(0, 0)] * table.ndim
+            pad[axis] = (0, 1)
+            table = np.pad(table, pad)
+        shape = table.shape[:axis] + (table.shape[axis] // 2, 2) + table.shape[axis + 1:]
+        table = table.reshape(shape).sum(axis=axis + 1)
+    return table
 
 
 def _weighted_kmeans(points, weights, k, rng, n_init=10, n_steps=30):
