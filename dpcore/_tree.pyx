@@ -52,6 +52,17 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
                 out[f * n + i] = <uint16_t>q
 
 
+# records per slab of level_counts (their positions in a slab fit in int32); tests lower it
+cdef Py_ssize_t _slab = 1 << 30
+
+
+def _set_slab(Py_ssize_t size):
+    """Test hook: the slab size of level_counts (>= 1); returns the previous one."""
+    global _slab
+    previous, _slab = _slab, max(size, 1)
+    return previous
+
+
 def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature per row
                  const int32_t[::1] y,           # IN  (n,) class index 0..k-1
                  const int32_t[::1] node,        # IN  (n,) node of the level, -1: settled
@@ -64,14 +75,15 @@ def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature pe
 
     First the records to count are listed with their (row, class) offset, then each feature
     is counted in turn: its table (rows x B x k) stays in the first-level cache."""
-    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, u, m = 0
+    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, u, m, s0, s1, t
     cdef Py_ssize_t B = counts.shape[2], k = counts.shape[3]
     cdef Py_ssize_t cells = counts.shape[1] * B * k
+    cdef Py_ssize_t slab = max(min(n, _slab), 1)
     cdef int32_t v
     cdef int64_t *table
     cdef const uint16_t *col
-    cdef int32_t *sel = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
-    cdef int32_t *off = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+    cdef int32_t *sel = <int32_t *>malloc(max(slab, 1) * sizeof(int32_t))
+    cdef int32_t *off = <int32_t *>malloc(max(slab, 1) * sizeof(int32_t))
     # SPREAD interleaved copies of a feature's table: consecutive records rarely update the
     # same copy's cell, so the increments do not wait on each other through memory
     cdef int64_t *spread = <int64_t *>malloc(SPREAD * max(cells, 1) * sizeof(int64_t))
@@ -81,30 +93,35 @@ def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature pe
         free(spread)
         raise MemoryError()
     with nogil:
-        for i in range(n):
-            v = node[i]
-            if v < 0 or (left_only and (v & 1)):
-                continue
-            if left_only:
-                v >>= 1
-            sel[m] = <int32_t>i
-            off[m] = <int32_t>(SPREAD * (v * B * k + y[i]))
-            m += 1
-        for f in range(d):
-            # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c; in
-            # spread, copy u of cell e is at SPREAD e + u
-            memset(spread, 0, SPREAD * cells * sizeof(int64_t))
-            col = &codes[f, 0]
-            if m == n:   # every record (the root level): no gather
-                for j in range(m):
-                    spread[off[j] + SPREAD * k * col[j] + (j & (SPREAD - 1))] += 1
-            else:
-                for j in range(m):
-                    spread[off[j] + SPREAD * k * col[sel[j]] + (j & (SPREAD - 1))] += 1
-            table = &counts[f, 0, 0, 0]
-            for j in range(cells):
-                for u in range(SPREAD):
-                    table[j] += spread[SPREAD * j + u]
+        # slabs of records whose positions fit in int32
+        for t in range((n + slab - 1) // slab):
+            s0 = t * slab
+            s1 = min(s0 + slab, n)
+            m = 0
+            for i in range(s0, s1):
+                v = node[i]
+                if v < 0 or (left_only and (v & 1)):
+                    continue
+                if left_only:
+                    v >>= 1
+                sel[m] = <int32_t>(i - s0)
+                off[m] = <int32_t>(SPREAD * (v * B * k + y[i]))
+                m += 1
+            for f in range(d):
+                # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c;
+                # in spread, copy u of cell e is at SPREAD e + u
+                memset(spread, 0, SPREAD * cells * sizeof(int64_t))
+                col = &codes[f, s0]
+                if m == s1 - s0:   # every record (the root level): no gather
+                    for j in range(m):
+                        spread[off[j] + SPREAD * k * col[j] + (j & (SPREAD - 1))] += 1
+                else:
+                    for j in range(m):
+                        spread[off[j] + SPREAD * k * col[sel[j]] + (j & (SPREAD - 1))] += 1
+                table = &counts[f, 0, 0, 0]
+                for j in range(cells):
+                    for u in range(SPREAD):
+                        table[j] += spread[SPREAD * j + u]
     free(sel)
     free(off)
     free(spread)

@@ -64,14 +64,22 @@ def test_bin_codes_agree_with_thresholds():
     _tree.level_counts(codes, y, np.zeros(len(X), dtype=np.int32), 0, level)
     assert np.array_equal(level[:, 0], naive)
     node = rng.integers(-1, 4, len(X)).astype(np.int32)   # 4 nodes, some records settled
-    lefts = np.zeros((3, 2, B, 3), dtype=np.int64)
-    _tree.level_counts(codes, y, node, 1, lefts)
-    for r in range(2):
-        naive = np.zeros((3, B, 3), dtype=np.int64)
-        at = node == 2 * r
-        for f in range(3):
-            np.add.at(naive[f], (ref[f][at], y[at]), 1)
-        assert np.array_equal(lefts[:, r], naive)
+    for slab in (1 << 30, 777):   # records are counted in slabs (int32 positions)
+        previous = _tree._set_slab(slab)
+        try:
+            lefts = np.zeros((3, 2, B, 3), dtype=np.int64)
+            _tree.level_counts(codes, y, node, 1, lefts)
+            level = np.zeros((3, 1, B, 3), dtype=np.int64)
+            _tree.level_counts(codes, y, np.zeros(len(X), dtype=np.int32), 0, level)
+        finally:
+            _tree._set_slab(previous)
+        assert np.array_equal(level[:, 0], naive)
+        for r in range(2):
+            expected = np.zeros((3, B, 3), dtype=np.int64)
+            at = node == 2 * r
+            for f in range(3):
+                np.add.at(expected[f], (ref[f][at], y[at]), 1)
+            assert np.array_equal(lefts[:, r], expected)
 
 
 @pytest.mark.parametrize("lower, upper, B", [(-1e300, 1e300, 7), (0.0, 5e-324 * 2**20, 3),

@@ -56,3 +56,6 @@ def vote(
     values: NDArray[np.float64],
     out: NDArray[np.float64],
 ) -> None: ...
+
+# Test hook (private).
+def _set_slab(size: int) -> int: ...
