@@ -232,3 +232,19 @@ def star_profile(const int64_t[::1] indptr, const int32_t[::1] indices, const in
     with nogil:
         _star_profile(&indptr[0], ind, n, &order[0], &rank[0], &adj[0], &maxq[0])
     return out
+
+
+def project_degrees(Py_ssize_t n, const int32_t[::1] u, const int32_t[::1] v, int64_t bound):
+    """Degrees of the edge-addition projection: the edges (u[e], v[e]) are taken in the given
+    (public, data-independent) order and kept when both ends still have fewer than ``bound``
+    kept edges. int64 array (n,), every entry <= bound. O(n + m)."""
+    cdef Py_ssize_t m = u.shape[0]
+    cdef Py_ssize_t e
+    out = np.zeros(n, dtype=np.int64)
+    cdef int64_t[::1] deg = out        # OUT
+    with nogil:
+        for e in range(m):
+            if deg[u[e]] < bound and deg[v[e]] < bound:
+                deg[u[e]] += 1
+                deg[v[e]] += 1
+    return out

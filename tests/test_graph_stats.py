@@ -24,7 +24,7 @@ import dpcore
 from dpcore import _graph_stats
 from dpcore import graph_stats as gs
 from dpcore.graph_stats import (
-    degree_distribution, degree_sequence, kstar_count, kstar_local_sensitivity,
+    degree_distribution, degree_distribution_node_dp, degree_sequence, kstar_count, kstar_local_sensitivity,
     kstar_smooth_sensitivity, triangle_count, triangle_local_sensitivity,
     triangle_smooth_sensitivity,
 )
@@ -331,6 +331,62 @@ def test_kstar_count_accuracy_and_law():
     assert z_score(np.mean(np.abs(draws)), mean, sd / math.sqrt(draws.size)) < z_critical()
 
 
+# --------------------------------------------------------------------------- node-DP
+
+
+def naive_projection(n, edges, bound):
+    deg = [0] * n
+    for a, b in sorted((min(a, b), max(a, b)) for a, b in edges):
+        if deg[a] < bound and deg[b] < bound:
+            deg[a] += 1
+            deg[b] += 1
+    return deg
+
+
+@pytest.mark.parametrize("bound", [1, 2, 5])
+def test_projection_matches_naive(bound):
+    for seed, (n, p) in enumerate([(10, 0.5), (30, 0.3), (50, 0.1)]):
+        edges = random_edges(n, p, seed)
+        n_, u, v = gs._pairs(edges[np.random.default_rng(seed).permutation(len(edges))], n, False)
+        got = _graph_stats.project_degrees(n_, u, v, bound)
+        assert got.tolist() == naive_projection(n, edges, bound)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_node_sensitivity_exhaustive(n):
+    """For every graph, vertex v and graph differing from it only in edges at v, the sorted
+    projected degree sequences differ by at most 4 D in L1 (2 D when one edge set at v contains
+    the other)."""
+    pairs, codes, _, _ = all_graphs(n)
+    for bound in (1, 2, 3):
+        seqs = []
+        for g in codes:
+            _, u, v = gs._pairs(edges_of(pairs, int(g)), n, False)
+            seqs.append(np.sort(_graph_stats.project_degrees(n, u, v, bound)))
+        seqs = np.array(seqs)
+        worst = worst_nested = 0
+        for x in range(n):
+            at_x = sum(1 << k for k, pr in enumerate(pairs) if x in pr)
+            rest = codes & ~at_x
+            for key in np.unique(rest):
+                group = codes[rest == key]
+                S = seqs[group]
+                dist = np.abs(S[:, None, :] - S[None, :, :]).sum(axis=2)
+                worst = max(worst, int(dist.max()))
+                g1, g2 = group[:, None], group[None, :]
+                nested = (g1 & g2) == g1  # the first's edges at x inside the second's
+                worst_nested = max(worst_nested, int(dist[nested].max()))
+        assert worst <= gs.node_degree_sensitivity(bound)
+        assert worst_nested <= 2 * bound
+
+
+def test_node_dp_distribution_output():
+    nx = pytest.importorskip("networkx")
+    G = nx.barabasi_albert_graph(400, 3, seed=4)
+    hist = degree_distribution_node_dp(G, n_nodes=400, max_degree=12, epsilon=1.0, random_state=2)
+    assert hist.shape == (13,) and hist.sum() == 400 and np.all(hist >= 0)
+
+
 # --------------------------------------------------------------------------- noise laws
 
 
@@ -450,6 +506,8 @@ RELEASES = {
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "triangle_count": (lambda **kw: triangle_count(
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
+    "degree_distribution_node_dp": (lambda **kw: degree_distribution_node_dp(
+        **{"G": EDGES, "n_nodes": 12, "max_degree": 3, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "kstar_count": (lambda **kw: kstar_count(
         **{"G": EDGES, "n_nodes": 12, "k": 3, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
 }
@@ -460,6 +518,8 @@ COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dic
               dict(simplify="yes")]
 BAD = {"triangle_count": [dict(delta=None), dict(delta=0.0), dict(delta=1.0),
                           dict(epsilon=2.0**-30)],
+       "degree_distribution_node_dp": [dict(max_degree=0), dict(max_degree=None),
+                                       dict(max_degree=2.5), dict(epsilon=2.0**-44)],
        "kstar_count": [dict(delta=None), dict(k=1), dict(k=17), dict(k=2.0), dict(epsilon=2.0**11)]}
 
 
@@ -530,5 +590,6 @@ def test_release_docstrings_state_privacy():
         if callable(obj):
             doc = obj.__doc__ or ""
             assert "Privacy\n    -------" in doc, name
-    for f in (degree_sequence, degree_distribution, triangle_count, kstar_count):
-        assert "edge-DP" in f.__doc__ and "n_nodes" in f.__doc__ and "Charged" in f.__doc__
+    for f in (degree_sequence, degree_distribution, triangle_count, kstar_count,
+              degree_distribution_node_dp):
+        assert "-DP" in f.__doc__ and "n_nodes" in f.__doc__ and "Charged" in f.__doc__
