@@ -273,9 +273,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     Each feature k is cut into B_k = ``n_bins`` (or ``n_bins[k]``) equal bins of the public
     ``bounds`` [l_k, u_k]: the candidate thresholds are l_k + j (u_k - l_k) / B_k,
     j = 1 .. B_k - 1 (exactly: the doubles where floor((x - l_k) B_k / (u_k - l_k)) reaches j,
-    :func:`bin_threshold`);
-    values outside the bounds fall in the end bins (clipping). The tree is grown level by level (DiffP-C4.5 on a public threshold grid).
-    At a node of depth < ``max_depth``: a noisy count N of the node's records decides whether
+    :func:`bin_threshold`); values outside the bounds fall in the end bins (clipping). The tree
+    is grown level by level (DiffP-C4.5 on a public threshold grid). At a node of depth < ``max_depth``: a noisy count N of the node's records decides whether
     to stop (N / n_classes < sqrt(2) * noise scale, Friedman-Schuster's rule: the counts would
     be mostly noise); otherwise the exponential mechanism picks the split (feature, threshold)
     among all sum_k (B_k - 1) candidates with the quality ``criterion``. A node that
@@ -333,8 +332,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     last level. The levels compose sequentially: epsilon in all, charged once. What a level does
     depends only on the released outputs of the levels above (post-processing). The threshold
     grid is public. The label set must be public: with ``classes=None`` it is read from y (see
-    ``classes``). Not constant-time: the fit time grows with the number of nodes grown, which is
-    a function of the released tree.
+    ``classes``). Not constant-time: the fit time grows with the number of nodes grown (a
+    function of the released tree), and the exact samplers' time depends on their draws.
 
     References
     ----------
