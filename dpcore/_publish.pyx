@@ -277,3 +277,62 @@ def haar_inverse(const double[:, ::1] c,  # IN (rows, n) coefficients, heap orde
                 work[2 * j + 1] = 0.5 * (work[j] - c[r, j])
             for j in range(n):
                 out[r, j] = work[n + j]
+
+
+# ------------------------------------------------------------------------------------------------
+# MWEM over a workload of interval queries [lo, hi) of a 1-d domain: all answers from one prefix
+# sum (O(n + m) instead of O(n m)), and multiplicative-weights updates that touch only the
+# query's interval (a 0/1 query multiplies its cells by one factor, the rest only renormalises,
+# which is deferred into the running sum).
+
+from libc.math cimport exp
+
+
+def range_answers(const double[::1] a,  # IN (n,) weights
+                  const int64_t[::1] lo, const int64_t[::1] hi,  # IN (m,) intervals [lo, hi)
+                  double[::1] prefix,  # scratch (n + 1,)
+                  double[::1] out):  # OUT (m,)
+    """out[q] = sum(a[lo[q]:hi[q]]); the caller checks 0 <= lo <= hi <= n."""
+    cdef Py_ssize_t j, q
+    with nogil:
+        prefix[0] = 0.0
+        for j in range(a.shape[0]):
+            prefix[j + 1] = prefix[j] + a[j]
+        for q in range(lo.shape[0]):
+            out[q] = prefix[hi[q]] - prefix[lo[q]]
+
+
+def mw_ranges(double[::1] a,  # IN/OUT (n,) weights summing to total
+              const int64_t[::1] lo, const int64_t[::1] hi,  # IN measured intervals
+              const double[::1] measured,  # IN their noisy answers
+              Py_ssize_t first,  # apply measurements first .. count - 1 ...
+              Py_ssize_t count,
+              Py_ssize_t sweeps,  # ... once, then all 0 .. count - 1 this many more times
+              double total):
+    """Multiplicative weights (Hardt-Ligett-McSherry): for each measurement in turn,
+    a[lo:hi] *= exp((m - answer(a)) / (2 total)), then a is renormalised to sum to total.
+    The renormalisation is kept as one running sum s (a's true value is a * total / s) and
+    applied to every cell once at the end, so an update costs O(hi - lo)."""
+    cdef Py_ssize_t n = a.shape[0], j, k, step, start, stop
+    cdef double s = 0.0, part, factor, half = 0.5 / total
+    with nogil:
+        for j in range(n):
+            s += a[j]
+        for step in range(sweeps + 1):
+            start = first if step == 0 else 0
+            stop = count
+            for k in range(start, stop):
+                part = 0.0
+                for j in range(lo[k], hi[k]):
+                    part += a[j]
+                factor = exp((measured[k] - part * total / s) * half)
+                for j in range(lo[k], hi[k]):
+                    a[j] *= factor
+                s += part * (factor - 1.0)
+                if s > 1e200 or s < 1e-200:  # rescale before the weights under/overflow
+                    for j in range(n):
+                        a[j] *= total / s
+                    s = total
+        factor = total / s
+        for j in range(n):
+            a[j] *= factor

@@ -481,11 +481,13 @@ def test_counter_error_five_times_below_noisy_prefix_sums_at_a_million():
 
 
 @pytest.mark.parametrize("name", ["hierarchical_histogram", "ContinualCounter", "quadtree_histogram",
-                                  "privelet", "consistent_tree", "nonnegative_consistent"])
+                                  "privelet", "matrix_mechanism", "mwem", "consistent_tree",
+                                  "nonnegative_consistent", "strategy_matrix", "expected_error"])
 def test_release_functions_have_privacy_section(name):
     doc = inspect.getdoc(getattr(publish, name)) or ""
     assert re.search(r"^Privacy\n-------\n", doc, flags=re.MULTILINE)
-    if name in ("hierarchical_histogram", "ContinualCounter", "quadtree_histogram", "privelet"):
+    if name in ("hierarchical_histogram", "ContinualCounter", "quadtree_histogram", "privelet",
+                "matrix_mechanism", "mwem"):
         assert "add/remove" in doc and "Charged" in doc
 
 
@@ -931,4 +933,147 @@ def test_matrix_mechanism_argument_errors_charge_nothing_and_charged_once():
     with pytest.raises(dpcore.BudgetExceeded):
         publish.matrix_mechanism([0.5], bins=10, range=(0, 1), workload=w, epsilon=0.4,
                                  accountant=acc2, random_state=g)
+    assert g.bit_generator.state == before and acc2.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# MWEM
+
+
+def naive_mwem(counts, q, epsilon, rounds, replay, g):
+    """Straightforward MWEM with a dense 0/1 query matrix, drawing from ``g`` in the order
+    dpcore does (count noise, then per round the exact EM and the measurement's noise)."""
+    from dpcore import selection
+
+    step = epsilon / (2 * rounds + 1)
+    scale = IntegerNoise.calibrate("laplace", 1, step, 0.0).scale
+    truth = q @ counts
+    total = max(int(counts.sum() + dpcore.discrete_laplace(scale, 1, random_state=g)[0]), 1)
+    a = np.full(counts.size, total / counts.size)
+    average = np.zeros(counts.size)
+    done = []
+    for _ in range(rounds):
+        pick = selection.exponential(np.abs(q @ a - truth), sensitivity=1.0, epsilon=step,
+                                     method="exact", random_state=g)
+        done.append((pick, truth[pick] + dpcore.discrete_laplace(scale, 1, random_state=g)[0]))
+        for pick, m in [done[-1]] + done * replay:
+            a = a * np.exp(q[pick] * (m - q[pick] @ a) / (2 * total))
+            a = a * total / a.sum()
+        average += a
+    return average / rounds
+
+
+def interval_matrix(lo, hi, n):
+    q = np.zeros((lo.size, n))
+    for i, (a, b) in enumerate(zip(lo, hi)):
+        q[i, a:b] = 1.0
+    return q
+
+
+@pytest.mark.parametrize("kind", ["ranges", "dense"])
+def test_mwem_equals_the_naive_twin(kind):
+    g = np.random.default_rng(21)
+    x = g.beta(2, 5, 3000)
+    lo, hi = np.sort(g.integers(0, 65, (2, 200)), axis=0)
+    q = interval_matrix(lo, hi, 64)
+    queries = (lo, hi) if kind == "ranges" else q
+    m = publish.mwem(x, bins=64, range=(0, 1), queries=queries, epsilon=2.0, rounds=15,
+                     replay=3, random_state=rng(5))
+    counts = np.histogram(x, bins=64, range=(0, 1))[0].astype(np.float64)
+    twin = naive_mwem(counts, q, 2.0, 15, 3, rng(5))
+    np.testing.assert_allclose(m.histogram, twin, rtol=1e-9, atol=1e-9 * x.size)
+    assert m.histogram.sum() == pytest.approx(m.total)
+    # the kernel's updates keep the weights' sum, and the range answers are prefix sums
+    a = g.uniform(0, 1, 64)
+    out = np.empty(lo.size)
+    _publish.range_answers(a, lo, hi, np.empty(65), out)
+    np.testing.assert_allclose(out, q @ a, atol=1e-12)
+
+
+def test_mwem_reduces_the_workload_error():
+    g = np.random.default_rng(22)
+    x = np.concatenate([g.normal(0.3, 0.05, 5000), g.normal(0.7, 0.1, 5000)])
+    lo, hi = np.triu_indices(65, 1)
+    counts = np.histogram(x, bins=64, range=(0, 1))[0]
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    truth = cum[hi] - cum[lo]
+    uniform = np.abs(truth - (hi - lo) * x.size / 64).mean()
+    m = publish.mwem(x, bins=64, range=(0, 1), queries=(lo, hi), epsilon=1.0, rounds=30,
+                     random_state=3)
+    ch = np.concatenate([[0], np.cumsum(m.histogram)])
+    assert np.abs(truth - (ch[hi] - ch[lo])).mean() < uniform / 5
+    recs = m.records(20000, random_state=4)
+    assert recs.shape == (20000,) and set(np.unique(recs)) <= set((m.edges[0][:-1] + 1 / 128))
+    assert abs(np.mean(recs < 0.5) - m.histogram[:32].sum() / m.histogram.sum()) < 0.02
+    # 2-d grid with a 0/1 matrix of "x0 < t and x1 < s" queries
+    xy = g.uniform(0, 1, (3000, 2)) ** 2
+    q = np.array([(np.add.outer(np.arange(8) < a, np.arange(8) < b) == 2).ravel()
+                  for a in np.arange(1, 9) for b in np.arange(1, 9)], dtype=float)
+    m2 = publish.mwem(xy, bins=(8, 8), range=[(0, 1), (0, 1)], queries=q, epsilon=1.0,
+                      rounds=10, random_state=5)
+    assert m2.histogram.shape == (8, 8) and m2.records(7, random_state=1).shape == (7, 2)
+
+
+def test_mwem_noise_and_selection_laws():
+    """One round (T = 1, epsilon = 3: every step epsilon / 3 = 1). The measurement's error is
+    DLap((2T + 1) / epsilon = 1); the selection with uniform start weights is exactly
+    P(q) proportional to exp(step * |q(A) - q(B)| / 2) (given the noisy total)."""
+    x = np.repeat([0.1, 0.3, 0.6], [5, 2, 1])  # bins of 0.25: counts 5, 2, 1, 0
+    lo, hi = np.array([0, 1, 2, 3, 0]), np.array([1, 2, 3, 4, 4])
+    counts = np.array([5, 2, 1, 0])
+    runs = [publish.mwem(x, bins=4, range=(0, 1), queries=(lo, hi), epsilon=3.0, rounds=1,
+                         replay=0, random_state=rng(10_000 + s)) for s in range(3000)]
+    chosen = np.array([r.chosen[0] for r in runs])
+    err = np.array([r.measured[0] for r in runs]) - np.array([counts[lo[c]:hi[c]].sum()
+                                                                for c in chosen])
+    assert integer_pvalue(err, dlap_pmf(1.0), np.arange(-8, 9)) > ALPHA
+    assert integer_pvalue(err, dlap_pmf(1.25), np.arange(-8, 9)) < ALPHA  # power
+    # the EM scores depend on the noisy total, so test the law conditionally on it
+    totals = np.array([r.total for r in runs])
+    common = np.bincount(totals).argmax()
+    sel = chosen[totals == common]
+    score = np.abs((hi - lo) * common / 4 - np.array([5, 2, 1, 0, 8]))
+    p = np.exp(0.5 * (score - score.max()))
+    from _gof import chisquare_pvalue
+    assert chisquare_pvalue(np.bincount(sel, minlength=5), p / p.sum()) > ALPHA
+    wrong = np.exp(1.0 * (score - score.max()))  # power: without the factor 2 it is rejected
+    assert chisquare_pvalue(np.bincount(sel, minlength=5), wrong / wrong.sum()) < ALPHA
+
+
+def test_mwem_argument_errors_charge_nothing_and_charged_once():
+    acc = dpcore.Accountant(1.0)
+    good = (np.array([0, 2]), np.array([5, 10]))
+    bad = [
+        (dict(range=None), ValueError, "range"),
+        (dict(epsilon=0.0), ValueError, "epsilon must be > 0"),
+        (dict(rounds=0), ValueError, "rounds must be >= 1"),
+        (dict(rounds=2.5), TypeError, "rounds must be an integer"),
+        (dict(replay=-1), ValueError, "replay must be >= 0"),
+        (dict(outside="wrap"), ValueError, "outside must be 'drop' or 'clip'"),
+        (dict(queries=(np.array([0]), np.array([11]))), ValueError, "0 <= lo <= hi"),
+        (dict(queries=(np.array([0.5]), np.array([3]))), TypeError, "integer cell indices"),
+        (dict(queries=np.full((2, 10), 0.5)), ValueError, "every entry 0 or 1"),
+        (dict(queries=np.ones((2, 9))), ValueError, "cells = 10"),
+        (dict(epsilon=1e-14), ValueError, "too small"),
+    ]
+    for over, exc, msg in bad:
+        kw = dict(bins=10, range=(0, 1), queries=good, epsilon=0.5, rounds=3,
+                  accountant=acc, random_state=0)
+        kw.update(over)
+        with pytest.raises(exc, match=msg):
+            publish.mwem([0.5], **kw)
+    with pytest.raises(ValueError, match="NaN"):
+        publish.mwem([np.nan], bins=10, range=(0, 1), queries=good, epsilon=0.5, rounds=3,
+                     accountant=acc)
+    assert acc.history == []
+    publish.mwem([0.5], bins=10, range=(0, 1), queries=good, epsilon=0.4, rounds=3,
+                 accountant=acc, random_state=0)
+    (entry,) = acc.history
+    assert (entry.epsilon, entry.delta, entry.label) == (0.4, 0.0, "publish.mwem")
+    acc2 = dpcore.Accountant(0.3)
+    g = rng(53)
+    before = g.bit_generator.state
+    with pytest.raises(dpcore.BudgetExceeded):
+        publish.mwem([0.5], bins=10, range=(0, 1), queries=good, epsilon=0.4, rounds=3,
+                     accountant=acc2, random_state=g)
     assert g.bit_generator.state == before and acc2.history == []
