@@ -1,15 +1,17 @@
 """Tests of dpcore.graph_stats and the _graph_stats kernel (edge-DP graph statistics).
 
 * Kernels against naive twins (triangles by triples, common neighbours by sets, pool adjacent
-  violators by scipy).
-* Every sensitivity bound exhaustively on all labelled graphs with n <= 5 vertices (n = 6, all
-  2**15 graphs, for the local sensitivities by default and for the smooth bounds under ``slow``):
-  the sorted degree sequence moves by <= 2 in L1 between neighbours; the triangle count's local
-  sensitivity at distance s equals its brute-force definition; the smooth bound equals
-  max_s exp(-beta s) LS^(s) and satisfies S(G) <= e^beta S(G') for every neighbour.
+  violators by scipy, the projection by a Python loop).
+* Every sensitivity bound exhaustively on all labelled graphs with n <= 6 vertices (2**15 graphs
+  for n = 6; bounds are evaluated once per distinct frontier): the sorted degree sequence moves
+  by <= 2 in L1 between edge neighbours; the projected one by <= 4 D between node neighbours;
+  the triangle and k-star counts' local sensitivities at distance s equal their brute-force
+  definitions for every s; their smooth bounds equal max_s exp(-beta s) LS^(s) and satisfy
+  S(G) <= e^beta S(G') for every neighbour (the released, inflated bounds with no slack).
 * Noise laws by chi-square at ALPHA (with a power check), accuracy on a Watts-Strogatz graph,
   and the release contract (validate, charge once, draw).
 """
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -111,6 +113,7 @@ def test_isotonic_matches_scipy(seed):
 # --------------------------------------------------------------------------- exhaustive
 
 
+@functools.lru_cache(maxsize=None)
 def all_graphs(n):
     """(pairs, codes, T, sorted degrees) for every labelled graph on n vertices (bit k of a code:
     pair k present)."""
@@ -149,12 +152,29 @@ def test_degree_sequence_sensitivity_exhaustive(n):
     assert worst == gs.DEGREE_SENSITIVITY
 
 
-def frontiers(n, pairs, codes):
-    out = []
+@functools.lru_cache(maxsize=None)
+def frontiers(n, which):
+    """(distinct frontiers, index of each graph's frontier among them) over all graphs on n
+    vertices: ``which`` is "triangle" ((c, b) pairs) or "star" ((p, q) pairs). Graphs sharing a
+    frontier share every bound computed from it, so each is evaluated once."""
+    pairs, codes, _, _ = all_graphs(n)
+    make = gs._frontier if which == "triangle" else gs._star_pairs
+    distinct, index, where = [], {}, np.empty(codes.size, dtype=np.int64)
     for g in codes:
         _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
-        out.append(gs._frontier(indptr, indices))
-    return out
+        a, b = make(indptr, indices)
+        key = (tuple(a.tolist()), tuple(b.tolist()))
+        if key not in index:
+            index[key] = len(distinct)
+            distinct.append((a, b))
+        where[g] = index[key]
+    return distinct, where
+
+
+def per_graph(n, which, fn):
+    """fn(a, b) for every graph on n vertices (evaluated once per distinct frontier)."""
+    distinct, where = frontiers(n, which)
+    return np.array([fn(a, b) for a, b in distinct])[where]
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 6])
@@ -165,9 +185,8 @@ def test_triangle_local_sensitivity_exhaustive(n):
     pairs, codes, T, _ = all_graphs(n)
     M = len(pairs)
     A, _ = brute_local(codes, T, M)
-    F = frontiers(n, pairs, codes)
     for s in range(M + 1):
-        mine = np.array([gs._local_at(c, b, n, s) for c, b in F])
+        mine = per_graph(n, "triangle", lambda c, b: gs._local_at(c, b, n, s))
         np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, s={s}")
     g = int(codes[-1] // 3)  # the public function on one graph
     assert triangle_local_sensitivity(edges_of(pairs, g), n_nodes=n, distance=2) == A[2][g]
@@ -177,7 +196,7 @@ def brute_smooth(A, beta):
     return np.max([math.exp(-beta * s) * a for s, a in enumerate(A)], axis=0)
 
 
-@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
 def test_triangle_smooth_sensitivity_exhaustive(n):
     """For every graph and beta: S* equals max_s exp(-beta s) LS^(s) by brute force; S* >= LS;
     S*(G) <= e^beta S*(G') for every neighbour; and the released bound (computed with
@@ -185,13 +204,12 @@ def test_triangle_smooth_sensitivity_exhaustive(n):
     pairs, codes, T, _ = all_graphs(n)
     M = len(pairs)
     A, flips = brute_local(codes, T, M)
-    F = frontiers(n, pairs, codes)
     for beta in BETAS:
         exact = brute_smooth(A, beta)
-        mine = np.array([gs._smooth_value(c, b, n, beta) for c, b in F])
+        mine = per_graph(n, "triangle", lambda c, b: gs._smooth_value(c, b, n, beta))
         np.testing.assert_allclose(mine, exact, rtol=1e-13, atol=0)
         assert np.all(mine >= A[0])
-        bound = np.array([gs._smooth_bound(c, b, n, beta) for c, b in F])
+        bound = per_graph(n, "triangle", lambda c, b: gs._smooth_bound(c, b, n, beta))
         assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
         for f in flips:
             assert np.all(mine <= math.exp(beta) * mine[f] * (1 + 1e-13))
@@ -256,39 +274,31 @@ def star_counts(deg, k):
 
 
 @pytest.mark.parametrize("k", [2, 3])
-@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
 def test_kstar_local_sensitivity_exhaustive(n, k):
     pairs, codes, _, deg = all_graphs(n)
     f = star_counts(deg, k)
     M = len(pairs)
     A, _ = brute_local(codes, f, M)
-    P = []
-    for g in codes:
-        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
-        P.append(gs._star_pairs(indptr, indices))
     for s in range(M + 1):
-        mine = np.array([gs._kstar_local_at(p, q, n, k - 1, s) for p, q in P])
+        mine = per_graph(n, "star", lambda p, q: gs._kstar_local_at(p, q, n, k - 1, s))
         np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, k={k}, s={s}")
     g = int(codes[-1] // 5)
     assert kstar_local_sensitivity(edges_of(pairs, g), n_nodes=n, k=k, distance=1) == A[1][g]
 
 
 @pytest.mark.parametrize("k", [2, 3])
-@pytest.mark.parametrize("n", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
 def test_kstar_smooth_sensitivity_exhaustive(n, k):
     pairs, codes, _, deg = all_graphs(n)
     f = star_counts(deg, k)
     M = len(pairs)
     A, flips = brute_local(codes, f, M)
-    P = []
-    for g in codes:
-        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
-        P.append(gs._star_pairs(indptr, indices))
     for beta in BETAS:
-        mine = np.array([gs._kstar_smooth_value(p, q, n, k - 1, beta) for p, q in P])
+        mine = per_graph(n, "star", lambda p, q: gs._kstar_smooth_value(p, q, n, k - 1, beta))
         np.testing.assert_allclose(mine, brute_smooth(A, beta), rtol=1e-13, atol=0)
         assert np.all(mine >= A[0])
-        bound = np.array([gs._kstar_bound(p, q, n, k - 1, beta) for p, q in P])
+        bound = per_graph(n, "star", lambda p, q: gs._kstar_bound(p, q, n, k - 1, beta))
         assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
         for flip in flips:
             assert np.all(mine <= math.exp(beta) * mine[flip] * (1 + 1e-13))
