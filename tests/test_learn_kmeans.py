@@ -222,6 +222,30 @@ def test_privacy_section_and_doctest():
 
 
 # ------------------------------------------------------------------------------------------------
+# Sample-and-aggregate
+
+def test_sample_aggregate_method():
+    from sklearn.cluster import KMeans as SkKMeans
+
+    X = _blobs(10**5, 2, 5, seed=0)
+    base = SkKMeans(n_clusters=5, n_init=10, random_state=0).fit(X).inertia_
+    acc = dpcore.Accountant(epsilon=10.0)
+    km = KMeans(5, epsilon=5.0, bounds=(-15.0, 15.0), method="sample_aggregate",
+                random_state=0, accountant=acc).fit(X)
+    ratio = _cost(X, km.cluster_centers_) / base
+    print(f"sample_aggregate, epsilon=5: cost / scikit-learn's cost = {ratio:.4f}")
+    assert ratio <= 1.5
+    assert len(acc.history) == 1 and acc.spent[0] == pytest.approx(5.0)
+    assert km.n_iter_ == 0 and km.cluster_count_ is None
+    for bad in ({"n_blocks": 1}, {"method": "dbscan"}, {"n_blocks": 10**6}):
+        kw = {"bounds": (-15.0, 15.0), "method": "sample_aggregate", "accountant": acc}
+        kw.update(bad)
+        with pytest.raises(ValueError):
+            KMeans(5, **kw).fit(X[:1000])
+    assert len(acc.history) == 1
+
+
+# ------------------------------------------------------------------------------------------------
 # scikit-learn's estimator contract (the entry for tests/test_learn_estimator_checks.py)
 
 _NO_LABELS = ("labels_ is not stored: the assignment of the training rows is an exact function "
