@@ -24,9 +24,10 @@ Group "graph-isotonic": least-squares nondecreasing fit of n noisy sorted degree
 ``dpcore-kernel`` (``isotonic_nondecreasing``) against ``scipy-isotonic``
 (``scipy.optimize.isotonic_regression``, compiled; role naive).
 
-Group "graph-release": the whole releases at epsilon = 1 (delta = 1e-6 for triangles):
-``dpcore-degree-sequence`` and ``dpcore-triangle-count`` (validation, counting, smooth bound and
-the exact noise draw).
+Group "graph-release": the whole releases at epsilon = 1 (delta = 1e-6 for the counts):
+``dpcore-degree-sequence``, ``dpcore-triangle-count``, ``dpcore-2star-count`` (validation,
+counting, smooth bound and the exact noise draw) and ``dpcore-degree-distribution-node-dp``
+(D = 20).
 
 Every contender's output is checked against the others (networkx's triangle count, the dense
 profile, scipy's fit).
@@ -210,6 +211,31 @@ def test_release_triangle_count(benchmark, size):
     out = benchmark(triangle_count, edges, n_nodes=size, epsilon=1.0, delta=1e-6, random_state=1)
     assert abs(out - scipy_triangles(size, edges)) < 2000  # scale about 31 here
 
+
+
+@pytest.mark.parametrize("size", [4000, 10**5], indirect=True)
+def test_release_kstar_count(benchmark, size):
+    dpcore_api()
+    from dpcore.graph_stats import kstar_count
+
+    record(benchmark, n=size, contender="dpcore-2star-count", role=DPCORE, group="graph-release")
+    _, edges = instance(size)
+    out = benchmark(kstar_count, edges, n_nodes=size, k=2, epsilon=1.0, delta=1e-6, random_state=1)
+    deg = np.bincount(edges.ravel(), minlength=size)
+    assert abs(out - int((deg * (deg - 1) // 2).sum())) < 4000  # scale about 61 here
+
+
+@pytest.mark.parametrize("size", [4000, 10**5], indirect=True)
+def test_release_degree_distribution_node_dp(benchmark, size):
+    dpcore_api()
+    from dpcore.graph_stats import degree_distribution_node_dp
+
+    record(benchmark, n=size, contender="dpcore-degree-distribution-node-dp", role=DPCORE,
+           group="graph-release")
+    _, edges = instance(size)
+    out = benchmark(degree_distribution_node_dp, edges, n_nodes=size, max_degree=20,
+                    epsilon=1.0, random_state=1)
+    assert out.shape == (21,) and out.sum() == size
 
 # ------------------------------------------------------------------------------------------
 # accuracy on the 4,000-vertex Watts-Strogatz graph, by hand:

@@ -631,7 +631,7 @@ def _kstar_smooth_value(p, q, n, r, beta):
         values = np.max(_comb_float(x, r) + _comb_float(y, r), axis=0)
         best = max(best, float(np.max(np.exp(-beta * s.astype(np.float64)) * values)))
         start += s.size
-        width *= 2
+        width = min(2 * width, 2**16)  # blocks of at most 2**16 distances per frontier pair
         if math.exp(-beta * start) * top <= best * (1 - 2.0**-40):
             break
     return best
