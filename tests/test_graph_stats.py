@@ -318,6 +318,15 @@ def test_kstar_scan_matches_a_full_scan():
                 assert got == pytest.approx(full, rel=1e-13)
 
 
+def test_edge_cases():
+    empty = np.empty((0, 2), dtype=np.int64)
+    assert kstar_count(empty, n_nodes=3, k=3, epsilon=1.0, delta=1e-6, random_state=1) == 0
+    assert kstar_smooth_sensitivity(empty, n_nodes=3, k=3, beta=0.1) == 0.0  # constant count
+    assert triangle_smooth_sensitivity(empty, n_nodes=3, beta=0.1) > 0
+    assert 0 <= triangle_count(empty, n_nodes=3, epsilon=1.0, delta=1e-6, random_state=1) <= 1
+    assert degree_sequence(empty, n_nodes=3, epsilon=1.0, random_state=1).shape == (3,)
+
+
 def test_kstar_count_accuracy_and_law():
     nx = pytest.importorskip("networkx")
     G = nx.watts_strogatz_graph(2000, 10, 0.1, seed=1)

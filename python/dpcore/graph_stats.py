@@ -804,6 +804,8 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: fl
     top = n * math.comb(n - 1, r + 1)
 
     def draw(rng):
+        if scale == 0:  # k > n - 1: no graph on n vertices has a k-star, the count is always 0
+            return 0
         value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
         return min(max(value, 0), top)
 
