@@ -18,7 +18,8 @@ Group ``kmeans-fit-1e5``: one fit at epsilon = 1. Contenders:
 
 The dpcore contender must reach cost ratio <= 1.2; the others are only checked to return k
 finite centres. ``python bench/test_kmeans.py cost [--repeats 20]`` prints the median (and
-worst) cost ratio over noise seeds at epsilon in {0.5, 1, 2, 5} for every contender available.
+worst) cost ratio over noise seeds at epsilon in {0.5, 1, 2, 5} for every contender available
+(also ``KMeans(method="sample_aggregate")``, replace-one neighbours).
 """
 from __future__ import annotations
 
@@ -83,6 +84,13 @@ def dpcore_centers(X, epsilon, seed):
     from dpcore.learn._kmeans import KMeans
 
     return KMeans(K, epsilon=epsilon, bounds=BOUNDS, random_state=seed).fit(X).cluster_centers_
+
+
+def sample_aggregate_centers(X, epsilon, seed):
+    from dpcore.learn._kmeans import KMeans
+
+    return KMeans(K, epsilon=epsilon, bounds=BOUNDS, method="sample_aggregate",
+                  random_state=seed).fit(X).cluster_centers_
 
 
 def diffprivlib_centers(X, epsilon, seed):
@@ -152,6 +160,7 @@ def test_cost_not_worse_than_diffprivlib():
 def cost_table(repeats=20):
     X, base = blobs()
     contenders = {"dpcore": dpcore_centers,
+                  "dpcore-sample-aggregate": sample_aggregate_centers,
                   "numpy-dplloyd": lambda X, e, s: naive_dplloyd(X, K, epsilon=e, bounds=BOUNDS,
                                                                  seed=s)}
     try:
