@@ -14,6 +14,9 @@ A simple undirected graph on vertices 0..n-1 is held as CSR: the neighbours of v
   numbers the triangle count's local sensitivity at distance s depends on). Pairs with c >= 1 are
   found from the wedges i - w - k (O(sum of squared degrees)); for c = 0 each vertex scans the
   vertices in decreasing degree order and stops at the first one that can no longer improve.
+* :func:`star_profile`: for every p, the largest q over vertex pairs whose degrees not counting
+  each other are p >= q (the k-star count's local sensitivity depends on these), O(n + m).
+* :func:`project_degrees`: degrees after the edge-addition projection to a maximum degree, O(m).
 * :func:`isotonic_nondecreasing`: the least-squares nondecreasing fit (pool adjacent violators).
 """
 from libc.stdint cimport int32_t, int64_t

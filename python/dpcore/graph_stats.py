@@ -1,10 +1,11 @@
-"""Private graph statistics: degree sequence and distribution, triangle counts.
+"""Private graph statistics: degree sequence and distribution, triangle and k-star counts.
 
-Every release here protects the **edges** of a graph on a **public vertex set**: two graphs are
-neighbours when they have the same vertices ``0..n_nodes-1`` and differ in exactly one edge
-(edge-DP). The vertex count ``n_nodes`` is a public, required argument, never taken from the
-edges (a vertex without an edge is still a vertex); node-DP (hiding a whole vertex and its edges)
-is not what these releases promise.
+Every release here but :func:`degree_distribution_node_dp` protects the **edges** of a graph on
+a **public vertex set**: two graphs are neighbours when they have the same vertices
+``0..n_nodes-1`` and differ in exactly one edge (edge-DP). :func:`degree_distribution_node_dp`
+protects a whole vertex's edges (node-DP on the same public vertex set). The vertex count
+``n_nodes`` is a public, required argument, never taken from the edges (a vertex without an edge
+is still a vertex).
 
 * :func:`degree_sequence`: the sorted degree sequence with exact discrete Laplace noise, made
   consistent (nondecreasing) by isotonic regression, rounded and clamped to [0, n - 1]
@@ -21,8 +22,9 @@ is not what these releases promise.
   :func:`kstar_local_sensitivity`, :func:`kstar_smooth_sensitivity`: the data-dependent bounds
   themselves (not releases; for inspection and tests).
 
-The counting loops (CSR adjacency, triangles, common neighbours of all pairs, pool adjacent
-violators) are the ``dpcore._graph_stats`` kernel. Releases check every argument first, then
+The counting loops (CSR adjacency, triangles, common neighbours of all pairs, degree pairs for
+k-stars, the degree-bounded projection, pool adjacent violators) are the ``dpcore._graph_stats``
+kernel. Releases check every argument first, then
 charge the accountant once (``dpcore._release.release``), then draw; error messages name the
 parameter and never quote a private value (the edge count, a degree).
 
@@ -539,8 +541,8 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float,
     epsilon / 2 bounds the slide (pure epsilon / 2), and beta is chosen so the dilation's
     log-ratio beta + |z| (e^beta - 1) is <= epsilon / 2 except with probability
     delta0 = delta e^(-epsilon / 2); together (epsilon, delta)-DP. (This beta is a little
-    smaller than the often quoted epsilon / (2 ln(2 / delta)), for which the dilation's
-    log-ratio slightly exceeds epsilon / 2.) Rounding to an integer and clamping are
+    smaller than the often quoted epsilon / (2 ln(2 / delta)), for which this bound on the
+    dilation's log-ratio exceeds epsilon / 2 by about beta.) Rounding to an integer and clamping are
     post-processing, sampled exactly (rational arithmetic on lazily refined uniforms,
     ``dpcore._exact``), so the output law is exactly that of the rounded continuous mechanism.
     Charged: ``(epsilon, delta)``, once. Neither the sampler nor the counting is constant-time.
