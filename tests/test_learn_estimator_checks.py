@@ -9,6 +9,7 @@ from dpcore.learn._kernel import RandomFourierFeatures  # noqa: E402
 from dpcore.learn._linear import LinearRegression, LinearSVC, LogisticRegression  # noqa: E402
 from dpcore.learn._naive_bayes import GaussianNB  # noqa: E402
 from dpcore.learn._search import PrivateGridSearch  # noqa: E402
+from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier  # noqa: E402
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
 # set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
@@ -25,6 +26,9 @@ ESTIMATORS = [
     RandomFourierFeatures(gamma=0.1, n_components=20, random_state=0),
     PrivateGridSearch(LogisticRegression(data_norm=100.0, alpha=1e-4, random_state=0),
                       {"alpha": [1e-4, 1e-3]}, epsilon=1e9, classes=[0, 1, 2], random_state=0),
+    DecisionTreeClassifier(epsilon=1e9, bounds=(-100.0, 100.0), n_bins=4096, random_state=0),
+    RandomForestClassifier(epsilon=1e9, bounds=(-5.0, 5.0), n_estimators=20, max_depth=10,
+                           random_state=0),
 ]
 
 # Expected failures, with reasons. PrivateGridSearch needs the public label set (classes), so
@@ -48,7 +52,8 @@ EXPECTED_FAILURES = {
     },
 }
 for _name in ("LogisticRegression", "LinearSVC", "LinearRegression", "GaussianNB",
-              "RandomFourierFeatures", "PrivateGridSearch"):
+              "RandomFourierFeatures", "PrivateGridSearch", "DecisionTreeClassifier",
+              "RandomForestClassifier"):
     EXPECTED_FAILURES.setdefault(_name, {})["check_estimators_empty_data_messages"] = _NO_COUNT
 
 

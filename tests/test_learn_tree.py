@@ -10,7 +10,6 @@ pytest.importorskip("sklearn")
 from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import load_breast_cancer  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dpcore  # noqa: E402
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue  # noqa: E402
@@ -23,7 +22,6 @@ from dpcore.learn._tree import (  # noqa: E402
     split_utility,
 )
 from dpcore.selection import ExponentialMechanism  # noqa: E402
-from test_learn_estimator_checks import _NO_COUNT  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
 
@@ -443,25 +441,7 @@ def test_accuracy_grows_with_epsilon(cls, cancer):
 # ------------------------------------------------------------------------------------------------
 # scikit-learn contract and docstrings
 
-ESTIMATORS = [
-    DecisionTreeClassifier(epsilon=1e9, bounds=(-100.0, 100.0), n_bins=4096, max_depth=4,
-                           random_state=0),
-    RandomForestClassifier(epsilon=1e9, bounds=(-5.0, 5.0), n_estimators=20, max_depth=10,
-                           random_state=0),
-]
-EXPECTED_FAILURES = {
-    "DecisionTreeClassifier": {"check_estimators_empty_data_messages": _NO_COUNT},
-    "RandomForestClassifier": {"check_estimators_empty_data_messages": _NO_COUNT},
-}
-
-
-def _expected_failures(estimator):
-    return EXPECTED_FAILURES.get(type(estimator).__name__, {})
-
-
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks for both run in tests/test_learn_estimator_checks.py.
 
 
 def test_docstring_examples():

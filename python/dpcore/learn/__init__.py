@@ -19,6 +19,7 @@ from dpcore.learn._linear import (
 from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB
 from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch
+from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier
 
 __all__ = [
     "LogisticRegression",
@@ -29,6 +30,8 @@ __all__ = [
     "PCA",
     "RandomFourierFeatures",
     "PrivateGridSearch",
+    "DecisionTreeClassifier",
+    "RandomForestClassifier",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
     "functional_mechanism_sensitivity",
