@@ -281,9 +281,9 @@ def haar_inverse(const double[:, ::1] c,  # IN (rows, n) coefficients, heap orde
 
 # ------------------------------------------------------------------------------------------------
 # MWEM over a workload of interval queries [lo, hi) of a 1-d domain: all answers from one prefix
-# sum (O(n + m) instead of O(n m)), and multiplicative-weights updates that touch only the
-# query's interval (a 0/1 query multiplies its cells by one factor, the rest only renormalises,
-# which is deferred into the running sum).
+# sum (O(n + m) instead of O(n m)), and multiplicative-weights updates in O(sqrt n): a 0/1 query
+# multiplies its cells by one factor (whole blocks through a block multiplier) and the rest only
+# renormalises, which is deferred into a running sum.
 
 from libc.math cimport exp
 
@@ -302,37 +302,99 @@ def range_answers(const double[::1] a,  # IN (n,) weights
             out[q] = prefix[hi[q]] - prefix[lo[q]]
 
 
+cdef inline double _block_range_sum(const double *a, const double *bsum, const double *bmul,
+                                    Py_ssize_t width, Py_ssize_t lo,
+                                    Py_ssize_t hi) noexcept nogil:
+    """True sum of cells lo..hi-1 (cell j's value is a[j] * bmul[j // width]; bsum holds
+    each block's true sum)."""
+    cdef Py_ssize_t j, b, first = lo // width, last = (hi - 1) // width
+    cdef double part = 0.0, edge
+    if lo >= hi:
+        return 0.0
+    if first == last:
+        for j in range(lo, hi):
+            part += a[j]
+        return part * bmul[first]
+    edge = 0.0
+    for j in range(lo, (first + 1) * width):
+        edge += a[j]
+    part = edge * bmul[first]
+    for b in range(first + 1, last):
+        part += bsum[b]
+    edge = 0.0
+    for j in range(last * width, hi):
+        edge += a[j]
+    return part + edge * bmul[last]
+
+
+cdef inline void _block_range_scale(double *a, double *bsum, double *bmul, Py_ssize_t width,
+                                    Py_ssize_t lo, Py_ssize_t hi, double factor) noexcept nogil:
+    """Multiply the true values of cells lo..hi-1 by factor: whole blocks through their
+    multiplier, the ragged ends cell by cell (their block sums follow)."""
+    cdef Py_ssize_t j, b, first = lo // width, last = (hi - 1) // width
+    cdef double edge
+    if lo >= hi:
+        return
+    if first == last:
+        edge = 0.0
+        for j in range(lo, hi):
+            edge += a[j]
+            a[j] *= factor
+        bsum[first] += edge * bmul[first] * (factor - 1.0)
+        return
+    edge = 0.0
+    for j in range(lo, (first + 1) * width):
+        edge += a[j]
+        a[j] *= factor
+    bsum[first] += edge * bmul[first] * (factor - 1.0)
+    for b in range(first + 1, last):
+        bmul[b] *= factor
+        bsum[b] *= factor
+    edge = 0.0
+    for j in range(last * width, hi):
+        edge += a[j]
+        a[j] *= factor
+    bsum[last] += edge * bmul[last] * (factor - 1.0)
+
+
 def mw_ranges(double[::1] a,  # IN/OUT (n,) weights summing to total
               const int64_t[::1] lo, const int64_t[::1] hi,  # IN measured intervals
               const double[::1] measured,  # IN their noisy answers
               Py_ssize_t first,  # apply measurements first .. count - 1 ...
               Py_ssize_t count,
               Py_ssize_t sweeps,  # ... once, then all 0 .. count - 1 this many more times
-              double total):
+              double total,
+              Py_ssize_t width,  # block width (about sqrt(n))
+              double[::1] bsum, double[::1] bmul):  # scratch (ceil(n / width),)
     """Multiplicative weights (Hardt-Ligett-McSherry): for each measurement in turn,
     a[lo:hi] *= exp((m - answer(a)) / (2 total)), then a is renormalised to sum to total.
-    The renormalisation is kept as one running sum s (a's true value is a * total / s) and
-    applied to every cell once at the end, so an update costs O(hi - lo)."""
-    cdef Py_ssize_t n = a.shape[0], j, k, step, start, stop
+
+    Blocks of ``width`` cells carry a multiplier and their true sum, so an interval's sum and
+    its scaling cost O(width + n / width) instead of O(hi - lo); the renormalisation is kept
+    as one running sum s (the true weights are a * bmul * total / s). Everything is folded
+    back into ``a`` at the end (O(n))."""
+    cdef Py_ssize_t n = a.shape[0], nb = bsum.shape[0], j, b, k, step, start
     cdef double s = 0.0, part, factor, half = 0.5 / total
     with nogil:
+        for b in range(nb):
+            bmul[b] = 1.0
+            bsum[b] = 0.0
         for j in range(n):
-            s += a[j]
+            bsum[j // width] += a[j]
+        for b in range(nb):
+            s += bsum[b]
         for step in range(sweeps + 1):
             start = first if step == 0 else 0
-            stop = count
-            for k in range(start, stop):
-                part = 0.0
-                for j in range(lo[k], hi[k]):
-                    part += a[j]
+            for k in range(start, count):
+                part = _block_range_sum(&a[0], &bsum[0], &bmul[0], width, lo[k], hi[k])
                 factor = exp((measured[k] - part * total / s) * half)
-                for j in range(lo[k], hi[k]):
-                    a[j] *= factor
+                _block_range_scale(&a[0], &bsum[0], &bmul[0], width, lo[k], hi[k], factor)
                 s += part * (factor - 1.0)
                 if s > 1e200 or s < 1e-200:  # rescale before the weights under/overflow
-                    for j in range(n):
-                        a[j] *= total / s
+                    for b in range(nb):
+                        bmul[b] *= total / s
+                        bsum[b] *= total / s
                     s = total
         factor = total / s
         for j in range(n):
-            a[j] *= factor
+            a[j] *= bmul[j // width] * factor

@@ -1077,3 +1077,24 @@ def test_mwem_argument_errors_charge_nothing_and_charged_once():
         publish.mwem([0.5], bins=10, range=(0, 1), queries=good, epsilon=0.4, rounds=3,
                      accountant=acc2, random_state=g)
     assert g.bit_generator.state == before and acc2.history == []
+
+
+def test_mw_ranges_kernel_equals_whole_domain_updates():
+    """The block kernel (sqrt-n blocks, deferred renormalisation) against the textbook update
+    on random intervals, empty ones and ones inside one block included, over 3 sweeps."""
+    g = np.random.default_rng(23)
+    for n, width in [(1000, 31), (64, 8), (5, 8)]:
+        lo, hi = np.sort(g.integers(0, n + 1, (2, 40)), axis=0)
+        lo[:3], hi[:3] = [0, 7 % n, 2], [0, 7 % n + 2, n]
+        measured = g.uniform(0, 500, lo.size)
+        a = g.uniform(0.5, 2.0, n)
+        a *= 1000.0 / a.sum()
+        want = a.copy()
+        for k in list(range(10, 40)) + list(range(40)) * 3:
+            s = want[lo[k]:hi[k]].sum()
+            want[lo[k]:hi[k]] *= math.exp((measured[k] - s) / 2000.0)
+            want *= 1000.0 / want.sum()
+        nb = -(-n // width)
+        _publish.mw_ranges(a, lo, hi, measured, 10, 40, 3, 1000.0, width, np.empty(nb),
+                           np.empty(nb))
+        np.testing.assert_allclose(a, want, rtol=1e-9)

@@ -1458,8 +1458,9 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     Weights start uniform with sum n~ (the noisy count, at least 1). A measurement m of query
     q multiplies A(x) by exp(q(x) (m - q(A)) / (2 n~)) and renormalises to n~. The release is
     the average of the T rounds' weights (the version the paper's accuracy bound is for).
-    With interval queries each answer comes from one prefix sum and each update touches only
-    the interval (the compiled kernel); a 0/1 matrix costs O(queries x cells) per round.
+    With interval queries (the compiled kernel) all answers come from one prefix sum and an
+    update costs O(sqrt(cells)) (blocks of cells with a multiplier and a sum each); a 0/1
+    matrix costs O(queries x cells) per round and O(cells) per update.
 
     References
     ----------
@@ -1515,6 +1516,8 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
         measured = np.empty(rounds, dtype=np.float64)
         answers = np.empty(truth.size)
         scratch = np.empty(n_cells + 1)
+        width = max(8, math.isqrt(n_cells))  # blocks of the update kernel: O(sqrt n) per update
+        bsum, bmul = np.empty(-(-n_cells // width)), np.empty(-(-n_cells // width))
         for i in np.arange(rounds):
             if kind == "ranges":
                 _publish.range_answers(a, lo, hi, scratch, answers)
@@ -1526,7 +1529,8 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
             measured[i] = truth[q] + float(noise.draw(1, rng)[0])
             if kind == "ranges":
                 _publish.mw_ranges(a, lo[chosen[:i + 1]], hi[chosen[:i + 1]],
-                                   measured[:i + 1], i, i + 1, replay, float(total))
+                                   measured[:i + 1], i, i + 1, replay, float(total), width,
+                                   bsum, bmul)
             else:
                 for k in [i] + list(np.arange(i + 1)) * replay:
                     row = dense[chosen[k]]
