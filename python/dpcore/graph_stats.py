@@ -51,7 +51,6 @@ from dpcore import _exact, _graph_stats
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, release
-from dpcore.graph import check_n_nodes
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.robust import SmoothMedianPlan
 
@@ -87,6 +86,20 @@ _INFLATE = Fraction(1, 2**40)
 
 
 # --------------------------------------------------------------------------- input
+
+# Largest vertex count (the kernels index vertices with int32 and pair keys u * n + v in int64;
+# the same limit as dpcore.graph.MAX_NODES). Not imported from dpcore.graph, which re-exports
+# this module's releases (an import there would be a cycle).
+_MAX_NODES = 2**26
+
+
+def _n_nodes(n_nodes):
+    """The public vertex count as an int in [3, 2**26] (checked before any edge is read)."""
+    n = check.integer(n_nodes, "n_nodes")
+    if not 3 <= n <= _MAX_NODES:
+        raise ValueError(f"n_nodes must be in [3, 2**26], got {n}")
+    return n
+
 
 
 def _is_networkx(G):
@@ -131,7 +144,7 @@ def _adjacency(G, n_nodes, simplify, name="G"):
 
 def _pairs(G, n_nodes, simplify, name="G"):
     """(n, u, v): the validated simple graph's edges u < v as int32 arrays sorted by (u, v)."""
-    n = check_n_nodes(n_nodes)  # first: the vertex count is public
+    n = _n_nodes(n_nodes)  # first: the vertex count is public
     if not isinstance(simplify, (bool, np.bool_)):
         raise TypeError(f"simplify must be a bool, got {type(simplify).__name__}")
     edges = _edge_array(G, n, name)
@@ -192,8 +205,7 @@ def degree_sequence(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify: boo
         graph whose ``n_nodes`` nodes are the public vertex set (never one built from the edges:
         ``nx.Graph(edge_list)`` drops isolated vertices).
     n_nodes : int
-        The public number of vertices, >= 3 (see :func:`dpcore.graph.check_n_nodes`); checked
-        before the edges are read.
+        The public number of vertices, in [3, 2**26]; checked before the edges are read.
     epsilon : float
         Privacy parameter, > 0 (the noise scale 2 / epsilon must be <= 2**44).
     simplify : bool, default=False
