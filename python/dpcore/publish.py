@@ -1499,6 +1499,10 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
         raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
     step = epsilon / (2 * rounds + 1)
     noise = IntegerNoise.calibrate("laplace", 1, step, 0.0)
+    # selection.exponential(..., method="exact") calibrated once (validation before the
+    # charge), then one selection per round from the release's generator
+    chooser = selection.ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=step,
+                                                       method="exact")
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(arr, counts, outside == "clip")
     if kind == "ranges":
@@ -1509,7 +1513,9 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
 
     def draw(rng):
         n_cells = counts.size
-        total = max(int(counts.sum() + noise.draw(1, rng)[0]), 1)
+        one = np.empty(1, dtype=np.int64)
+        _noise.discrete_laplace_into(one, noise.scale, rng)  # the draw of noise.draw(1, rng)
+        total = max(int(counts.sum() + one[0]), 1)
         a = np.full(n_cells, total / n_cells)
         average = np.zeros(n_cells)
         chosen = np.empty(rounds, dtype=np.int64)
@@ -1523,10 +1529,10 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
                 _publish.range_answers(a, lo, hi, scratch, answers)
             else:
                 answers = dense @ a
-            q = selection.exponential(np.abs(answers - truth), sensitivity=1.0, epsilon=step,
-                                      method="exact", random_state=rng)
+            q = chooser.select(np.abs(answers - truth), random_state=rng)
             chosen[i] = q
-            measured[i] = truth[q] + float(noise.draw(1, rng)[0])
+            _noise.discrete_laplace_into(one, noise.scale, rng)
+            measured[i] = truth[q] + float(one[0])
             if kind == "ranges":
                 _publish.mw_ranges(a, lo[chosen[:i + 1]], hi[chosen[:i + 1]],
                                    measured[:i + 1], i, i + 1, replay, float(total), width,
