@@ -191,6 +191,15 @@ ESTIMATORS = {} if learn is None else {
     "GaussianNB": (lambda **o: learn.GaussianNB(
         **_kw(dict(epsilon=EPS, bounds=(-1, 1), classes=[0, 1]), o)), _Xc, _yc),
     "PCA": (lambda **o: learn.PCA(2, **_kw(dict(epsilon=EPS, data_norm=1.0), o)), _Xc, None),
+    "KMeans": (lambda **o: learn.KMeans(2, **_kw(dict(epsilon=EPS, bounds=(-1, 1)), o)), _Xc, None),
+    "SelectKBest": (lambda **o: learn.SelectKBest(2, **_kw(dict(epsilon=EPS, bounds=(-1, 1),
+                                                                classes=[0, 1]), o)), _Xc, _yc),
+    "PrivateKD": (lambda **o: learn.PrivateKD(2, **_kw(dict(epsilon=EPS, bounds=(-1, 1),
+                                                            classes=[0, 1]), o)), _Xc, _yc),
+    "DecisionTreeClassifier": (lambda **o: learn.DecisionTreeClassifier(
+        **_kw(dict(epsilon=EPS, bounds=(-1, 1), classes=[0, 1]), o)), _Xc, _yc),
+    "RandomForestClassifier": (lambda **o: learn.RandomForestClassifier(
+        **_kw(dict(epsilon=EPS, bounds=(-1, 1), classes=[0, 1]), o)), _Xc, _yc),
     "CategoricalNB": (lambda **o: learn.CategoricalNB(
         **_kw(dict(epsilon=EPS, categories=[[0, 1]] * 3, classes=[0, 1]), o)), (_Xc > 0) * 1, _yc),
     "LogisticRegression(gd)": (lambda **o: learn.LogisticRegression(

@@ -7,7 +7,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "dpcore.learn needs scikit-learn; install it with `pip install dpcore[learn]`"
     ) from exc
 
+from dpcore.learn._feature_selection import PrivateKD, SelectKBest
 from dpcore.learn._kernel import RandomFourierFeatures
+from dpcore.learn._kmeans import KMeans
 from dpcore.learn._linear import (
     LinearRegression,
     LinearSVC,
@@ -32,6 +34,9 @@ __all__ = [
     "PrivateGridSearch",
     "DecisionTreeClassifier",
     "RandomForestClassifier",
+    "KMeans",
+    "SelectKBest",
+    "PrivateKD",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
     "functional_mechanism_sensitivity",
