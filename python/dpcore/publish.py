@@ -19,8 +19,9 @@
 
 Conventions (see each Privacy section): neighbouring relation add/remove one record (one event
 for the counter); bounds, bins, horizons and branching factors are public and come from the
-caller; noise is dpcore's exact discrete Laplace on exact integer counts; the accountant is
-charged once, before anything is drawn; everything after the noise is post-processing.
+caller; noise is dpcore's exact discrete Laplace on exact integer counts (MWEM also selects
+with dpcore's exact exponential mechanism); the accountant is charged once, before anything is
+drawn; everything after the noise is post-processing.
 ``random_state=None`` is dpcore's cryptographically secure generator; seeds are for tests.
 
 References
@@ -65,11 +66,11 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
     from dpcore.random import RandomStateLike
 
-__all__ = ["DEFAULT_BRANCHING", "ContinualCounter", "HierarchicalHistogram", "PriveletHistogram",
-           "QuadtreeHistogram", "MatrixRelease", "consistent_tree", "expected_error",
-           "hierarchical_histogram", "matrix_mechanism", "MWEMRelease", "mwem",
-           "nonnegative_consistent", "privelet", "quadtree_histogram", "strategy_matrix",
-           "tree_levels"]
+__all__ = ["DEFAULT_BRANCHING", "STRATEGIES", "ContinualCounter", "HierarchicalHistogram",
+           "MWEMRelease", "MatrixRelease", "PriveletHistogram", "QuadtreeHistogram",
+           "consistent_tree", "expected_error", "hierarchical_histogram", "matrix_mechanism",
+           "mwem", "nonnegative_consistent", "privelet", "quadtree_histogram",
+           "strategy_matrix", "tree_levels"]
 
 #: Branching factor of 1-d hierarchical histograms: Qardaji, Yang and Li (2013) find the range
 #: error of the consistent tree smallest around 16 for long ranges.
@@ -760,9 +761,8 @@ def _haar_weights(n):
     """Leaves under each coefficient of a length-n (power of two) heap-ordered Haar transform:
     n for the total, n / 2**depth(j) for node j. H H^T = diag(weights), so the coefficients of
     the inverse's adjoint are H c / weights."""
-    j = np.arange(n, dtype=np.int64)
     depth = np.zeros(n, dtype=np.int64)
-    depth[1:] = np.floor(np.log2(j[1:])).astype(np.int64)
+    depth[1:] = np.frexp(np.arange(1, n, dtype=np.float64))[1] - 1  # exact: bit_length - 1
     return (n >> depth).astype(np.float64)
 
 
