@@ -77,6 +77,17 @@ RELEASES = {
     "graph.release_hrg": (lambda **o: graph.release_hrg(
         RING, **_kw(dict(n_nodes=12, epsilon=EPS, n_steps=200), o)),
         (EPS, 0.0), [dict(epsilon_split=1.0), dict(epsilon_split=1 - 1e-17), dict(n_steps=-1)]),
+    "graph.degree_distribution": (lambda **o: graph.degree_distribution(
+        RING, **_kw(dict(n_nodes=12, epsilon=EPS), o)), (EPS, 0.0), [dict(n_nodes=2)]),
+    "graph.triangle_count": (lambda **o: graph.triangle_count(
+        RING, **_kw(dict(n_nodes=12, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
+        [dict(delta=0.0), dict(n_nodes=None)]),
+    "graph.kstar_count": (lambda **o: graph.kstar_count(
+        RING, **_kw(dict(n_nodes=12, k=2, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
+        [dict(k=1)]),
+    "graph.degree_distribution_node_dp": (lambda **o: graph.degree_distribution_node_dp(
+        RING, **_kw(dict(n_nodes=12, max_degree=3, epsilon=EPS), o)), (EPS, 0.0),
+        [dict(max_degree=0)]),
     "distributed.count": (lambda **o: distributed.count(_dask(X1), **_kw(dict(epsilon=EPS), o)),
                           (EPS, 0.0), [dict(mechanism="bogus")]),
     "distributed.mean": (lambda **o: distributed.mean(

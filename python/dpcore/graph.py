@@ -39,6 +39,20 @@ from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.random import check_random_state
 from dpcore._release import Cost, release
 from dpcore._floats import round_up as _round_up
+from dpcore.graph_stats import (  # statistics of a graph (edge-DP and node-DP)
+    DEGREE_SENSITIVITY,
+    MAX_STAR_SIZE,
+    degree_distribution,
+    degree_distribution_node_dp,
+    degree_sequence,
+    kstar_count,
+    kstar_local_sensitivity,
+    kstar_smooth_sensitivity,
+    node_degree_sensitivity,
+    triangle_count,
+    triangle_local_sensitivity,
+    triangle_smooth_sensitivity,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -56,6 +70,18 @@ __all__ = [
     "MAX_NODES",
     "BYTES_PER_NODE",
     "check_n_nodes",
+    "degree_sequence",
+    "degree_distribution",
+    "triangle_count",
+    "triangle_local_sensitivity",
+    "triangle_smooth_sensitivity",
+    "kstar_count",
+    "kstar_local_sensitivity",
+    "kstar_smooth_sensitivity",
+    "degree_distribution_node_dp",
+    "node_degree_sensitivity",
+    "DEGREE_SENSITIVITY",
+    "MAX_STAR_SIZE",
 ]
 
 #: Default number of MCMC steps per vertex (public: the step count is ``1000 * n``), the lower end
