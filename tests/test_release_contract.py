@@ -116,6 +116,11 @@ RELEASES = {
     "publish.quadtree_histogram": (lambda **o: publish.quadtree_histogram(
         X2, **_kw(dict(bins=16, range=[(0, 1), (0, 1)], epsilon=EPS), o)), (EPS, 0.0),
         [dict(range=None)]),
+    "publish.privelet": (lambda **o: publish.privelet(
+        X1, **_kw(dict(bins=64, range=(0, 10), epsilon=EPS), o)), (EPS, 0.0), [dict(bins=0)]),
+    "publish.mwem": (lambda **o: publish.mwem(
+        X1, **_kw(dict(bins=32, range=(0, 10), queries=(np.array([0, 4]), np.array([8, 30])),
+                       epsilon=EPS, rounds=3), o)), (EPS, 0.0), [dict(rounds=0)]),
     "publish.ContinualCounter": (lambda **o: publish.ContinualCounter(
         **_kw(dict(epsilon=EPS, horizon=100), o)), (EPS, 0.0), [dict(horizon=0)]),
     "robust.sparse_vector": (lambda **o: robust.sparse_vector(
