@@ -77,6 +77,10 @@ def _contenders_classification(name, n_train, d, classes, lo, hi, alpha, norm):
             epsilon=e, data_norm=norm, alpha=alpha, classes=classes, random_state=s),
         "dpcore LR (output)": lambda e, s: LogisticRegression(
             epsilon=e, data_norm=norm, alpha=alpha, method="output", classes=classes, random_state=s),
+        # (epsilon, delta)-DP through zCDP: not the same guarantee as the pure-epsilon rows
+        "dpcore LR (gd, delta=1e-5)": lambda e, s: LogisticRegression(
+            epsilon=e, data_norm=norm, alpha=alpha, method="gd", delta=1e-5, classes=classes,
+            random_state=s),
     }
     if dpl is not None:
         out["diffprivlib LR (C=1)"] = lambda e, s: dpl.LogisticRegression(
