@@ -9,7 +9,6 @@ import pytest
 pytest.importorskip("sklearn")
 
 from sklearn.base import clone  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dpcore  # noqa: E402
 from dpcore.learn._feature_selection import (  # noqa: E402
@@ -217,20 +216,4 @@ def test_private_kd_finds_informative_features_and_charges_once():
     assert clone(kd).accountant is acc
 
 
-# ------------------------------------------------------------------------------------------------
-# scikit-learn's estimator contract (the entry for tests/test_learn_estimator_checks.py)
-
-_NO_COUNT = "the error does not quote the (possibly private) sample count"
-EXPECTED_FAILURES = {
-    "SelectKBest": {"check_estimators_empty_data_messages": _NO_COUNT},
-    "PrivateKD": {"check_estimators_empty_data_messages": _NO_COUNT},
-}
-
-
-@parametrize_with_checks([SelectKBest(k=1, epsilon=1e9, bounds=(-100.0, 100.0),
-                                      random_state=0),
-                          PrivateKD(k=1, epsilon=1e9, bounds=(-100.0, 100.0), random_state=0)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILURES.get(
-                             type(e).__name__, {}))
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks run in tests/test_learn_estimator_checks.py.

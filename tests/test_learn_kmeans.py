@@ -8,7 +8,6 @@ import pytest
 pytest.importorskip("sklearn")
 
 from sklearn.base import clone  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import dpcore  # noqa: E402
 from dpcore.learn._kmeans import (  # noqa: E402
@@ -245,23 +244,4 @@ def test_sample_aggregate_method():
     assert len(acc.history) == 1
 
 
-# ------------------------------------------------------------------------------------------------
-# scikit-learn's estimator contract (the entry for tests/test_learn_estimator_checks.py)
-
-_NO_LABELS = ("labels_ is not stored: the assignment of the training rows is an exact function "
-              "of the private data (use predict)")
-_NO_COUNT = "the error does not quote the (possibly private) sample count"
-EXPECTED_FAILURES = {
-    "KMeans": {
-        "check_clustering": _NO_LABELS,
-        "check_estimators_empty_data_messages": _NO_COUNT,
-    },
-}
-
-
-@parametrize_with_checks([KMeans(n_clusters=3, epsilon=1e9, bounds=(-100.0, 100.0),
-                                 random_state=0)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILURES.get(
-                             type(e).__name__, {}))
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks run in tests/test_learn_estimator_checks.py.
