@@ -1471,7 +1471,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     --------
     >>> import numpy as np
     >>> from dpcore import publish
-    >>> x = np.random.default_rng(0).normal(0.5, 0.1, 2000)
+    >>> x = np.random.default_rng(0).normal(0.5, 0.1, 2000)  # insecure-ok: example data
     >>> lo, hi = np.triu_indices(33, 1)  # all 528 ranges of 32 bins
     >>> m = publish.mwem(x, bins=32, range=(0, 1), queries=(lo, hi), epsilon=1.0, rounds=10,
     ...                  random_state=0)

@@ -567,7 +567,7 @@ def trimmed_mean(x, *, bounds, epsilon, delta=None, trim=0.1, random_state=None,
     --------
     >>> import numpy as np
     >>> from dpcore import robust
-    >>> x = np.random.default_rng(0).standard_cauchy(10_000)
+    >>> x = np.random.default_rng(0).standard_cauchy(10_000)  # insecure-ok: example data
     >>> m = robust.trimmed_mean(x, bounds=(-1e4, 1e4), epsilon=1.0, random_state=0)
     >>> bool(abs(m) < 0.2)
     True
@@ -746,7 +746,7 @@ def sample_aggregate(x, estimator, *, n_blocks, output_range, epsilon, grid=AGGR
     --------
     >>> import numpy as np
     >>> from dpcore import robust
-    >>> x = np.random.default_rng(0).normal(3.0, 1.0, 100_000)
+    >>> x = np.random.default_rng(0).normal(3.0, 1.0, 100_000)  # insecure-ok: example data
     >>> m = robust.sample_aggregate(x, np.mean, n_blocks=400, output_range=(-100.0, 100.0),
     ...                             epsilon=1.0, random_state=0)
     >>> bool(abs(m - 3.0) < 0.05)
@@ -1103,7 +1103,7 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     --------
     >>> import numpy as np
     >>> from dpcore import robust
-    >>> x = np.random.default_rng(0).standard_cauchy(10_000)
+    >>> x = np.random.default_rng(0).standard_cauchy(10_000)  # insecure-ok: example data
     >>> r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), bound=20 / 10_000, epsilon=1.0,
     ...                             delta=1e-6, random_state=0)
     >>> r.refused, bool(abs(r.value) < 0.2)

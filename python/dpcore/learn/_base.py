@@ -1,6 +1,13 @@
 """Shared helpers of the private learners: input validation whose errors quote no private value,
 public bounds and labels, the parameter checks made before a fit is charged (also for every
-candidate of a grid search), and clone/accountant/generator sharing."""
+candidate of a grid search), and clone/accountant/generator sharing.
+
+Privacy
+-------
+Validation and shared state only: nothing here reads the data for a release, draws noise or
+charges a budget (``check_epsilon`` checks a learner's epsilon; each learner's fit releases and
+states its own guarantee). Error messages never quote private values.
+"""
 from __future__ import annotations
 
 import math

@@ -321,8 +321,8 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         def block_centres(block):
             # non-private k-means on one block (fixed seed: the estimator may be any function),
             # the centres in lexicographic order so that coordinates line up across blocks
-            c = _weighted_kmeans(block, np.ones(block.shape[0]), k, np.random.default_rng(0),
-                                 n_init=3, n_steps=20)
+            seed = np.random.default_rng(0)  # insecure-ok: the block estimator's own start, no noise
+            c = _weighted_kmeans(block, np.ones(block.shape[0]), k, seed, n_init=3, n_steps=20)
             return c[np.lexsort(c.T[::-1])].ravel()
 
         flat = sample_aggregate(Xc, block_centres, n_blocks=n_blocks, output_range=ranges,
