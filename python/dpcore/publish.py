@@ -303,10 +303,7 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     True
     """
     records = flat_records(x)
-    if isinstance(bins, (str, bytes)):
-        raise ValueError(f"bins must be an int or an array of edges, got {bins!r}: rules such "
-                         "as 'auto' look at the data")
-    grid = BinGrid.make([bins], None if range is None else [range], 1)
+    grid = BinGrid.make_1d(bins, range)
     epsilon = check.positive(epsilon, "epsilon")
     branching = check.integer(branching, "branching", minimum=2, maximum=MAX_BRANCHING)
     if outside not in OUTSIDE:
@@ -496,9 +493,6 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
     arr = sample_2d(sample)
     if arr.shape[1] != 2:
         raise ValueError(f"sample must have 2 columns, got shape {arr.shape}")
-    if isinstance(bins, (str, bytes)):
-        raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
-                         "'auto' look at the data")
     grid = BinGrid.make(bins, range, 2)
     epsilon = check.positive(epsilon, "epsilon")
     branching = check.integer(branching, "branching", minimum=2, maximum=2**8)
@@ -961,11 +955,8 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
     """
     arr = sample_2d(sample)
     d = arr.shape[1]
-    if isinstance(bins, (str, bytes)):
-        raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
-                         "'auto' look at the data")
     if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make([bins], None if range is None else [range], 1)
+        grid = BinGrid.make_1d(bins, range)
     else:
         grid = BinGrid.make(bins, range, d)
     epsilon = check.positive(epsilon, "epsilon")
@@ -1313,10 +1304,7 @@ def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
     ('hierarchical', True)
     """
     records = flat_records(x)
-    if isinstance(bins, (str, bytes)):
-        raise ValueError(f"bins must be an int or an array of edges, got {bins!r}: rules such "
-                         "as 'auto' look at the data")
-    grid = BinGrid.make([bins], None if range is None else [range], 1)
+    grid = BinGrid.make_1d(bins, range)
     w = _check_workload(workload, grid.size)
     epsilon = check.positive(epsilon, "epsilon")
     if outside not in OUTSIDE:
@@ -1484,11 +1472,8 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
 
     arr = sample_2d(sample)
     d = arr.shape[1]
-    if isinstance(bins, (str, bytes)):
-        raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
-                         "'auto' look at the data")
     if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make([bins], None if range is None else [range], 1)
+        grid = BinGrid.make_1d(bins, range)
     else:
         grid = BinGrid.make(bins, range, d)
     kind, lo, hi, dense = _check_counting_queries(queries, grid.size)

@@ -851,7 +851,7 @@ def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     if not isinstance(nonnegative, (bool, np.bool_)):
         raise TypeError(f"nonnegative must be True or False, got {type(nonnegative).__name__}")
     noise = IntegerNoise.calibrate(mechanism, 1, epsilon, delta)
-    grid = BinGrid.make([bins], None if value_range is None else [value_range], 1)
+    grid = BinGrid.make_1d(bins, value_range)
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(records[:, None], counts, False, name="x")
     release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),

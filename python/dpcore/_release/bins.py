@@ -51,6 +51,14 @@ class BinGrid:
         return math.prod(self.shape)
 
     @classmethod
+    def make_1d(cls, bins, value_range):
+        """One axis: ``bins`` an int or an edge array, ``value_range`` (lower, upper) or None."""
+        if isinstance(bins, (str, bytes)):
+            raise ValueError(f"bins must be an int or an array of edges, got {bins!r}: rules such "
+                             "as 'auto' look at the data")
+        return cls.make([bins], None if value_range is None else [value_range], 1)
+
+    @classmethod
     def make(cls, bins, value_range, d):
         """Validate numpy.histogramdd-style public ``bins`` and ``range`` for d axes."""
         if isinstance(bins, (str, bytes)):
