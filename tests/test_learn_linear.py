@@ -19,6 +19,8 @@ from dpcore.learn._linear import (  # noqa: E402
     LinearRegression,
     LinearSVC,
     LogisticRegression,
+    auto_alpha,
+    functional_mechanism_noise_norm,
     functional_mechanism_sensitivity,
     objective_perturbation_calibration,
     output_perturbation_beta,
@@ -229,13 +231,48 @@ def test_missing_data_norm_is_an_error(cancer):
 
 
 @pytest.mark.parametrize("kw, match", [({"epsilon": 0}, "epsilon"), ({"data_norm": -1}, "data_norm"),
-                                       ({"alpha": 0}, "alpha"), ({"method": "bogus"}, "method"),
+                                       ({"alpha": 0}, "alpha"), ({"alpha": "automatic"}, "alpha"),
+                                       ({"method": "bogus"}, "method"),
                                        ({"tol": 0}, "tol")])
 def test_bad_parameters(cancer, kw, match):
     X, y = cancer
     params = {"epsilon": 1.0, "data_norm": 1.0, **kw}
     with pytest.raises(ValueError, match=match):
         LogisticRegression(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [LogisticRegression, LinearSVC])
+@pytest.mark.parametrize("method", ["objective", "output", "gd"])
+def test_auto_alpha_is_the_public_rule(make, method, cancer):
+    X, y = cancer
+    kw = {"delta": 1e-6} if method == "gd" else {}
+    fitted = make(epsilon=2.0, data_norm=3.0, method=method, classes=[0, 1], random_state=5,
+                  **kw).fit(X, y)
+    n, d = X.shape[0], X.shape[1] + 1
+    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0)
+    # the same model as the explicit value, draw for draw
+    explicit = make(epsilon=2.0, data_norm=3.0, method=method, alpha=fitted.alpha_,
+                    classes=[0, 1], random_state=5, **kw).fit(X, y)
+    np.testing.assert_array_equal(fitted.coef_, explicit.coef_)
+    # it reads only public values: other data of the same shape give the same alpha
+    other = make(epsilon=2.0, data_norm=3.0, method=method, classes=[0, 1], random_state=5,
+                 **kw).fit(-X[::-1], 1 - y)
+    assert other.alpha_ == fitted.alpha_
+
+
+def test_auto_alpha_values():
+    assert auto_alpha("objective", 400, 31, 1.0) == auto_alpha("gd", 400, 31, 7.0) == 1 / 400
+    assert auto_alpha("output", 400, 31, 1.0) == pytest.approx(2 * math.sqrt(31) / 400)
+    assert auto_alpha("output", 400, 31, 2.0) == auto_alpha("output", 400, 31, 1.0) / 2
+
+
+def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
+    rng = np.random.default_rng(3)  # insecure-ok: test data
+    X = rng.normal(size=(600, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    clf = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output", classes=[0, 1, 2],
+                             random_state=0).fit(X, y)
+    assert clf.alpha_ == auto_alpha("output", 600, 5, 1.0)
 
 
 def test_labels_outside_classes(cancer):
@@ -339,6 +376,36 @@ def test_fm_missing_bounds_and_accountant():
     acc = dpcore.Accountant(1.0)
     LinearRegression(epsilon=0.4, bounds_X=(0, 1), bounds_y=(0, 1), accountant=acc).fit(X, y)
     assert acc.spent[0] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 11, 31])
+def test_fm_noise_norm_bound_covers_95_percent(p):
+    # The noise on the released quadratic (as fit reassembles it): Laplace(b) on the diagonal,
+    # Laplace(b) / 2 off it. 2000 draws: if the coverage were 0.95 exactly, the observed
+    # fraction would fall below 0.95 - 3 sd (sd = sqrt(0.95 * 0.05 / 2000)) with prob. ~0.001.
+    rng = np.random.default_rng(p)
+    b, draws = 7.0, 2000
+    tau = functional_mechanism_noise_norm(p, b, 1.0)
+    inside = 0
+    for _ in range(draws):
+        E = np.triu(rng.laplace(scale=b, size=(p, p)) / 2, 1)
+        E = E + E.T
+        E[np.diag_indices(p)] = rng.laplace(scale=b, size=p)
+        inside += np.linalg.norm(E, 2) <= tau
+    assert inside / draws >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / draws)
+
+
+def test_fm_auto_floor_is_the_noise_norm():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(500, 3))
+    y = X @ [0.3, -0.2, 0.1]
+    reg = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0).fit(X, y)
+    assert reg.eigen_floor_ == functional_mechanism_noise_norm(4, functional_mechanism_sensitivity(4), 2.0)
+    same = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0,
+                            eigen_floor=3 * math.sqrt(4)).fit(X, y)
+    np.testing.assert_allclose(same.coef_, reg.coef_, rtol=1e-12)
+    with pytest.raises(ValueError, match="eigen_floor"):
+        LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), eigen_floor="big").fit(X, y)
 
 
 def test_fm_indefinite_noise_is_trimmed():

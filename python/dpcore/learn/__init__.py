@@ -14,6 +14,8 @@ from dpcore.learn._linear import (
     LinearRegression,
     LinearSVC,
     LogisticRegression,
+    auto_alpha,
+    functional_mechanism_noise_norm,
     functional_mechanism_sensitivity,
     objective_perturbation_calibration,
     output_perturbation_beta,
@@ -37,7 +39,9 @@ __all__ = [
     "KMeans",
     "SelectKBest",
     "PrivateKD",
+    "auto_alpha",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
     "functional_mechanism_sensitivity",
+    "functional_mechanism_noise_norm",
 ]

@@ -31,9 +31,11 @@ __all__ = [
     "LogisticRegression",
     "LinearSVC",
     "LinearRegression",
+    "auto_alpha",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
     "functional_mechanism_sensitivity",
+    "functional_mechanism_noise_norm",
 ]
 
 _METHODS = ("objective", "output", "gd")
@@ -100,6 +102,38 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
     return epsilon / 2.0, max(delta, 0.0)
 
 
+def auto_alpha(method, n, d, epsilon):
+    """The regularisation ``alpha="auto"`` picks, from public values only (no data).
+
+    ``"objective"`` and ``"gd"``: alpha = 1/n, scikit-learn's default C = 1 (penalty
+    (1/2)||w||^2 against the summed loss) on the unit-ball rows the model is fitted on. The
+    noise's pull on the weights is then held back by the data's own curvature, and the
+    penalty fades as n grows, as in a non-private fit.
+    ``"output"``: the released minimiser moves by a uniform-direction vector of norm about
+    2 d / (n alpha epsilon) (Gamma(d, 2 / (n alpha epsilon))), i.e. about
+    2 sqrt(d) / (n alpha epsilon) along the unit-norm row of a record; alpha =
+    2 sqrt(d) / (n epsilon) keeps that change of a margin at about 1.
+
+    Parameters
+    ----------
+    method : {"objective", "output", "gd"}
+    n : int
+        Number of records (public under replace-one neighbours).
+    d : int
+        Number of weights (features, plus one with an intercept).
+    epsilon : float
+        Epsilon of one model (epsilon / k for k one-vs-rest models).
+
+    >>> auto_alpha("objective", 400, 31, 1.0)
+    0.0025
+    >>> round(auto_alpha("output", 400, 31, 1.0), 4)
+    0.0278
+    """
+    if method == "output":
+        return 2.0 * math.sqrt(d) / (n * epsilon)
+    return 1.0 / n
+
+
 def functional_mechanism_sensitivity(d):
     """L1 sensitivity (replace-one) of the least-squares coefficients released by the FM.
 
@@ -114,6 +148,31 @@ def functional_mechanism_sensitivity(d):
     """
     d = check.integer(d, "d", minimum=1)
     return 2.0 * (d * d + 2 * d)
+
+
+def functional_mechanism_noise_norm(p, sensitivity, epsilon):
+    """A bound on the spectral norm of the functional mechanism's noise on the quadratic.
+
+    ``LinearRegression(eigen_floor="auto")`` raises every positive eigenvalue of the noisy
+    quadratic to at least this value: below it an eigenvalue is indistinguishable from noise.
+    The noise E is symmetric, Laplace(b) on the diagonal and Laplace(b) / 2 off it, with
+    b = sensitivity / epsilon. Its spectral norm is about sqrt(2 p) b for large p (Wigner's
+    semicircle edge) and below tau = 3 sqrt(p) b with probability >= 0.95 for every p >= 2
+    (simulated in tests/test_learn_linear.py); tau is returned. Public values only.
+
+    Parameters
+    ----------
+    p : int
+        Size of the quadratic (features, plus one with an intercept).
+    sensitivity, epsilon : float
+        L1 sensitivity of the released coefficients and the epsilon they were released with.
+
+    >>> round(functional_mechanism_noise_norm(11, 286.0, 1.0), 1)
+    2845.7
+    """
+    p = check.integer(p, "p", minimum=1)
+    return 3.0 * math.sqrt(p) * check.positive(sensitivity, "sensitivity") \
+        / check.positive(epsilon, "epsilon")
 
 
 def _noise_vector(d, scale, rng, size=None):
@@ -251,7 +310,9 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                 "(rows are clipped to it); it is never inferred from the data"
             )
         data_norm = check.positive(self.data_norm, "data_norm")
-        alpha = check.positive(self.alpha, "alpha")
+        if isinstance(self.alpha, str) and self.alpha != "auto":
+            raise ValueError(f"alpha must be a positive number or 'auto', got {self.alpha!r}")
+        alpha = "auto" if self.alpha == "auto" else check.positive(self.alpha, "alpha")
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
         tol = check.positive(self.tol, "tol")
@@ -311,6 +372,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         d = Xs.shape[1]
         k = 1 if classes.size == 2 else classes.size
         eps_model = epsilon / k
+        if alpha == "auto":
+            alpha = auto_alpha(self.method, n, d, eps_model)
         # Calibrate everything before charging or drawing.
         if self.method == "gd":
             # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
@@ -364,6 +427,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             self.coef_ = coefs / scale
             self.intercept_ = np.zeros(k)
         self.calibration_ = calib
+        self.alpha_ = alpha
         self.epsilon_per_model_ = eps_model
         return self
 
@@ -397,12 +461,15 @@ class LogisticRegression(_PrivateERMClassifier):
     data_norm : float, default=None
         Public bound on the L2 norm of a row of X, > 0. Required; rows with a larger norm are
         clipped (scaled down) to it. Never inferred from the data.
-    alpha : float, default=0.01
+    alpha : float or "auto", default="auto"
         Regularisation strength Lambda of the averaged objective on the unit-ball rows
         (see ``fit_intercept``), > 0. Mapping to scikit-learn's ``C`` (which multiplies the
         summed loss, with (1/2)||w||^2, on raw rows): alpha = s^2 / (n C) with
         s = sqrt(data_norm^2 + 1) (s = data_norm without an intercept).
         Larger alpha means less noise (the sensitivity is 2 / (n alpha)) but more bias.
+        ``"auto"``: :func:`auto_alpha` from n, the number of weights, the method and epsilon
+        only (1/n, i.e. C = 1 on the unit-ball rows, for ``"objective"`` and ``"gd"``); the
+        value used is ``alpha_``. It never looks at the data, so it costs no privacy.
     method : {"objective", "output", "gd"}, default="objective"
         CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation), both
         pure epsilon-DP; or ``"gd"``: noisy projected gradient descent (Bassily-Smith-Thakurta
@@ -445,6 +512,8 @@ class LogisticRegression(_PrivateERMClassifier):
     calibration_ : dict
         ``beta`` (output), ``epsilon_prime`` and ``Delta`` (objective), or ``rho``,
         ``n_steps`` and ``step_size`` (gd), per model.
+    alpha_ : float
+        The regularisation used (``alpha``, or the value ``"auto"`` resolved to).
     epsilon_per_model_ : float
 
     Privacy
@@ -505,7 +574,7 @@ class LogisticRegression(_PrivateERMClassifier):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, data_norm=None, alpha=0.01, method="objective",
+    def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", method="objective",
                  fit_intercept=True, classes=None, tol=1e-6, max_iter=100, delta=None,
                  n_steps=300, random_state=None, accountant=None):
         self.epsilon = epsilon
@@ -558,9 +627,9 @@ class LinearSVC(_PrivateERMClassifier):
         Privacy parameter of the whole fit, > 0 (split equally over k one-vs-rest models).
     data_norm : float, default=None
         Public bound on the L2 norm of a row of X (rows clipped to it). Required.
-    alpha : float, default=0.01
+    alpha : float or "auto", default="auto"
         Regularisation strength of the averaged objective on unit-ball rows (mapping to ``C``
-        as in :class:`LogisticRegression`).
+        and ``"auto"`` as in :class:`LogisticRegression`).
     h : float, default=0.5
         Huber smoothing width, > 0. Larger h lowers the curvature bound c = 1/(2h) (less noise
         for objective perturbation) but moves the loss further from the hinge.
@@ -599,7 +668,7 @@ class LinearSVC(_PrivateERMClassifier):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, data_norm=None, alpha=0.01, h=0.5, method="objective",
+    def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", h=0.5, method="objective",
                  fit_intercept=True, classes=None, tol=1e-6, max_iter=100, delta=None,
                  n_steps=300, random_state=None, accountant=None):
         self.epsilon = epsilon
@@ -652,13 +721,14 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         the noise dominates the quadratic; a ridge of the order of the noise scale
         (``functional_mechanism_sensitivity(p) / epsilon``) tames it; it is public and
         data-independent, so any choice keeps the guarantee.
-    eigen_floor : float, default=10.0
+    eigen_floor : float or "auto", default="auto"
         Spectral post-processing of the noisy quadratic M: eigen-directions with eigenvalue
         <= 0 are dropped (the objective is unbounded there) and positive eigenvalues are raised
         to at least ``eigen_floor * Delta / epsilon`` (a multiple of the Laplace noise scale),
         which stops nearly flat noisy directions from blowing the solution up. >= 0; 0 keeps
-        plain trimming. Public and data-independent (post-processing). The default 10 was
-        chosen on the diabetes benchmark (bench/learn_accuracy.py).
+        plain trimming. ``"auto"``: the floor is :func:`functional_mechanism_noise_norm`, a
+        95% bound on the noise's spectral norm (3 sqrt(p) noise scales): no direction is
+        trusted more than the noise allows. Public and data-independent (post-processing).
     random_state : None, int, numpy Generator or BitGenerator, default=None
     accountant : dpcore.Accountant, default=None
 
@@ -671,6 +741,8 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         (row-major upper triangle)], in the [-1, 1] units.
     sensitivity_ : float
         Its L1 sensitivity, :func:`functional_mechanism_sensitivity` (p).
+    eigen_floor_ : float
+        The floor used, in the units of M (``"auto"`` resolved).
     n_trimmed_ : int
         Number of non-positive eigen-directions of the noisy quadratic that were dropped.
 
@@ -701,7 +773,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     """
 
     def __init__(self, *, epsilon=1.0, bounds_X=None, bounds_y=None, fit_intercept=True, alpha=0.0,
-                 eigen_floor=10.0, random_state=None, accountant=None):
+                 eigen_floor="auto", random_state=None, accountant=None):
         self.epsilon = epsilon
         self.bounds_X = bounds_X
         self.bounds_y = bounds_y
@@ -716,7 +788,10 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         grid search). Returns (epsilon, alpha, eigen_floor, (lx, ux), (ly, uy))."""
         epsilon = _base.check_epsilon(self.epsilon)
         alpha = check.nonnegative(self.alpha, "alpha")
-        eigen_floor = check.nonnegative(self.eigen_floor, "eigen_floor")
+        if isinstance(self.eigen_floor, str) and self.eigen_floor != "auto":
+            raise ValueError(f"eigen_floor must be a number >= 0 or 'auto', got {self.eigen_floor!r}")
+        eigen_floor = "auto" if self.eigen_floor == "auto" \
+            else check.nonnegative(self.eigen_floor, "eigen_floor")
         _base.check_bool(self.fit_intercept, "fit_intercept")
         if self.bounds_X is None:
             raise ValueError("bounds_X is required: give public feature bounds (lower, upper); "
@@ -767,10 +842,13 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         Mn[np.diag_indices(p)] += ridge
         vals, vecs = np.linalg.eigh(Mn)
         keep = vals > 0
-        vals = np.where(keep, np.maximum(vals, eigen_floor * sens / epsilon), vals)
+        floor = functional_mechanism_noise_norm(p, sens, epsilon) if eigen_floor == "auto" \
+            else eigen_floor * sens / epsilon
+        vals = np.where(keep, np.maximum(vals, floor), vals)
         # minimise w^T M w + lin^T w on the positive eigenspace: w = -1/2 M^+ lin
         w = -0.5 * (vecs[:, keep] @ ((vecs[:, keep].T @ lin_n) / vals[keep]))
         self.n_trimmed_ = int(np.sum(~keep))
+        self.eigen_floor_ = floor
         wf = w[:d]
         self.coef_ = hy * wf / hx
         if self.fit_intercept:
