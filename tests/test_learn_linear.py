@@ -364,6 +364,30 @@ def test_fm_noisy_coefficients_law():
     assert abs(stats.pearsonr(noise[:, 0], noise[:, 1])[0]) < 4 / math.sqrt(len(noise))
 
 
+def test_fm_with_intercept_releases_two_laplace_parts_charged_once():
+    # With an intercept: the FM vector (with 2 sum x) at 80% of epsilon and sum y alone
+    # (sensitivity 2) at 20%; each noise must be Laplace at its own scale, one charge in all.
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-1, 1, size=(30, 1))
+    y = rng.uniform(-1, 1, size=30)
+    exact = np.array([-2 * np.sum(y * X[:, 0]), np.sum(X[:, 0] ** 2), 2 * np.sum(X[:, 0])])
+    eps = 1.5
+    fm_scale = functional_mechanism_sensitivity(1, intercept=True) / (0.8 * eps)
+    y_scale = 2.0 / (0.2 * eps)
+    gen = np.random.default_rng(12)
+    acc = dpcore.Accountant(10_000.0)
+    fits = [LinearRegression(epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=gen,
+                             accountant=acc).fit(X, y) for _ in range(2000)]
+    z_fm = np.concatenate([f.noisy_coefficients_ - exact for f in fits]) / fm_scale
+    z_y = np.array([f.noisy_target_sum_ - y.sum() for f in fits]) / y_scale
+    for z in (z_fm, z_y):
+        assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
+        # power: a 1.5x scale error moves the CDF by ~0.1, far beyond KS noise (~1/sqrt(2000))
+        assert stats.kstest(z / 1.5, stats.laplace.cdf).pvalue < ALPHA
+    assert len(acc.history) == 2000
+    assert all(0 < c.epsilon <= eps and c.delta == 0 for c in acc.history)
+
+
 def test_fm_missing_bounds_and_accountant():
     X = np.zeros((10, 2))
     y = np.zeros(10)
@@ -400,9 +424,11 @@ def test_fm_auto_floor_is_the_noise_norm():
     X = rng.uniform(-1, 1, size=(500, 3))
     y = X @ [0.3, -0.2, 0.1]
     reg = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0).fit(X, y)
-    assert reg.eigen_floor_ == functional_mechanism_noise_norm(4, functional_mechanism_sensitivity(4), 2.0)
+    sens = functional_mechanism_sensitivity(3, intercept=True)
+    assert reg.sensitivity_ == sens == 42.0
+    assert reg.eigen_floor_ == functional_mechanism_noise_norm(3, sens, 2.0 * 0.8)
     same = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0,
-                            eigen_floor=3 * math.sqrt(4)).fit(X, y)
+                            eigen_floor=3 * math.sqrt(3)).fit(X, y)
     np.testing.assert_allclose(same.coef_, reg.coef_, rtol=1e-12)
     with pytest.raises(ValueError, match="eigen_floor"):
         LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), eigen_floor="big").fit(X, y)

@@ -25,7 +25,12 @@ from dpcore._floats import round_down
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
 from dpcore._release import Cost, release
-from dpcore.mechanisms import gaussian, laplace
+from dpcore.mechanisms import LaplaceMechanism, gaussian
+
+# LinearRegression with an intercept spends this share of epsilon on sum y alone (sensitivity 2
+# against the FM's 2 (d^2 + 4d)): the intercept then costs little R^2 even when the slopes
+# are drowned in noise, and the slopes keep 80% of the budget.
+TARGET_SUM_SHARE = 0.2
 
 __all__ = [
     "LogisticRegression",
@@ -134,20 +139,25 @@ def auto_alpha(method, n, d, epsilon):
     return 1.0 / n
 
 
-def functional_mechanism_sensitivity(d):
+def functional_mechanism_sensitivity(d, intercept=False):
     """L1 sensitivity (replace-one) of the least-squares coefficients released by the FM.
 
-    With every coordinate of x (intercept column included) and y in [-1, 1], one record adds
-    2|y x_j| to the d linear coefficients and |x_j x_k| (j, k ordered pairs, i.e. x_j^2 on the
-    diagonal and 2|x_j x_k| for j < k) to the quadratic ones: at most 2d + d^2 in L1. Replacing
-    a record moves the vector by at most twice that: Delta = 2 (d^2 + 2d). (Zhang et al. 2012
-    state 2 (d + 1)^2, which also counts the y^2 constant that is not released here.)
+    With every coordinate of x and y in [-1, 1], one record adds 2|y x_j| to the d linear
+    coefficients and |x_j x_k| (j, k ordered pairs, i.e. x_j^2 on the diagonal and 2|x_j x_k|
+    for j < k) to the quadratic ones: at most 2d + d^2 in L1. With an intercept the d sums
+    2 sum x_j (the cross terms with the constant column) are released too, 2d more; the
+    constant n is public and sum y is released separately (see :class:`LinearRegression`).
+    Replacing a record moves the vector by at most twice the per-record bound:
+    Delta = 2 (d^2 + 2d), or 2 (d^2 + 4d) with the intercept terms. (Zhang et al. 2012 state
+    2 (d + 1)^2, which also counts the y^2 constant that is not released here.)
 
     >>> functional_mechanism_sensitivity(3)
     30.0
+    >>> functional_mechanism_sensitivity(3, intercept=True)
+    42.0
     """
     d = check.integer(d, "d", minimum=1)
-    return 2.0 * (d * d + 2 * d)
+    return 2.0 * (d * d + (4 if intercept else 2) * d)
 
 
 def functional_mechanism_noise_norm(p, sensitivity, epsilon):
@@ -167,8 +177,8 @@ def functional_mechanism_noise_norm(p, sensitivity, epsilon):
     sensitivity, epsilon : float
         L1 sensitivity of the released coefficients and the epsilon they were released with.
 
-    >>> round(functional_mechanism_noise_norm(11, 286.0, 1.0), 1)
-    2845.7
+    >>> round(functional_mechanism_noise_norm(10, 280.0, 1.0), 1)
+    2656.3
     """
     p = check.integer(p, "p", minimum=1)
     return 3.0 * math.sqrt(p) * check.positive(sensitivity, "sensitivity") \
@@ -700,11 +710,15 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     """Least-squares linear regression with epsilon-DP by the functional mechanism.
 
     Features are clipped to ``bounds_X`` and labels to ``bounds_y`` and mapped affinely to
-    [-1, 1]; with an intercept a constant column 1 is appended (p = n_features + 1 columns,
-    otherwise p = n_features). The objective sum_i (y_i - x_i^T w)^2 is the polynomial
-    -2 (sum y x)^T w + w^T (sum x x^T) w (+ a constant): its p + p(p+1)/2 coefficients get exact
-    discrete Laplace noise (:func:`dpcore.laplace`) for the L1 sensitivity
-    :func:`functional_mechanism_sensitivity` (p), and the noisy quadratic is minimised.
+    [-1, 1]. The objective sum_i (y_i - x_i^T w - c)^2 is a polynomial in (w, c) whose
+    coefficients are sums over the records: sum y x, sum x x^T and, with an intercept c,
+    sum x, sum y and n. Its coefficients in w (and sum x) get exact discrete Laplace noise for
+    the L1 sensitivity :func:`functional_mechanism_sensitivity` with 80% of epsilon; sum y,
+    whose sensitivity is only 2, gets its own noise with the remaining 20%
+    (``TARGET_SUM_SHARE``), and n is public. The intercept is profiled out
+    (c = (sum y - w^T sum x) / n) and the noisy quadratic in w is minimised after dropping its
+    non-positive eigen-directions and raising small eigenvalues to ``eigen_floor``.
+    Without an intercept only sum y x and sum x x^T are released, with all of epsilon.
 
     Parameters
     ----------
@@ -719,15 +733,16 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         Ridge term alpha ||w||^2 added to the noisy quadratic (post-processing; in the [-1, 1]
         units, on the summed objective; the intercept is not shrunk), >= 0. At small epsilon
         the noise dominates the quadratic; a ridge of the order of the noise scale
-        (``functional_mechanism_sensitivity(p) / epsilon``) tames it; it is public and
+        (``functional_mechanism_sensitivity(d) / epsilon``) tames it; it is public and
         data-independent, so any choice keeps the guarantee.
     eigen_floor : float or "auto", default="auto"
-        Spectral post-processing of the noisy quadratic M: eigen-directions with eigenvalue
-        <= 0 are dropped (the objective is unbounded there) and positive eigenvalues are raised
-        to at least ``eigen_floor * Delta / epsilon`` (a multiple of the Laplace noise scale),
+        Spectral post-processing of the noisy quadratic M in w: eigen-directions with
+        eigenvalue <= 0 are dropped (the objective is unbounded there) and positive eigenvalues
+        are raised to at least ``eigen_floor * Delta / epsilon_fm`` (a multiple of the Laplace
+        noise scale; epsilon_fm is 80% of epsilon with an intercept, else epsilon),
         which stops nearly flat noisy directions from blowing the solution up. >= 0; 0 keeps
         plain trimming. ``"auto"``: the floor is :func:`functional_mechanism_noise_norm`, a
-        95% bound on the noise's spectral norm (3 sqrt(p) noise scales): no direction is
+        95% bound on the noise's spectral norm (3 sqrt(d) noise scales): no direction is
         trusted more than the noise allows. Public and data-independent (post-processing).
     random_state : None, int, numpy Generator or BitGenerator, default=None
     accountant : dpcore.Accountant, default=None
@@ -737,10 +752,13 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     coef_ : ndarray, shape (n_features,)
     intercept_ : float
     noisy_coefficients_ : ndarray
-        The released vector: noisy [-2 sum y x (p), sum x_j^2 (p), 2 sum x_j x_k for j < k
-        (row-major upper triangle)], in the [-1, 1] units.
+        The released vector: noisy [-2 sum y x (d), sum x_j^2 (d), 2 sum x_j x_k for j < k
+        (row-major upper triangle), and with an intercept 2 sum x_j (d)], in the [-1, 1] units.
+    noisy_target_sum_ : float or None
+        With an intercept, the released noisy sum y (in the [-1, 1] units); else None.
     sensitivity_ : float
-        Its L1 sensitivity, :func:`functional_mechanism_sensitivity` (p).
+        The L1 sensitivity of ``noisy_coefficients_``,
+        :func:`functional_mechanism_sensitivity` (d, intercept=fit_intercept).
     eigen_floor_ : float
         The floor used, in the units of M (``"auto"`` resolved).
     n_trimmed_ : int
@@ -748,13 +766,15 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
 
     Privacy
     -------
-    epsilon-DP under replace-one neighbours (and under add/remove, whose sensitivity is half),
-    for X and y clipped to the public bounds; ``epsilon`` is charged before drawing. The noisy
-    coefficients are exact discrete Laplace on a power-of-two grid (the rounding to the grid is
-    charged to the sensitivity by :func:`dpcore.laplace`); everything after (ridge term,
-    spectral trimming and the eigenvalue floor, the minimisation, the map back to the raw units) is post-processing. The sums are computed in
-    floating point; with n records their rounding error is of order n * 2^-53 relative,
-    not charged.
+    epsilon-DP under replace-one neighbours (the number of records n is public: the intercept
+    uses it), for X and y clipped to the public bounds. Two exact discrete Laplace releases on
+    power-of-two grids (the rounding to the grid is charged to the sensitivity, as in
+    :func:`dpcore.laplace`): the FM coefficients (sensitivity_, 80% of epsilon with an
+    intercept) and sum y (sensitivity 2, 20%); their effective epsilons, at most ``epsilon``
+    in total, are charged once before either is drawn. Everything after (ridge term, dropping
+    and flooring eigen-directions, profiling out the intercept, the minimisation, the map
+    back to the raw units) is post-processing. The sums are computed in floating point; with
+    n records their rounding error is of order n * 2^-53 relative, not charged.
 
     References
     ----------
@@ -818,41 +838,55 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
             my, hy = 0.0, max(abs(ly), abs(uy))
         Xs = (np.clip(X, lx, ux) - mx) / hx
         ys = (np.clip(y, ly, uy) - my) / hy
+        n = Xs.shape[0]   # public under replace-one neighbours
+        iu = np.triu_indices(d, k=1)
+        Q = Xs.T @ Xs
+        coeffs = [-2.0 * (Xs.T @ ys), np.diag(Q), 2.0 * Q[iu]]
+        sens = functional_mechanism_sensitivity(d, intercept=self.fit_intercept)
+        eps_fm = epsilon
         if self.fit_intercept:
-            Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))])
-        p = Xs.shape[1]
-        lin = -2.0 * (Xs.T @ ys)
-        M = Xs.T @ Xs
-        iu = np.triu_indices(p, k=1)
-        coeffs = np.concatenate([lin, np.diag(M), 2.0 * M[iu]])
-        sens = functional_mechanism_sensitivity(p)
-        grid = _base.laplace_grid(sens, epsilon)  # every |coefficient| <= 2 n
-        noisy = np.asarray(laplace(coeffs, sensitivity=sens, epsilon=epsilon, granularity=grid,
-                                   random_state=self.random_state, accountant=self.accountant),
-                           dtype=float)
-        self.noisy_coefficients_ = noisy
+            coeffs.append(2.0 * Xs.sum(axis=0))
+            eps_fm = epsilon * (1.0 - TARGET_SUM_SHARE)
+        parts = [(sens, eps_fm, np.concatenate(coeffs))]
+        if self.fit_intercept:
+            parts.append((2.0, epsilon * TARGET_SUM_SHARE, np.array([ys.sum()])))
+        # |every coefficient| <= 2 n, so the grid keeps them in range
+        mechs = [(LaplaceMechanism.calibrate(sensitivity=sv, epsilon=ev, size=v.size,
+                                             granularity=_base.laplace_grid(sv, ev)), v)
+                 for sv, ev, v in parts]
+        noisy = release(lambda rng: [np.asarray(m.release(v, random_state=rng), dtype=float)
+                                     for m, v in mechs],
+                        cost=Cost(sum(m.epsilon_effective for m, _ in mechs)),
+                        accountant=self.accountant, random_state=self.random_state,
+                        label="LinearRegression(functional mechanism)")
+        fm = noisy[0]
+        self.noisy_coefficients_ = fm
+        self.noisy_target_sum_ = float(noisy[1][0]) if self.fit_intercept else None
         self.sensitivity_ = sens
-        lin_n = noisy[:p]
-        Mn = np.diag(noisy[p:2 * p])
-        Mn[iu] = noisy[2 * p:] / 2.0
-        Mn = np.triu(Mn) + np.triu(Mn, 1).T
-        ridge = np.full(p, alpha)
+        # the noisy objective w^T A w + g^T w (+ const) over the slopes
+        g = fm[:d]
+        A = np.diag(fm[d:2 * d])
+        A[iu] = fm[2 * d:2 * d + iu[0].size] / 2.0
+        A = np.triu(A) + np.triu(A, 1).T
         if self.fit_intercept:
-            ridge[-1] = 0.0   # the intercept is not shrunk
-        Mn[np.diag_indices(p)] += ridge
-        vals, vecs = np.linalg.eigh(Mn)
+            # profile out the intercept c = (sum y - w^T sum x) / n (n is public)
+            sx, sy = fm[-d:] / 2.0, self.noisy_target_sum_
+            A -= np.outer(sx, sx) / n
+            g = g + 2.0 * sy * sx / n
+        A[np.diag_indices(d)] += alpha
+        vals, vecs = np.linalg.eigh(A)
         keep = vals > 0
-        floor = functional_mechanism_noise_norm(p, sens, epsilon) if eigen_floor == "auto" \
-            else eigen_floor * sens / epsilon
+        floor = functional_mechanism_noise_norm(d, sens, eps_fm) if eigen_floor == "auto" \
+            else eigen_floor * sens / eps_fm
         vals = np.where(keep, np.maximum(vals, floor), vals)
-        # minimise w^T M w + lin^T w on the positive eigenspace: w = -1/2 M^+ lin
-        w = -0.5 * (vecs[:, keep] @ ((vecs[:, keep].T @ lin_n) / vals[keep]))
+        # minimise on the positive eigenspace: w = -1/2 A^+ g
+        wf = -0.5 * (vecs[:, keep] @ ((vecs[:, keep].T @ g) / vals[keep]))
         self.n_trimmed_ = int(np.sum(~keep))
         self.eigen_floor_ = floor
-        wf = w[:d]
         self.coef_ = hy * wf / hx
         if self.fit_intercept:
-            self.intercept_ = float(my + hy * (w[d] - np.sum(wf * mx / hx)))
+            c = (sy - wf @ sx) / n
+            self.intercept_ = float(my + hy * (c - np.sum(wf * mx / hx)))
         else:
             self.intercept_ = 0.0
         return self
