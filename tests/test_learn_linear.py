@@ -385,7 +385,7 @@ def test_fm_with_intercept_releases_two_laplace_parts_charged_once():
         # power: a 1.5x scale error moves the CDF by ~0.1, far beyond KS noise (~1/sqrt(2000))
         assert stats.kstest(z / 1.5, stats.laplace.cdf).pvalue < ALPHA
     assert len(acc.history) == 2000
-    assert all(0 < c.epsilon <= eps and c.delta == 0 for c in acc.history)
+    assert all(c.epsilon == eps and c.delta == 0 for c in acc.history)
 
 
 def test_fm_missing_bounds_and_accountant():

@@ -846,17 +846,18 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         eps_fm = epsilon
         if self.fit_intercept:
             coeffs.append(2.0 * Xs.sum(axis=0))
-            eps_fm = epsilon * (1.0 - TARGET_SUM_SHARE)
+            eps_y = epsilon * TARGET_SUM_SHARE
+            eps_fm = round_down(Fraction(epsilon) - Fraction(eps_y))   # the two sum to <= epsilon
         parts = [(sens, eps_fm, np.concatenate(coeffs))]
         if self.fit_intercept:
-            parts.append((2.0, epsilon * TARGET_SUM_SHARE, np.array([ys.sum()])))
+            parts.append((2.0, eps_y, np.array([ys.sum()])))
         # |every coefficient| <= 2 n, so the grid keeps them in range
         mechs = [(LaplaceMechanism.calibrate(sensitivity=sv, epsilon=ev, size=v.size,
                                              granularity=_base.laplace_grid(sv, ev)), v)
                  for sv, ev, v in parts]
         noisy = release(lambda rng: [np.asarray(m.release(v, random_state=rng), dtype=float)
                                      for m, v in mechs],
-                        cost=Cost(sum(m.epsilon_effective for m, _ in mechs)),
+                        cost=Cost(epsilon),   # each part's effective epsilon <= its share
                         accountant=self.accountant, random_state=self.random_state,
                         label="LinearRegression(functional mechanism)")
         fm = noisy[0]
