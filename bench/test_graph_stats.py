@@ -26,8 +26,9 @@ Group "graph-isotonic": least-squares nondecreasing fit of n noisy sorted degree
 
 Group "graph-release": the whole releases at epsilon = 1 (delta = 1e-6 for the counts):
 ``dpcore-degree-sequence``, ``dpcore-triangle-count``, ``dpcore-2star-count`` (validation,
-counting, smooth bound and the exact noise draw) and ``dpcore-degree-distribution-node-dp``
-(D = 20).
+counting, smooth bound and the exact noise draw), ``dpcore-triangle-count-ladder`` (pure
+epsilon-DP: counting, the ladder and its exact exponential-mechanism draw) and
+``dpcore-degree-distribution-node-dp`` (D = 20).
 
 Every contender's output is checked against the others (networkx's triangle count, the dense
 profile, scipy's fit).
@@ -214,6 +215,18 @@ def test_release_triangle_count(benchmark, size):
 
 
 @pytest.mark.parametrize("size", [4000, 10**5], indirect=True)
+def test_release_triangle_count_ladder(benchmark, size):
+    dpcore_api()
+    from dpcore.graph_stats import triangle_count
+
+    record(benchmark, n=size, contender="dpcore-triangle-count-ladder", role=DPCORE,
+           group="graph-release")
+    _, edges = instance(size)
+    out = benchmark(triangle_count, edges, n_nodes=size, epsilon=1.0, random_state=1)
+    assert abs(out - scipy_triangles(size, edges)) < 2000  # mean |error| about 25 here
+
+
+@pytest.mark.parametrize("size", [4000, 10**5], indirect=True)
 def test_release_kstar_count(benchmark, size):
     dpcore_api()
     from dpcore.graph_stats import kstar_count
@@ -244,10 +257,11 @@ def test_release_degree_distribution_node_dp(benchmark, size):
 
 
 def accuracy(draws=1000):
-    """Mean absolute error of triangle_count and kstar_count (k = 2, 3) at epsilon = 1,
-    delta = 1e-6 on nx.watts_strogatz_graph(4000, 10, 0.1, seed=1), against the Laplace
-    mechanism for the global sensitivity (mean absolute error = sensitivity / epsilon), and of
-    degree_sequence / degree_distribution at epsilon = 1."""
+    """Mean absolute error of triangle_count (smooth sensitivity at delta = 1e-6, and the pure
+    epsilon-DP ladder) and kstar_count (k = 2, 3; delta = 1e-6) at epsilon = 1 on
+    nx.watts_strogatz_graph(4000, 10, 0.1, seed=1), against the Laplace mechanism for the
+    global sensitivity (mean absolute error = sensitivity / epsilon), and of degree_sequence /
+    degree_distribution at epsilon = 1."""
     import math
 
     import networkx as nx
@@ -278,6 +292,11 @@ def accuracy(draws=1000):
               f"{2 * smooth / eps:.2f}, mean |error| over {draws} draws={err:.2f}; global "
               f"sensitivity {gsens} -> Laplace mean |error| {gsens / eps:.0f}; ratio "
               f"{gsens / eps / err:.0f}x")
+    err = np.mean([abs(gs.triangle_count(edges, n_nodes=n, epsilon=eps, random_state=rng) - truth)
+                   for _ in range(draws)])
+    print(f"triangles, ladder (pure epsilon-DP, delta = 0): mean |error| over {draws} draws="
+          f"{err:.2f}; global sensitivity {n - 2} -> Laplace mean |error| {(n - 2) / eps:.0f}; "
+          f"ratio {(n - 2) / eps / err:.0f}x")
     seq = [np.mean(np.abs(gs.degree_sequence(edges, n_nodes=n, epsilon=eps, random_state=rng) - deg))
            for _ in range(50)]
     hist = np.bincount(deg, minlength=n)

@@ -8,6 +8,9 @@
   the triangle and k-star counts' local sensitivities at distance s equal their brute-force
   definitions for every s; their smooth bounds equal max_s exp(-beta s) LS^(s) and satisfy
   S(G) <= e^beta S(G') for every neighbour (the released, inflated bounds with no slack).
+* The ladder release (pure epsilon-DP triangle count): its exact law against seeded draws by
+  chi-square, and the exact privacy ratio <= e^epsilon over every pair of edge neighbours on
+  n <= 6 vertices.
 * Noise laws by chi-square at ALPHA (with a power check), accuracy on a Watts-Strogatz graph,
   and the release contract (validate, charge once, draw).
 """
@@ -496,6 +499,179 @@ def test_degree_outputs_are_consistent():
     assert np.mean(np.abs(seq - true)) < raw
 
 
+# --------------------------------------------------------------------------- ladder
+
+
+def ladder_rungs(c, b, n):
+    """(I, L): the ladder I_s = LS^(s) for s = 0..2(n - 2) + 1 from its definition
+    (``_local_at``), constant n - 2 from there on, and L_t = I_0 + ... + I_{t-1}."""
+    I = [gs._local_at(c, b, n, s) for s in range(2 * (n - 2) + 2)]
+    assert I[-1] == n - 2
+    return I, np.concatenate([[0], np.cumsum(I)])
+
+
+def rung_of(I, L, d):
+    """The rung index of the offsets d = |r - T| (integer array): 0 at d = 0, else the least
+    t >= 1 with L_t >= d."""
+    d = np.asarray(d, dtype=np.int64)
+    t = np.searchsorted(L, d, side="left")  # L_t >= d, t < len(L)
+    beyond = d > L[-1]
+    extra = -(-(d - L[-1]) // I[-1])  # full rungs of width n - 2 past the last stored one
+    return np.where(beyond, len(L) - 1 + extra, t)
+
+
+def ladder_normaliser(I, x):
+    """Z = 1 + sum_{t >= 1} 2 I_{t-1} x^t (mpmath), the tail geometric."""
+    t_last = len(I)
+    head = sum(2 * I[t - 1] * x**t for t in range(1, t_last + 1))
+    return 1 + head + 2 * I[-1] * x ** (t_last + 1) / (1 - x)
+
+
+def one_side_tail(I, L, x, D):
+    """sum over offsets d >= D (D >= 1) on one side of x^rung(d) (mpmath)."""
+    t0 = int(rung_of(I, L, [D])[0])
+    width = lambda t: I[t - 1] if t - 1 < len(I) else I[-1]  # noqa: E731
+    end = lambda t: L[t] if t < len(L) else L[-1] + (t - len(L) + 1) * I[-1]  # noqa: E731
+    total = (end(t0) - D + 1) * x**t0
+    t = t0 + 1
+    while t <= len(I):
+        total += width(t) * x**t
+        t += 1
+    return total + I[-1] * x**t / (1 - x)
+
+
+def ladder_law(count, I, L, c, top):
+    """The exact law of the clamped ladder release on 0..top (mpmath, 50 digits)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    x = mpmath.exp(-mpmath.mpf(c))
+    Z = ladder_normaliser(I, x)
+    inner = np.arange(1, top)
+    probs = [x ** int(t) / Z for t in rung_of(I, L, np.abs(inner - count))]
+    low = (1 + one_side_tail(I, L, x, 1) if count == 0 else one_side_tail(I, L, x, count)) / Z
+    high = one_side_tail(I, L, x, top - count) / Z if top > count else (
+        1 + one_side_tail(I, L, x, 1)) / Z
+    law = [low, *probs, high]
+    assert abs(mpmath.fsum(law) - 1) < mpmath.mpf(10) ** -40
+    return np.array([float(p) for p in law])
+
+
+def test_ladder_sigma_is_the_local_sensitivity_ladder():
+    """_triangle_ladder's sigma_j = min{s : LS^(s) >= j} gives back LS^(s) = #{sigma_j <= s}
+    for every s, on every frontier of graphs with <= 6 vertices and on random graphs."""
+    cases = [(n, c, b) for n in (3, 4, 5, 6) for c, b in frontiers(n, "triangle")[0]]
+    for seed, (n, p) in enumerate([(30, 0.1), (40, 0.5), (25, 0.9)]):
+        _, indptr, indices = gs._adjacency(random_edges(n, p, seed), n, False)
+        cases.append((n, *gs._frontier(indptr, indices)))
+    for n, c, b in cases:
+        sigma = gs._triangle_ladder(c, b, n)
+        assert np.all(np.diff(sigma) >= 0)
+        for s in range(2 * (n - 2) + 3):
+            assert int(np.sum(sigma <= s)) == gs._local_at(c, b, n, s), (n, s)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
+def test_ladder_privacy_ratio_exhaustive(n, epsilon):
+    """For every pair of edge-neighbouring graphs on n vertices, the exact output probabilities
+    of the (unclamped) ladder mechanism differ by at most e^epsilon at every integer: the rung
+    index of every integer moves by at most one (exact integers) and the normalisers' ratio is
+    evaluated with 50-digit mpmath. Clamping is post-processing."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    pairs, codes, T, _ = all_graphs(n)
+    distinct, where = frontiers(n, "triangle")
+    plan = gs._ladder_plan(epsilon, None, None)[1]
+    c_scale = plan.scale
+    x = mpmath.exp(-mpmath.mpf(c_scale))
+    ladders = [ladder_rungs(c, b, n) for c, b in distinct]
+    log_z = np.array([float(mpmath.log(ladder_normaliser(I, x))) for I, _ in ladders])
+    reach = max(int(L[-1]) for _, L in ladders) + 3 * (n - 2)
+    r = np.arange(-reach, int(T.max()) + reach + 1)
+    rungs = np.stack([rung_of(*ladders[w], np.abs(r - t)) for w, t in zip(where, T)])
+    worst = 0.0
+    for k in range(len(pairs)):
+        flip = codes ^ (1 << k)
+        step = (rungs[flip] - rungs).max(axis=1)  # t_G'(r) - t_G(r)
+        assert step.max() <= 1
+        # ln P_G(r) - ln P_G'(r) = c (t_G'(r) - t_G(r)) + ln Z_G' - ln Z_G
+        loss = c_scale * step + log_z[where[flip]] - log_z[where]
+        worst = max(worst, float(loss.max()))
+    assert worst <= plan.epsilon_effective * (1 + 1e-12)
+    assert plan.epsilon_effective <= epsilon
+    if n >= 4:  # the bound is nearly attained: the test can see a violation
+        assert worst >= 0.5 * epsilon
+
+
+LADDER_LAW_CASES = [(8, 0.5, 3, 1.0), (9, 0.3, 4, 0.4), (7, 0.9, 5, 3.0)]
+
+
+@pytest.mark.parametrize("n, p, seed, epsilon", LADDER_LAW_CASES)
+def test_ladder_law_end_to_end(n, p, seed, epsilon):
+    """triangle_count(..., delta=None) against the exact law of the clamped ladder mechanism,
+    computed from the definition (rungs of LS^(s) = _local_at, weights exp(-epsilon t / 2)):
+    chi-square at ALPHA over 6000 draws (cells pooled to expected >= 5), and a power check
+    against the law for epsilon 1.5 times larger."""
+    edges = random_edges(n, p, seed)
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    c, b = gs._frontier(indptr, indices)
+    I, L = ladder_rungs(c, b, n)
+    count, top = naive_triangles(n, edges), math.comb(n, 3)
+    plan = gs._ladder_plan(epsilon, None, None)[1]
+    rng = np.random.default_rng(20261126 + seed)
+    draws = np.array([triangle_count(edges, n_nodes=n, epsilon=epsilon, random_state=rng)
+                      for _ in range(6000)])
+    observed = np.bincount(draws, minlength=top + 1)
+    assert observed.size == top + 1  # clamped to [0, C(n, 3)]
+    law = ladder_law(count, I, L, plan.scale, top)
+    assert chisquare_pvalue(observed, law / law.sum()) > ALPHA
+    wrong = ladder_law(count, I, L, 1.5 * plan.scale, top)
+    assert chisquare_pvalue(observed, wrong / wrong.sum()) < ALPHA
+
+
+def test_ladder_centre_and_far_tail():
+    """The rejection of the centre and the geometric tail, on a graph whose ladder is short:
+    the empirical frequency of the exact count and of outputs beyond the last stored rung
+    match the exact law within z_critical standard errors."""
+    n, eps = 6, 0.2  # small epsilon: many draws land past rung 2 (n - 2) + 1
+    edges = np.array([[0, 1], [1, 2], [0, 2], [3, 4]])
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    c, b = gs._frontier(indptr, indices)
+    I, L = ladder_rungs(c, b, n)
+    plan = gs._ladder_plan(eps, None, None)[1]
+    rng = np.random.default_rng(77)
+    sigma = gs._triangle_ladder(c, b, n)
+    draws = np.array([gs._ladder_draw(1, sigma, plan.scale, rng) for _ in range(20000)])
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    x = mpmath.exp(-mpmath.mpf(plan.scale))
+    Z = ladder_normaliser(I, x)
+    far = int(L[-1])
+    exact = {"centre": float(1 / Z),
+             "far": float(2 * one_side_tail(I, L, x, far + 1) / Z)}
+    seen = {"centre": np.mean(draws == 1), "far": np.mean(np.abs(draws - 1) > far)}
+    for key, p in exact.items():
+        assert p > 0.01
+        assert z_score(seen[key], p, math.sqrt(p * (1 - p) / draws.size)) < z_critical(n_checks=2)
+
+
+def test_ladder_api():
+    edges = random_edges(10, 0.5, 2)
+    acc = dpcore.Accountant(10.0, 1e-3)
+    a = triangle_count(edges, n_nodes=10, epsilon=1.0, random_state=3, accountant=acc)
+    b = triangle_count(edges, n_nodes=10, epsilon=1.0, delta=0, method="ladder", random_state=3,
+                       accountant=acc)
+    assert a == b and isinstance(a, int)
+    triangle_count(edges, n_nodes=10, epsilon=1.0, delta=1e-6, random_state=3, accountant=acc)
+    assert [(h.epsilon, h.delta) for h in acc.history] == [(1.0, 0.0), (1.0, 0.0), (1.0, 1e-6)]
+    with pytest.raises(ValueError, match="method='ladder' is pure"):
+        triangle_count(edges, n_nodes=10, epsilon=1.0, delta=1e-6, method="ladder")
+    with pytest.raises(TypeError, match="delta is required"):
+        triangle_count(edges, n_nodes=10, epsilon=1.0, method="smooth")
+    with pytest.raises(ValueError, match="method must be"):
+        triangle_count(edges, n_nodes=10, epsilon=1.0, method="Ladder")
+
+
 # --------------------------------------------------------------------------- accuracy
 
 
@@ -525,6 +701,8 @@ RELEASES = {
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "triangle_count": (lambda **kw: triangle_count(
         **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
+    "triangle_count_ladder": (lambda **kw: triangle_count(
+        **{"G": EDGES, "n_nodes": 12, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "degree_distribution_node_dp": (lambda **kw: degree_distribution_node_dp(
         **{"G": EDGES, "n_nodes": 12, "max_degree": 3, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "kstar_count": (lambda **kw: kstar_count(
@@ -535,8 +713,10 @@ COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dic
               dict(n_nodes=5), dict(n_nodes=12.0), dict(G=np.array([[0, 1], [1, 0]])),
               dict(G=np.array([[0, 0]])), dict(G=np.array([[0.0, 1.0]])), dict(G=[[0, 1, 2]]),
               dict(simplify="yes")]
-BAD = {"triangle_count": [dict(delta=None), dict(delta=0.0), dict(delta=1.0),
-                          dict(epsilon=2.0**-30)],
+BAD = {"triangle_count": [dict(delta=1.0), dict(delta=-1e-6), dict(epsilon=2.0**-30),
+                          dict(method="ladder"), dict(method="bogus"), dict(method=None, delta="0")],
+       "triangle_count_ladder": [dict(method="smooth"), dict(delta=0.5, method="ladder"),
+                                 dict(method=1), dict(epsilon=math.inf), dict(epsilon=2.0**41)],
        "degree_distribution_node_dp": [dict(max_degree=0), dict(max_degree=None),
                                        dict(max_degree=2.5), dict(epsilon=2.0**-44)],
        "kstar_count": [dict(delta=None), dict(k=1), dict(k=17), dict(k=2.0), dict(epsilon=2.0**11)]}
@@ -566,7 +746,7 @@ def test_release_charges_once_the_documented_cost(name):
     call(random_state=1, accountant=acc)
     (entry,) = acc.history
     assert (entry.epsilon, entry.delta) == (eps, delta)
-    assert entry.label == f"graph.{name}"
+    assert entry.label == f"graph.{name.removesuffix('_ladder')}"
 
 
 @pytest.mark.parametrize("name", list(RELEASES))

@@ -3,7 +3,8 @@
 * No module uses an underscore name of another dpcore module (imported by name, or reached as an
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
   ``_release`` (with its submodules), ``learn._base``, ``_exact`` (the exact slow paths behind
-  the kernels' fast decisions), ``_progress`` (the progress bar) and the compiled kernels
+  the kernels' fast decisions), ``_progress`` (the progress bar), ``_edges`` (graph input
+  checks) and the compiled kernels
   (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
 * The import graph (module-level and function-level imports alike) has no cycle.
 """
@@ -16,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
 SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base",
-          "dpcore._exact", "dpcore._progress"}
+          "dpcore._exact", "dpcore._progress", "dpcore._edges"}
 
 
 def module_name(path):

@@ -81,7 +81,10 @@ RELEASES = {
         RING, **_kw(dict(n_nodes=12, epsilon=EPS), o)), (EPS, 0.0), [dict(n_nodes=2)]),
     "graph.triangle_count": (lambda **o: graph.triangle_count(
         RING, **_kw(dict(n_nodes=12, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
-        [dict(delta=0.0), dict(n_nodes=None)]),
+        [dict(delta=1.0), dict(n_nodes=None), dict(method="ladder")]),
+    "graph.triangle_count/ladder": (lambda **o: graph.triangle_count(
+        RING, **_kw(dict(n_nodes=12, epsilon=EPS), o)), (EPS, 0.0),
+        [dict(method="smooth"), dict(delta=-1.0), dict(n_nodes=None)]),
     "graph.kstar_count": (lambda **o: graph.kstar_count(
         RING, **_kw(dict(n_nodes=12, k=2, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
         [dict(k=1)]),

@@ -31,7 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpcore import _hrg
+from dpcore import _edges, _hrg
 from dpcore import _validation as check
 from dpcore._progress import Progress
 from dpcore._random import bitgen_handle
@@ -90,7 +90,7 @@ DEFAULT_STEPS_PER_NODE = 1000
 #: Largest vertex count accepted (checked before anything is built). The kernel indexes the
 #: 2n - 1 tree nodes and the 2m edge slots with int32, which caps n below 2**30; the limit is set
 #: lower, at 2**26, where a release already needs about 27 GB (``BYTES_PER_NODE``).
-MAX_NODES = 2**26
+MAX_NODES = _edges.MAX_NODES
 #: Peak memory of a release per vertex (measured: about 320 bytes for the chain's state, the
 #: dendrogram and the synthetic graph, plus about 70 bytes per edge), rounded up. A vertex count
 #: whose estimate ``BYTES_PER_NODE * n_nodes`` exceeds the machine's physical memory is refused
@@ -121,14 +121,7 @@ def check_n_nodes(n_nodes: int, name: str = "n_nodes") -> int:
     Not a release: a check of the public vertex count only (never of the edges, whose count is
     private), so its errors reveal nothing about the graph.
     """
-    n = check.integer(n_nodes, name)
-    if n < 3:
-        raise ValueError(f"{name} must be at least 3, got {n}")
-    if n > MAX_NODES:
-        raise ValueError(
-            f"{name} must be at most MAX_NODES = 2**26 = {MAX_NODES} (the kernel's int32 indices "
-            f"and about {BYTES_PER_NODE} bytes per vertex), got {n}"
-        )
+    n = _edges.check_n_nodes(n_nodes, name)
     need = BYTES_PER_NODE * n
     have = _physical_memory()
     if have is not None and need > have:
@@ -141,67 +134,24 @@ def check_n_nodes(n_nodes: int, name: str = "n_nodes") -> int:
 
 def _graph_arrays(G, n_nodes, simplify, name="G"):
     """(n, u, v, labels) for a networkx graph or an (m, 2) integer edge array."""
-    if hasattr(G, "edges") and hasattr(G, "nodes") and hasattr(G, "is_directed"):
-        if G.is_directed():
-            raise TypeError(f"{name} must be an undirected graph, got a directed {type(G).__name__}")
+    if _edges.is_networkx(G):
+        labels, edges = _edges.networkx_edges(G, name)
         if G.is_multigraph() and not simplify:
             raise ValueError(f"{name} is a multigraph: pass simplify=True to merge repeated edges")
         # The graph's node set is taken as public (documented in release_hrg): edge-DP protects
         # the edges only. n_nodes, when given, must agree with it.
-        n_given = None if n_nodes is None else check_n_nodes(n_nodes)
-        labels = list(G.nodes())
-        if n_given is not None and n_given != len(labels):
+        if n_nodes is not None and check_n_nodes(n_nodes) != len(labels):
             raise ValueError("n_nodes must equal the number of nodes of the networkx graph")
-        index = {node: i for i, node in enumerate(labels)}
-        pairs = [(index[a], index[b]) for a, b in G.edges()]
-        edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         n = len(labels)
     else:
         if n_nodes is None:
             raise TypeError(f"n_nodes is required when {name} is an edge array (the vertex set is public)")
         n = check_n_nodes(n_nodes)  # before touching the edges: the vertex count is public
-        try:
-            edges = np.asarray(G)
-        except Exception as exc:
-            # the message of numpy's error may quote entries or the edge count: not kept
-            raise TypeError(f"{name} must be a networkx graph or an (m, 2) integer array "
-                            f"({type(exc).__name__})") from None
-        if edges.size == 0:
-            edges = edges.reshape(0, 2) if edges.ndim < 2 or edges.shape[-1] == 2 else edges
-        if edges.dtype == np.bool_ or not np.issubdtype(edges.dtype, np.integer):
-            raise TypeError(f"{name} must be an (m, 2) integer edge array, got dtype {edges.dtype}")
-        if edges.ndim != 2 or edges.shape[1] != 2:
-            # never the shape itself: its m is the private edge count
-            got = f"{edges.ndim} dimensions" if edges.ndim != 2 else f"{edges.shape[1]} columns"
-            raise ValueError(f"{name} must have shape (m, 2), got an array with {got}")
-        edges = edges.astype(np.int64)
-        if edges.size and (edges.min() < 0 or edges.max() >= n):
-            raise ValueError(f"{name} holds vertex ids outside [0, n_nodes) = [0, {n})")
+        edges = _edges.edge_array(G, n, name)
         labels = None
     n = check_n_nodes(n, "the number of vertices")
-    loops = edges[:, 0] == edges[:, 1]
-    if loops.any():
-        if not simplify:
-            raise ValueError(f"{name} has self-loops: pass simplify=True to drop them")
-        edges = edges[~loops]
-    lo = np.minimum(edges[:, 0], edges[:, 1])
-    hi = np.maximum(edges[:, 0], edges[:, 1])
-    keys = lo * n + hi
-    uniq = _unique(keys)
-    if uniq.size != keys.size and not simplify:
-        raise ValueError(f"{name} has repeated edges: pass simplify=True to drop them")
-    u = (uniq // n).astype(np.int32)
-    v = (uniq % n).astype(np.int32)
+    u, v = _edges.simple_edges(edges, n, simplify, name)
     return n, u, v, labels
-
-
-def _unique(values):
-    """Sorted distinct values of an int64 array (sort and compare neighbours: faster here than
-    numpy.unique, which hashes)."""
-    values = np.sort(values)
-    if values.size:
-        values = values[np.concatenate([[True], values[1:] != values[:-1]])]
-    return values
 
 
 # --------------------------------------------------------------------------- dendrogram
@@ -502,7 +452,7 @@ def _distinct(rng, totals, counts):
     while active.size:
         owner = np.repeat(active, need[active])
         draws = rng.integers(0, totals[owner], dtype=np.int64) + base[owner]
-        kept = _unique(np.concatenate([kept, draws]))
+        kept = _edges.unique(np.concatenate([kept, draws]))
         own = _owners(base, kept)
         need[active] = counts[active] - np.bincount(own, minlength=totals.size)[active]
         full = need[own] == 0

@@ -10,9 +10,11 @@ is still a vertex).
 * :func:`degree_sequence`: the sorted degree sequence with exact discrete Laplace noise, made
   consistent (nondecreasing) by isotonic regression, rounded and clamped to [0, n - 1]
   (Hay, Li, Miklau, Jensen 2009). :func:`degree_distribution` is its histogram.
-* :func:`triangle_count`: the number of triangles with noise scaled to a smooth upper bound on
-  its local sensitivity (Nissim, Raskhodnikova, Smith 2007; Karwa, Raskhodnikova, Smith,
-  Yaroslavtsev 2011), usually far below the global sensitivity n - 2.
+* :func:`triangle_count`: the number of triangles, by default with pure epsilon-DP by ladder
+  functions (Zhang, Cormode, Procopiuc, Srivastava, Xiao 2015: an exponential mechanism whose
+  rungs are the local sensitivities at distance t), or with (epsilon, delta)-DP by noise scaled
+  to a smooth upper bound on the local sensitivity (Nissim, Raskhodnikova, Smith 2007; Karwa,
+  Raskhodnikova, Smith, Yaroslavtsev 2011); both usually far below the global sensitivity n - 2.
 * :func:`degree_distribution_node_dp`: the degree distribution under **node**-DP, after an
   edge-addition projection to a public maximum degree D (Day, Li, Lyu 2016's projection; our
   sensitivity bound, :func:`node_degree_sensitivity`).
@@ -38,6 +40,8 @@ analysis", STOC 2007.
 structure", VLDB 2011.
 [DLL16] W.-Y. Day, N. Li, M. Lyu, "Publishing graph degree distribution with node differential
 privacy", SIGMOD 2016.
+[ZCPSX15] J. Zhang, G. Cormode, C. M. Procopiuc, D. Srivastava, X. Xiao, "Private release of
+graph statistics using ladder functions", SIGMOD 2015.
 """
 from __future__ import annotations
 
@@ -47,12 +51,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpcore import _exact, _graph_stats
+from dpcore import _edges, _exact, _graph_stats, _select
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
+from dpcore._random import bitgen_handle
 from dpcore._release import Cost, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.robust import SmoothMedianPlan
+from dpcore.selection import ExponentialMechanism
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -87,54 +93,6 @@ _INFLATE = Fraction(1, 2**40)
 
 # --------------------------------------------------------------------------- input
 
-# Largest vertex count (the kernels index vertices with int32 and pair keys u * n + v in int64;
-# the same limit as dpcore.graph.MAX_NODES). Not imported from dpcore.graph, which re-exports
-# this module's releases (an import there would be a cycle).
-_MAX_NODES = 2**26
-
-
-def _n_nodes(n_nodes):
-    """The public vertex count as an int in [3, 2**26] (checked before any edge is read)."""
-    n = check.integer(n_nodes, "n_nodes")
-    if not 3 <= n <= _MAX_NODES:
-        raise ValueError(f"n_nodes must be in [3, 2**26], got {n}")
-    return n
-
-
-
-def _is_networkx(G):
-    return hasattr(G, "edges") and hasattr(G, "nodes") and hasattr(G, "is_directed")
-
-
-def _edge_array(G, n, name):
-    """Distinct pairs (u, v), u < v, sorted, as int64 arrays, from a networkx graph with n nodes
-    or an (m, 2) integer array of vertex ids in [0, n). Errors never quote the edges or m."""
-    if _is_networkx(G):
-        if G.is_directed():
-            raise TypeError(f"{name} must be an undirected graph, got a directed {type(G).__name__}")
-        if G.number_of_nodes() != n:  # the node set is public
-            raise ValueError(f"n_nodes must equal the number of nodes of the networkx graph {name}")
-        index = {node: i for i, node in enumerate(G.nodes())}
-        pairs = [(index[a], index[b]) for a, b in G.edges()]
-        return np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    try:
-        edges = np.asarray(G)
-    except Exception as exc:
-        raise TypeError(f"{name} must be a networkx graph or an (m, 2) integer array "
-                        f"({type(exc).__name__})") from None
-    if edges.size == 0:
-        edges = edges.reshape(0, 2) if edges.ndim < 2 or edges.shape[-1] == 2 else edges
-    if edges.dtype == np.bool_ or not np.issubdtype(edges.dtype, np.integer):
-        raise TypeError(f"{name} must be an (m, 2) integer edge array, got dtype {edges.dtype}")
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        got = f"{edges.ndim} dimensions" if edges.ndim != 2 else f"{edges.shape[1]} columns"
-        raise ValueError(f"{name} must have shape (m, 2), got an array with {got}")
-    edges = edges.astype(np.int64)
-    if edges.size and (edges.min() < 0 or edges.max() >= n):
-        raise ValueError(f"{name} holds vertex ids outside [0, n_nodes) = [0, {n})")
-    return edges
-
-
 def _adjacency(G, n_nodes, simplify, name="G"):
     """(n, indptr, indices): the validated simple graph as sorted CSR rows."""
     n, u, v = _pairs(G, n_nodes, simplify, name)
@@ -144,23 +102,17 @@ def _adjacency(G, n_nodes, simplify, name="G"):
 
 def _pairs(G, n_nodes, simplify, name="G"):
     """(n, u, v): the validated simple graph's edges u < v as int32 arrays sorted by (u, v)."""
-    n = _n_nodes(n_nodes)  # first: the vertex count is public
+    n = _edges.check_n_nodes(n_nodes)  # first: the vertex count is public
     if not isinstance(simplify, (bool, np.bool_)):
         raise TypeError(f"simplify must be a bool, got {type(simplify).__name__}")
-    edges = _edge_array(G, n, name)
-    loops = edges[:, 0] == edges[:, 1]
-    if loops.any():
-        if not simplify:
-            raise ValueError(f"{name} has self-loops: pass simplify=True to drop them")
-        edges = edges[~loops]
-    keys = np.sort(np.minimum(edges[:, 0], edges[:, 1]) * n + np.maximum(edges[:, 0], edges[:, 1]))
-    if keys.size:
-        distinct = np.concatenate([[True], keys[1:] != keys[:-1]])
-        if not distinct.all():
-            if not simplify:
-                raise ValueError(f"{name} has repeated edges: pass simplify=True to drop them")
-            keys = keys[distinct]
-    return n, (keys // n).astype(np.int32), (keys % n).astype(np.int32)
+    if _edges.is_networkx(G):
+        labels, edges = _edges.networkx_edges(G, name)
+        if len(labels) != n:  # the node set is public
+            raise ValueError(f"n_nodes must equal the number of nodes of the networkx graph {name}")
+    else:
+        edges = _edges.edge_array(G, n, name)
+    u, v = _edges.simple_edges(edges, n, simplify, name)
+    return n, u, v
 
 
 def _epsilon(epsilon):
@@ -466,8 +418,8 @@ def _smooth_bound(c, b, n, beta):
 def _triangle_plan(epsilon, delta):
     """(epsilon, delta, alpha, beta) of the Laplace smooth-sensitivity mechanism."""
     if delta is None:
-        raise TypeError("delta is required: triangle_count is (epsilon, delta)-DP (Laplace "
-                        "noise on a smooth bound), e.g. delta=1e-6")
+        raise TypeError("delta is required: the smooth-sensitivity release is (epsilon, delta)-DP "
+                        "(Laplace noise on a smooth bound), e.g. delta=1e-6")
     plan = SmoothMedianPlan.calibrate(epsilon, delta)
     if plan.beta <= 2 * _BETA_SLACK:
         raise ValueError(f"epsilon and delta give too small a smoothness beta; use epsilon >= "
@@ -501,17 +453,97 @@ def _triangle_scale(c, b, n, plan):
     return Fraction(_smooth_bound(c, b, n, plan.beta)) / plan.alpha
 
 
-def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float,
-                   simplify: bool = False, random_state: RandomStateLike = None,
-                   accountant: AccountantLike | None = None) -> int:
-    """The number of triangles of a graph, with edge-DP, by smooth sensitivity.
+def _triangle_ladder(c, b, n):
+    """sigma[j - 1] = min{s : LS^(s) >= j} for j = 1..n - 2 (nondecreasing int64): the ladder
+    LS^(s) of the triangle count, stored by where it first reaches each value
+    (LS^(s) = #{j : sigma_j <= s}). Per frontier pair the first s with
+    c + floor((s + min(s, b)) / 2) >= j is max(0, j - c, 2 (j - c) - b)."""
+    j = np.arange(1, n - 1, dtype=np.int64)
+    sigma = np.full(j.size, np.iinfo(np.int64).max, dtype=np.int64)
+    for ci, bi in zip(c.tolist(), b.tolist()):
+        need = j - ci
+        sigma = np.minimum(sigma, np.maximum(0, np.maximum(need, 2 * need - bi)))
+    return sigma
 
-    Releases T(G) + (S(G) / alpha) L rounded to an integer and clamped to [0, C(n, 3)], with L
-    standard Laplace, alpha = epsilon / 2 and S a beta-smooth upper bound on the local
-    sensitivity of the triangle count (:func:`triangle_smooth_sensitivity`; Nissim,
-    Raskhodnikova, Smith 2007, applied to triangles by Karwa et al. 2011). On sparse graphs with
-    few common neighbours S is a small multiple of 1 / beta, far below the global sensitivity
-    n - 2.
+
+def _ladder_plan(epsilon, delta, method):
+    """(method, plan): "ladder" with the exponential mechanism's calibration (sensitivity 1 of
+    the rung index), or "smooth" with the smooth-sensitivity plan."""
+    pure = delta is None or (isinstance(delta, (int, float, np.floating)) and
+                             not isinstance(delta, bool) and delta == 0)
+    if method is None:
+        method = "ladder" if pure else "smooth"
+    if method not in ("ladder", "smooth"):
+        raise ValueError(f"method must be 'ladder' or 'smooth', got {method!r}")
+    if method == "smooth":
+        return method, _triangle_plan(epsilon, delta)
+    if not pure:
+        raise ValueError(f"method='ladder' is pure epsilon-DP: pass delta=None (or 0), "
+                         f"got delta={delta!r}")
+    return method, ExponentialMechanism.calibrate(sensitivity=1, epsilon=_epsilon(epsilon),
+                                                  method="exact")
+
+
+_LADDER_CHUNK = 2**18  # candidates per ExactState.feed call
+
+
+def _ladder_draw(count, sigma, scale, rng):
+    """One draw of the ladder mechanism (rungs of LS^(s), score -rung, weight exp(-scale t)).
+
+    Rung 0 is {count}; rung t >= 1 holds the offsets d with L_{t-1} < |d| <= L_t,
+    L_u = sum_{s < u} LS^(s): 2 LS^(t-1) integers. Write that multiplicity as candidates
+    k = 1..2 GS present from rung tau_k = 1 + sigma_ceil(k/2) on (LS^(t-1) >= ceil(k/2) iff
+    t >= tau_k). Then (k, t) with weight exp(-scale t) over t >= tau_k is: k by the exact
+    exponential mechanism on utilities -tau_k, t = tau_k + a geometric draw of ratio
+    exp(-scale); given t, k is uniform on 1..2 LS^(t-1) and picks the side (parity) and the
+    offset L_{t-1} + ceil(k/2). The centre gets the same form (utility 0, t >= 0) and is kept
+    only when t = 0, else everything is redrawn: rejection restricted to the target's support,
+    so the law is exact; it accepts with probability > 1/2."""
+    handle = bitgen_handle(rng)
+    word = rng.bit_generator.random_raw
+    ratio = 1 / Fraction(scale)
+    prefix = np.concatenate([[0], np.cumsum(sigma)])
+    k_all = 2 * sigma.size
+    while True:
+        state = _select.ExactState(scale)
+        state.feed(np.zeros(1), 0.0, handle)  # the centre
+        for start in range(0, k_all, _LADDER_CHUNK):  # even starts: k = 2j - 1, 2j share j
+            u = np.repeat(-1.0 - sigma[start // 2:(start + _LADDER_CHUNK) // 2], 2)
+            state.feed(u, float(u[0]), handle)  # sigma is nondecreasing: u[0] is the max
+        k = int(state.index)
+        lo, hi = _positive_cell(word)
+        g = _exact.floor_neglog_scaled(lo, hi, ratio, word)
+        if k == 0:
+            if g == 0:
+                return count
+            continue
+        j = (k + 1) // 2
+        t = 1 + int(sigma[j - 1]) + g
+        below = int(np.searchsorted(sigma, t - 1, side="left"))  # #{sigma < t - 1}
+        offset = (t - 1) * below - int(prefix[below]) + j  # L_{t-1} + j
+        return count + offset if k % 2 else count - offset
+
+
+def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float | None = None,
+                   method: str | None = None, simplify: bool = False,
+                   random_state: RandomStateLike = None,
+                   accountant: AccountantLike | None = None) -> int:
+    """The number of triangles of a graph, with edge-DP: by ladder functions (pure epsilon-DP,
+    the default) or by smooth sensitivity ((epsilon, delta)-DP, when ``delta`` is given).
+
+    * ``method="ladder"`` (Zhang, Cormode, Procopiuc, Srivastava, Xiao 2015): the exponential
+      mechanism over the integers with score -t on rung t. Rung 0 is the true count T; rung
+      t >= 1 holds the integers r with L_{t-1} < |r - T| <= L_t, L_t = LS^(0) + ... + LS^(t-1),
+      LS^(s) the local sensitivity at distance s (:func:`triangle_local_sensitivity`). So
+      P(r) is proportional to exp(-epsilon t(r) / 2): most of the mass lies within a few LS
+      of T, and the far tail falls off as for the global sensitivity n - 2.
+    * ``method="smooth"``: T(G) + (S(G) / alpha) L rounded to an integer, with L standard
+      Laplace, alpha = epsilon / 2 and S a beta-smooth upper bound on the local sensitivity
+      (:func:`triangle_smooth_sensitivity`; Nissim, Raskhodnikova, Smith 2007, applied to
+      triangles by Karwa et al. 2011).
+
+    Both are clamped to [0, C(n, 3)]. On sparse graphs with few common neighbours both are far
+    more accurate than noise for the global sensitivity n - 2.
 
     Parameters
     ----------
@@ -520,16 +552,20 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float,
     n_nodes : int
         The public number of vertices, >= 3.
     epsilon : float
-        In [2**-20, 2**10].
-    delta : float
-        In (0, 1): the probability with which the guarantee may fail (required).
+        > 0 (at most ``MAX_EPSILON``) for the ladder; in [2**-20, 2**10] for "smooth".
+    delta : float or None, default=None
+        None (or 0): pure epsilon-DP. In (0, 1) for "smooth": the probability with which the
+        guarantee may fail.
+    method : {"ladder", "smooth"} or None, default=None
+        None picks "ladder" when ``delta`` is None or 0 and "smooth" otherwise.
     simplify : bool, default=False
         Drop self-loops and repeated edges instead of raising.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``(epsilon, delta)`` once (label ``"graph.triangle_count"``), after every
-        argument is checked and before anything is drawn.
+        Charged once (label ``"graph.triangle_count"``): ``epsilon`` for the ladder,
+        ``(epsilon, delta)`` for "smooth"; after every argument is checked and before anything
+        is drawn.
 
     Returns
     -------
@@ -540,50 +576,71 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float,
     TypeError, ValueError
         Invalid arguments (naming the parameter; never quoting the edges or their number).
     BudgetExceeded
-        The accountant cannot afford ``(epsilon, delta)``; nothing is drawn.
+        The accountant cannot afford the charge; nothing is drawn.
 
     Privacy
     -------
-    (epsilon, delta)-edge-DP: neighbours are graphs on the same public vertex set
-    ``0..n_nodes-1`` differing in one edge. The vertex count is public; this is not node-DP.
+    Edge-DP: neighbours are graphs on the same public vertex set ``0..n_nodes-1`` differing in
+    one edge. The vertex count is public; this is not node-DP.
 
-    S is beta-smooth: S(G) >= LS(G) >= |T(G) - T(G')| and S(G) <= e^beta S(G') for neighbours
-    (computed with beta - 2**-38 and inflated by 2**-40, which absorbs the rounding of exp).
-    The calibration is :class:`dpcore.robust.SmoothMedianPlan`'s Laplace one: alpha =
-    epsilon / 2 bounds the slide (pure epsilon / 2), and beta is chosen so the dilation's
-    log-ratio beta + |z| (e^beta - 1) is <= epsilon / 2 except with probability
-    delta0 = delta e^(-epsilon / 2); together (epsilon, delta)-DP. (This beta is a little
-    smaller than the often quoted epsilon / (2 ln(2 / delta)), for which this bound on the
-    dilation's log-ratio exceeds epsilon / 2 by about beta.) Rounding to an integer and clamping are
-    post-processing, sampled exactly (rational arithmetic on lazily refined uniforms,
-    ``dpcore._exact``), so the output law is exactly that of the rounded continuous mechanism.
-    Charged: ``(epsilon, delta)``, once. Neither the sampler nor the counting is constant-time.
+    Ladder (epsilon-DP): LS^(s) is a ladder function: LS^(0)(G') >= |T(G) - T(G')| and
+    LS^(s)(G) <= LS^(s+1)(G') for neighbours, so an integer within L_t(G) of T(G) is within
+    L_{t+1}(G') of T(G'): the rung index changes by at most 1. The exponential mechanism with
+    weight exp(-c t), c = epsilon / 2 rounded down to a double, is then 2c <= epsilon-DP
+    (Zhang et al. 2015). It is sampled exactly (no floating-point decision): the
+    exact exponential mechanism of :func:`dpcore.exponential` over 2 (n - 2) + 1 candidates, an
+    exact geometric draw and integer arithmetic (see ``_ladder_draw``). Charged: ``epsilon``,
+    once.
+
+    Smooth ((epsilon, delta)-DP): S is beta-smooth: S(G) >= LS(G) >= |T(G) - T(G')| and
+    S(G) <= e^beta S(G') for neighbours (computed with beta - 2**-38 and inflated by 2**-40,
+    which absorbs the rounding of exp). The calibration is
+    :class:`dpcore.robust.SmoothMedianPlan`'s Laplace one: alpha = epsilon / 2 bounds the slide
+    (pure epsilon / 2), and beta is chosen so the dilation's log-ratio beta + |z| (e^beta - 1)
+    is <= epsilon / 2 except with probability delta0 = delta e^(-epsilon / 2); together
+    (epsilon, delta)-DP. (This beta is a little smaller than the often quoted
+    epsilon / (2 ln(2 / delta)), for which this bound on the dilation's log-ratio exceeds
+    epsilon / 2 by about beta.) Sampled exactly (rational arithmetic on lazily refined
+    uniforms, ``dpcore._exact``). Charged: ``(epsilon, delta)``, once.
+
+    Rounding and clamping are post-processing. Neither the samplers nor the counting are
+    constant-time.
 
     References
     ----------
-    [NRS07], [KRSY11] (module docstring).
+    [NRS07], [KRSY11], [ZCPSX15] (module docstring).
 
     Examples
     --------
     >>> import numpy as np
     >>> from dpcore.graph_stats import triangle_count
     >>> ring = np.array([[i, (i + d) % 300] for i in range(300) for d in (1, 2)])
-    >>> t = triangle_count(ring, n_nodes=300, epsilon=1.0, delta=1e-6, random_state=0)
-    >>> isinstance(t, int)
+    >>> t = triangle_count(ring, n_nodes=300, epsilon=1.0, random_state=0)
+    >>> s = triangle_count(ring, n_nodes=300, epsilon=1.0, delta=1e-6, random_state=0)
+    >>> isinstance(t, int) and isinstance(s, int)
     True
     """
     n, indptr, indices = _adjacency(G, n_nodes, simplify)
-    plan = _triangle_plan(epsilon, delta)
+    method, plan = _ladder_plan(epsilon, delta, method)
     count = _graph_stats.count_triangles(indptr, indices)
     c, b = _frontier(indptr, indices)
-    scale = _triangle_scale(c, b, n, plan)
     top = n * (n - 1) * (n - 2) // 6
+    if method == "ladder":
+        sigma = _triangle_ladder(c, b, n)
 
-    def draw(rng):
+        def draw(rng):
+            return min(max(_ladder_draw(count, sigma, plan.scale, rng), 0), top)
+
+        return release(draw, cost=Cost(plan.epsilon_effective), accountant=accountant,
+                       random_state=random_state, label="graph.triangle_count")
+
+    scale = _triangle_scale(c, b, n, plan)
+
+    def draw_smooth(rng):
         value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
         return min(max(value, 0), top)
 
-    return release(draw, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
+    return release(draw_smooth, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
                    random_state=random_state, label="graph.triangle_count")
 
 
