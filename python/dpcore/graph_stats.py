@@ -888,19 +888,24 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: fl
 
 
 def node_degree_sensitivity(max_degree: int) -> int:
-    """L1 sensitivity 4 D of the sorted degree sequence of the edge-addition projection under
+    """L1 sensitivity 2 D of the sorted degree sequence of the edge-addition projection under
     node neighbours (graphs on the same vertex set differing only in edges at one vertex).
 
     The projection takes the vertex pairs in lexicographic order (public) and keeps an edge when
     both ends have fewer than D kept edges. Run it on G and G' (differing only at vertex v) side
-    by side and let delta be the difference of the kept degrees. An edge present in both graphs
-    is decided differently only when an end, say a, is full in one run and not in the other
-    (delta_a != 0); keeping it in the run where a is not full moves delta_a one step towards 0
-    and delta_b by one: sum |delta| does not grow. An edge at v present in one graph only raises
-    sum |delta| by at most 2 when kept, and at most D such edges are kept in each run (v's kept
-    degree is <= D). So sum |delta| <= 4 D at the end, and sorting does not increase the L1
-    distance. (2 D when one graph's edges at v contain the other's.) Checked exhaustively on all
-    graphs with <= 6 vertices in the tests.
+    by side and let delta be the difference of the kept degrees (G minus G').
+
+    * An edge {a, b} away from v is in both graphs. It is decided differently only when an end,
+      say a, is full (D kept edges) in one run and not in the other; keeping it in the run where
+      a is not full moves delta_a one step towards 0 and delta_b by one, so
+      sum over x != v of |delta_x| does not grow.
+    * An edge {v, w} kept in one run only (P of them kept in G only, N in G' only) moves
+      delta_v and delta_w by the same +-1, so sum over x != v of |delta_x| grows by at most 1.
+
+    At the end sum |delta| <= (P + N) + |P - N| = 2 max(P, N) <= 2 D, since the edges at v kept
+    in one run are at most v's kept degree D. Sorting does not increase the L1 distance. The
+    bound is attained: v isolated in G and joined in G' to D vertices with no other edge. Checked
+    exhaustively on all graphs with <= 6 vertices in the tests.
 
     Privacy
     -------
@@ -909,9 +914,9 @@ def node_degree_sensitivity(max_degree: int) -> int:
     Examples
     --------
     >>> node_degree_sensitivity(10)
-    40
+    20
     """
-    return 4 * check.integer(max_degree, "max_degree", minimum=1)
+    return 2 * check.integer(max_degree, "max_degree", minimum=1)
 
 
 def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, epsilon: float,
@@ -923,7 +928,7 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
        lexicographic order of their ids and an edge is kept when both ends have fewer than
        D = ``max_degree`` kept edges.
     2. The sorted degree sequence of the projection gets exact discrete Laplace noise of scale
-       4 D / epsilon (:func:`node_degree_sensitivity`), is made nondecreasing by isotonic
+       2 D / epsilon (:func:`node_degree_sensitivity`), is made nondecreasing by isotonic
        regression, rounded and clamped to [0, D] (Hay et al. 2009), and its histogram is
        returned.
 
@@ -939,7 +944,7 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
     max_degree : int
         D >= 1, public (never taken from the data).
     epsilon : float
-        > 0 (the noise scale 4 D / epsilon must be <= 2**44).
+        > 0 (the noise scale 2 D / epsilon must be <= 2**44).
     simplify : bool, default=False
         Drop self-loops and repeated edges instead of raising.
     random_state : None, int, numpy Generator or BitGenerator, optional
@@ -965,9 +970,9 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
     epsilon-node-DP on a public vertex set: neighbours are graphs on the same vertices
     ``0..n_nodes-1`` that differ only in edges incident to one vertex (any of its edges added,
     removed or rewired; this covers "adding" a vertex that was isolated). The vertex count is
-    public and not protected. The projection's sorted degree sequence has L1 sensitivity 4 D
+    public and not protected. The projection's sorted degree sequence has L1 sensitivity 2 D
     (:func:`node_degree_sensitivity`, proof there), so exact discrete Laplace noise of scale
-    4 D / epsilon (rounded up) is epsilon-DP; isotonic regression, rounding, clamping and the
+    2 D / epsilon (rounded up) is epsilon-DP; isotonic regression, rounding, clamping and the
     histogram are post-processing. Node-DP implies edge-DP with the same epsilon. Charged:
     ``epsilon``, once. Not constant-time.
 
@@ -983,11 +988,11 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
     """
     n, u, v = _pairs(G, n_nodes, simplify)
     sensitivity = node_degree_sensitivity(max_degree)
-    bound = sensitivity // 4
+    bound = sensitivity // 2
     epsilon = _epsilon(epsilon)
     scale = _round_up(Fraction(sensitivity) / Fraction(epsilon))
     if scale > MAX_DISCRETE_LAPLACE_SCALE:
-        raise ValueError(f"4 max_degree / epsilon must be <= MAX_DISCRETE_LAPLACE_SCALE = "
+        raise ValueError(f"2 max_degree / epsilon must be <= MAX_DISCRETE_LAPLACE_SCALE = "
                          f"{MAX_DISCRETE_LAPLACE_SCALE!r}, got max_degree={bound!r}, "
                          f"epsilon={epsilon!r}")
     degrees = np.sort(_graph_stats.project_degrees(n, u, v, bound))
