@@ -1,151 +1,140 @@
 """Counting loops of the private decision trees and forests (dpcore.learn._tree).
 
 Nothing here draws noise or chooses anything: the kernels bin records on public thresholds, count
-records per (node, feature, bin, class) one tree level at a time, route records down the chosen
+records per (node, feature, class, bin) one tree level at a time, route records down the chosen
 splits, and walk records through stored trees. The noise (dpcore._noise) and the selection
 (dpcore.selection) are applied by the Python layer to the integer counts returned here.
 
 Every count a record contributes to depends only on that record and on public values (thresholds,
 the splits already released), so one record changes at most one count per (level, feature) in
-``level_counts`` and one leaf count per tree in ``leaf_counts`` (add/remove neighbours).
+``bin_codes``/``level_counts`` and one leaf count per tree in ``forest_counts`` (add/remove
+neighbours).
 
 A record goes right at a node when x[feature] >= threshold, everywhere (binning, routing and
 prediction), so the cell of a record during the fit and at prediction time is the same.
 """
-from libc.stdint cimport int32_t, int64_t, uint16_t
-from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
+from libc.stdlib cimport calloc, free, malloc
 
 
 cdef enum:
-    BLOCK = 64   # records per block of the tree-walking loops
-    SPREAD = 4    # copies of a count table (a power of two), see level_counts
+    BLOCK = 64    # records per block of the tree-walking loops
+    CHUNK = 512   # records per chunk of level_counts (their list stays in the first-level cache)
+
+
+ctypedef fused code_t:   # a bin: uint8 when every feature has <= 256 bins, else uint16
+    uint8_t
+    uint16_t
 
 
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
               const double[::1] lo,              # IN  (d,) public lower bounds
               const double[::1] inv,             # IN  (d,) public n_bins[f] / (upper - lower)
               const double[::1] top,             # IN  (d,) n_bins[f] - 1, the last bin
-              uint16_t[:, ::1] codes):           # OUT (d, n) bin of each value
-    """codes[f, i] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, top[f]]: the
-    bins of a public grid (values beyond the bounds land in the end bins: clipping). Stored a
-    feature per row, the layout the counting reads.
+              const int32_t[::1] y,              # IN  (n,) class index 0..k-1
+              code_t[:, ::1] codes,              # OUT (n, d) bin of each value
+              int64_t[:, :, ::1] root):          # OUT (d, k, B) counts, zeroed by the caller
+    """codes[i, f] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, top[f]]: the
+    bins of a public grid (values beyond the bounds land in the end bins: clipping), stored a
+    record per row as X; and the root's table, root[f, c, b] = number of records of class c
+    whose feature f is in bin b (counted while binning: the records are read once). Returns
+    the number of features holding a value that is not finite (NaN, +-inf): the caller rejects
+    X unless it is 0, so this pass is also the finiteness check of X.
 
     Each operation is one IEEE rounding (no contraction: the build flags), so the code is a
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
-    exactly. The loop is branch-free."""
+    exactly."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, f
+    cdef Py_ssize_t stride = root.shape[1] * root.shape[2]
     cdef const double *x
     cdef const double *low = &lo[0]
     cdef const double *scale = &inv[0]
-    cdef uint16_t *out = &codes[0, 0]
     cdef const double *last = &top[0]
+    cdef code_t *out
+    cdef int64_t *cell
     cdef double q
+    cdef Py_ssize_t bad = 0
+    # per feature: the bins of the current record, and the sum of x - x over the records
+    # (0 while every value is finite, NaN for good after a NaN or an infinity)
+    cdef int32_t *b = <int32_t *>malloc(max(d, 1) * sizeof(int32_t))
+    cdef double *nan = <double *>calloc(max(d, 1), sizeof(double))
+    if b == NULL or nan == NULL:
+        free(b)
+        free(nan)
+        raise MemoryError()
     with nogil:
         for i in range(n):
             x = &X[i, 0]
-            for f in range(d):
+            for f in range(d):   # branch-free: the compiler vectorises it
+                nan[f] += x[f] - x[f]
                 q = (x[f] - low[f]) * scale[f]
-                q = q if q > 0.0 else 0.0        # also maps NaN to 0 (never given: validated)
+                q = q if q > 0.0 else 0.0            # also maps NaN to 0 (then rejected)
                 q = q if q < last[f] else last[f]
-                out[f * n + i] = <uint16_t>q
+                b[f] = <int32_t>q
+            out = &codes[i, 0]
+            cell = &root[0, y[i], 0]
+            for f in range(d):
+                out[f] = <code_t>b[f]
+                cell[b[f]] += 1
+                cell += stride
+        for f in range(d):
+            bad += nan[f] != 0.0
+    free(b)
+    free(nan)
+    return bad
 
 
-# records per slab of level_counts (their positions in a slab fit in int32); tests lower it
-cdef Py_ssize_t _slab = 1 << 30
-
-
-def _set_slab(Py_ssize_t size):
-    """Test hook: the slab size of level_counts (>= 1); returns the previous one."""
-    global _slab
-    previous, _slab = _slab, max(size, 1)
-    return previous
-
-
-def level_counts(const uint16_t[:, ::1] codes,   # IN  (d, n) bins, a feature per row
+def level_counts(const code_t[:, ::1] codes,     # IN  (n, d) bins, a record per row
                  const int32_t[::1] y,           # IN  (n,) class index 0..k-1
                  const int32_t[::1] node,        # IN  (n,) node of the level, -1: settled
-                 int left_only,                  # IN  1: count the even (left) nodes only
-                 int64_t[:, :, :, ::1] counts):  # OUT (d, rows, B, k), zeroed by the caller
-    """counts[f, v, b, c] += number of records of class c at node v whose feature f is in bin
-    b (a whole tree level at once). With ``left_only`` only the records of the even nodes
-    v = 2 r are counted, in row r: the caller gets each right sibling's table as its parent's
-    minus its left sibling's (exact integers), which halves the work.
+                 const int32_t[::1] row,         # IN  (m,) row of node v in counts, -1: skip
+                 int64_t[:, :, :, ::1] counts):  # OUT (rows, d, k, B), zeroed by the caller
+    """counts[row[v], f, c, b] += number of records of class c at node v whose feature f is
+    in bin b, for the nodes of a level with row[v] >= 0 (the caller derives the others'
+    tables from their parents' and siblings': exact integers).
 
-    First the records to count are listed with their (row, class) offset, then each feature
-    is counted in turn: its table (rows x B x k) stays in the first-level cache."""
-    cdef Py_ssize_t n = codes.shape[1], d = codes.shape[0], i, f, j, u, m, s0, s1, t
-    cdef Py_ssize_t B = counts.shape[2], k = counts.shape[3]
-    cdef Py_ssize_t cells = counts.shape[1] * B * k
-    cdef Py_ssize_t slab = max(min(n, _slab), 1)
+    A chunk of records at a time: the records to count are listed without branches, with the
+    offset of their (row, class) table, then each listed record adds its d features (d
+    independent increments, in d different tables)."""
+    cdef Py_ssize_t n = codes.shape[0], d = codes.shape[1], i, i0, j, f, m, r, t
+    cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
     cdef int32_t v
     cdef int64_t *table
-    cdef const uint16_t *col
-    cdef int32_t *sel = <int32_t *>malloc(max(slab, 1) * sizeof(int32_t))
-    cdef int32_t *off = <int32_t *>malloc(max(slab, 1) * sizeof(int32_t))
-    # SPREAD interleaved copies of a feature's table: consecutive records rarely update the
-    # same copy's cell, so the increments do not wait on each other through memory
-    cdef int64_t *spread = <int64_t *>malloc(SPREAD * max(cells, 1) * sizeof(int64_t))
-    if sel == NULL or off == NULL or spread == NULL:
-        free(sel)
-        free(off)
-        free(spread)
-        raise MemoryError()
+    cdef int64_t *cell
+    cdef const code_t *c
+    cdef Py_ssize_t sel[CHUNK]
+    cdef Py_ssize_t off[CHUNK]
+    if counts.shape[0] == 0:
+        return
+    table = &counts[0, 0, 0, 0]
     with nogil:
-        # slabs of records whose positions fit in int32
-        for t in range((n + slab - 1) // slab):
-            s0 = t * slab
-            s1 = min(s0 + slab, n)
+        for t in range((n + CHUNK - 1) // CHUNK):
+            i0 = t * CHUNK
             m = 0
-            for i in range(s0, s1):
+            for i in range(i0, min(i0 + CHUNK, n)):
                 v = node[i]
-                if v < 0 or (left_only and (v & 1)):
-                    continue
-                if left_only:
-                    v >>= 1
-                sel[m] = <int32_t>(i - s0)
-                off[m] = <int32_t>(SPREAD * (v * B * k + y[i]))
-                m += 1
-            for f in range(d):
-                # counts is C-contiguous: cell (f, v, b, c) is at f R B k + (v B + b) k + c;
-                # in spread, copy u of cell e is at SPREAD e + u
-                memset(spread, 0, SPREAD * cells * sizeof(int64_t))
-                col = &codes[f, s0]
-                if m == s1 - s0:   # every record (the root level): no gather
-                    for j in range(m):
-                        spread[off[j] + SPREAD * k * col[j] + (j & (SPREAD - 1))] += 1
-                else:
-                    for j in range(m):
-                        spread[off[j] + SPREAD * k * col[sel[j]] + (j & (SPREAD - 1))] += 1
-                table = &counts[f, 0, 0, 0]
-                for j in range(cells):
-                    for u in range(SPREAD):
-                        table[j] += spread[SPREAD * j + u]
-    free(sel)
-    free(off)
-    free(spread)
+                r = row[v if v >= 0 else 0]
+                r = r if v >= 0 else -1
+                sel[m] = i
+                off[m] = r * d * stride + y[i] * B
+                m += r >= 0
+            for j in range(m):
+                c = &codes[sel[j], 0]
+                cell = table + off[j]
+                for f in range(d):
+                    cell[c[f]] += 1
+                    cell += stride
 
 
-def class_counts(const int32_t[::1] y,           # IN  (n,) class index
-                 const int32_t[::1] node,        # IN  (n,) node, -1: settled
-                 int64_t[:, ::1] counts):        # OUT (n_nodes, k), zeroed by the caller
-    """counts[v, c] += number of records of class c at node v (the last level needs no more)."""
-    cdef Py_ssize_t n = y.shape[0], i
-    with nogil:
-        for i in range(n):
-            if node[i] >= 0:
-                counts[node[i], y[i]] += 1
-
-
-def route(const uint16_t[:, ::1] codes,          # IN  (d, n) bins
+def route(const code_t[:, ::1] codes,            # IN  (n, d) bins
           int32_t[::1] node,                     # IN/OUT (n,) node of the level -> of the next
           const int32_t[::1] feature,            # IN  (n_nodes,) split feature, -1: a leaf
           const int32_t[::1] split,              # IN  (n_nodes,) right iff code >= split
           const int32_t[::1] left):              # IN  (n_nodes,) next-level node of the left
     """Move every record to its child on the next level (left[v] or left[v] + 1); records at
     a leaf get -1."""
-    cdef Py_ssize_t n = codes.shape[1], i
+    cdef Py_ssize_t n = codes.shape[0], i
     cdef int32_t v, f
     with nogil:
         for i in range(n):
@@ -156,7 +145,7 @@ def route(const uint16_t[:, ::1] codes,          # IN  (d, n) bins
             if f < 0:
                 node[i] = -1
             else:
-                node[i] = left[v] + (1 if codes[f, i] >= split[v] else 0)
+                node[i] = left[v] + (1 if codes[i, f] >= split[v] else 0)
 
 
 # Trees are walked a block of records at a time, tree by tree and level by level: the steps of
@@ -202,26 +191,86 @@ def apply(const double[:, ::1] X,                # IN  (n, d)
                     out[i0 + j, t] = v[j]
 
 
-def leaf_counts(const double[:, ::1] X,          # IN  (n, d)
-                const int32_t[::1] y,            # IN  (n,) class index
-                const int32_t[::1] feature,      # IN  (n_nodes,)
-                const double[::1] threshold,     # IN  (n_nodes,)
-                const int32_t[::1] left,         # IN  (n_nodes,)
-                const int32_t[::1] roots,        # IN  (T,)
-                int depth,                       # IN
-                const int32_t[::1] slot,         # IN  (n_nodes,) row of a leaf in counts
-                int64_t[:, ::1] counts):         # OUT (n_leaves, k), zeroed by the caller
-    """counts[slot[leaf], y] += 1 for the leaf each record reaches in each tree."""
-    cdef Py_ssize_t n = X.shape[0], T = roots.shape[0], i0, j, m, t, b
+cdef struct Node3:        # an internal node u of a complete tree and its children 2u + 1, 2u + 2
+    Py_ssize_t f0, f1, f2     # their features (0 for children that are leaves: never read)
+    double t0, t1, t2         # their thresholds
+
+
+def forest_counts(const double[:, ::1] X,        # IN  (n, d)
+                  const int32_t[::1] y,          # IN  (n,) class index
+                  const int32_t[::1] feature,    # IN  (n_trees * (2**(depth + 1) - 1),)
+                  const double[::1] threshold,   # IN  same length
+                  int n_trees,                   # IN
+                  int depth,                     # IN  depth of every tree
+                  int64_t[:, ::1] counts):       # OUT (n_trees * 2**depth, k), zeroed by caller
+    """counts[t 2**depth + leaf, y] += 1 for the leaf each record reaches in complete tree t
+    (tree t's nodes at t (2**(depth + 1) - 1) onwards in heap order: node u has children
+    2u + 1 and 2u + 2, its leaves in order last; the layout of random_trees).
+
+    Two levels per step: a record compares x with node u and with both its children at once,
+    three independent loads, and goes to grandchild 4u + 3 + 2 (x >= t_u) + (the chosen
+    child's x >= t), branch-free. Halving the dependent steps halves the walk's latency chain,
+    and the root's step reads its three nodes once per tree and block."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = counts.shape[1]
+    cdef Py_ssize_t inner = (1 << depth) - 1, per = 2 * inner + 1, t, u, w, i0, j, m, b
+    cdef int level, c, lo, hi
     cdef int32_t v[BLOCK]
+    cdef const double *x
+    cdef const double *row
+    cdef int64_t *cell
+    cdef Node3 top
+    cdef Node3 *tree
+    cdef Node3 *s
+    cdef Node3 *nodes = <Node3 *>malloc(max(n_trees * inner, 1) * sizeof(Node3))
+    if nodes == NULL:
+        raise MemoryError()
+    for t in range(n_trees):
+        for u in range(inner):
+            w = t * per + u
+            s = nodes + t * inner + u
+            s.f0, s.t0 = feature[w], threshold[w]
+            s.f1, s.t1, s.f2, s.t2 = 0, 0.0, 0, 0.0
+            if 2 * u + 1 < inner:
+                s.f1, s.t1 = feature[w + u + 1], threshold[w + u + 1]
+                s.f2, s.t2 = feature[w + u + 2], threshold[w + u + 2]
     with nogil:
         for b in range((n + BLOCK - 1) // BLOCK):
             i0 = b * BLOCK
             m = min(<Py_ssize_t>BLOCK, n - i0)
-            for t in range(T):
-                _walk_block(X, i0, m, roots[t], depth, &feature[0], &threshold[0], &left[0], v)
+            x = &X[i0, 0]
+            for t in range(n_trees):
+                tree = nodes + t * inner
+                level = 0
+                if depth >= 2:
+                    top = tree[0]
+                    for j in range(m):
+                        row = x + j * d
+                        c = row[top.f0] >= top.t0
+                        lo = row[top.f1] >= top.t1
+                        hi = row[top.f2] >= top.t2
+                        v[j] = 3 + 2 * c + (lo ^ ((lo ^ hi) & -c))
+                    level = 2
+                else:
+                    for j in range(m):
+                        v[j] = 0
+                while level + 2 <= depth:
+                    for j in range(m):
+                        u = v[j]
+                        s = tree + u
+                        row = x + j * d
+                        c = row[s.f0] >= s.t0
+                        lo = row[s.f1] >= s.t1
+                        hi = row[s.f2] >= s.t2
+                        v[j] = 4 * u + 3 + 2 * c + (lo ^ ((lo ^ hi) & -c))
+                    level += 2
+                if level < depth:
+                    for j in range(m):
+                        u = v[j]
+                        v[j] = 2 * u + 1 + (x[j * d + tree[u].f0] >= tree[u].t0)
+                cell = &counts[t << depth, 0]
                 for j in range(m):
-                    counts[slot[v[j]], y[i0 + j]] += 1
+                    cell[(v[j] - inner) * k + y[i0 + j]] += 1
+    free(nodes)
 
 
 def vote(const double[:, ::1] X,                 # IN  (n, d)

@@ -49,35 +49,33 @@ def test_bin_codes_agree_with_thresholds():
         X[:B - 1, f] = grid[f]
         X[B - 1:2 * (B - 1), f] = np.nextafter(grid[f], -np.inf)
         X[2 * (B - 1):3 * (B - 1), f] = np.nextafter(grid[f], np.inf)
-    codes = np.empty(X.shape[::-1], dtype=np.uint16)   # a feature per row
     y = rng.integers(0, 3, len(X)).astype(np.int32)
-    _tree.bin_codes(X, lower, inv, np.full(3, B - 1.0), codes)
-    ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)])
-    assert np.array_equal(codes, ref)
-    # the root's (feature, bin, class) counts
-    naive = np.zeros((3, B, 3), dtype=np.int64)
+    ref = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(3)], axis=1)
+    # the root's (feature, class, bin) counts, made while binning
+    naive = np.zeros((3, 3, B), dtype=np.int64)
     for f in range(3):
-        np.add.at(naive[f], (ref[f], y), 1)
-    level = np.zeros((3, 1, B, 3), dtype=np.int64)
-    _tree.level_counts(codes, y, np.zeros(len(X), dtype=np.int32), 0, level)
-    assert np.array_equal(level[:, 0], naive)
+        np.add.at(naive[f], (y, ref[:, f]), 1)
     node = rng.integers(-1, 4, len(X)).astype(np.int32)   # 4 nodes, some records settled
-    for slab in (1 << 30, 777):   # records are counted in slabs (int32 positions)
-        previous = _tree._set_slab(slab)
-        try:
-            lefts = np.zeros((3, 2, B, 3), dtype=np.int64)
-            _tree.level_counts(codes, y, node, 1, lefts)
-            level = np.zeros((3, 1, B, 3), dtype=np.int64)
-            _tree.level_counts(codes, y, np.zeros(len(X), dtype=np.int32), 0, level)
-        finally:
-            _tree._set_slab(previous)
-        assert np.array_equal(level[:, 0], naive)
-        for r in range(2):
-            expected = np.zeros((3, B, 3), dtype=np.int64)
-            at = node == 2 * r
+    row = np.array([1, -1, 0, -1], dtype=np.int32)        # count nodes 2 and 0, in this order
+    for dtype in (np.uint8, np.uint16):
+        codes = np.empty(X.shape, dtype=dtype)   # a record per row
+        root = np.zeros((3, 3, B), dtype=np.int64)
+        assert _tree.bin_codes(X, lower, inv, np.full(3, B - 1.0), y, codes, root) == 0
+        assert np.array_equal(codes, ref) and np.array_equal(root, naive)
+        counts = np.zeros((2, 3, 3, B), dtype=np.int64)
+        _tree.level_counts(codes, y, node, row, counts)
+        for v in (0, 2):
+            expected = np.zeros((3, 3, B), dtype=np.int64)
+            at = node == v
             for f in range(3):
-                np.add.at(expected[f], (ref[f][at], y[at]), 1)
-            assert np.array_equal(lefts[:, r], expected)
+                np.add.at(expected[f], (y[at], ref[at, f]), 1)
+            assert np.array_equal(counts[row[v]], expected)
+    # the binning pass reports the values that are not finite (the fit rejects them)
+    for bad in (np.nan, np.inf, -np.inf):
+        Xb = X.copy()
+        Xb[7, 1] = bad
+        root = np.zeros((3, 3, B), dtype=np.int64)
+        assert _tree.bin_codes(Xb, lower, inv, np.full(3, B - 1.0), y, codes, root) == 1
 
 
 @pytest.mark.parametrize("lower, upper, B", [(-1e300, 1e300, 7), (0.0, 5e-324 * 2**20, 3),
@@ -88,9 +86,10 @@ def test_bin_threshold_is_the_first_double_of_the_bin(lower, upper, B):
     for j in range(1, B):
         t = bin_threshold(lower, inv, j)
         x = np.array([[np.nextafter(t, -np.inf)], [t]])
-        codes = np.empty((1, 2), dtype=np.uint16)
-        _tree.bin_codes(x, lo, iv, np.array([B - 1.0]), codes)
-        assert codes[0, 0] < j <= codes[0, 1]
+        codes = np.empty((2, 1), dtype=np.uint16)
+        root = np.zeros((1, 1, B), dtype=np.int64)
+        _tree.bin_codes(x, lo, iv, np.array([B - 1.0]), np.zeros(2, dtype=np.int32), codes, root)
+        assert codes[0, 0] < j <= codes[1, 0]
 
 
 def test_per_feature_bins_and_categories():
@@ -133,8 +132,8 @@ def test_forest_kernels_match_naive_walk():
     ref = np.array([[naive_leaf(t, x, r) for r in t.roots] for x in X])
     assert np.array_equal(t.apply(X), ref)
     counts = np.zeros((t.n_leaves, 3), dtype=np.int64)
-    _tree.leaf_counts(X, y.astype(np.int32), t.feature, t.threshold, t.left, t.roots, t.depth,
-                      t.slot, counts)
+    _tree.forest_counts(X, y.astype(np.int32), t.feature, t.threshold, t.roots.size, t.depth,
+                        counts)
     naive = np.zeros_like(counts)
     np.add.at(naive, (t.slot[ref].ravel(), np.repeat(y, 4)), 1)
     assert np.array_equal(counts, naive)

@@ -8,18 +8,19 @@ def bin_codes(
     lo: NDArray[np.float64],
     inv: NDArray[np.float64],
     top: NDArray[np.float64],  # (d,) n_bins[f] - 1
-    codes: NDArray[np.uint16],  # (d, n)
-) -> None: ...
+    y: NDArray[np.int32],
+    codes: NDArray[np.uint8] | NDArray[np.uint16],  # (n, d)
+    root: NDArray[np.int64],  # (d, k, n_bins)
+) -> int: ...
 def level_counts(
-    codes: NDArray[np.uint16],  # (d, n)
+    codes: NDArray[np.uint8] | NDArray[np.uint16],  # (n, d)
     y: NDArray[np.int32],
     node: NDArray[np.int32],
-    left_only: int,
-    counts: NDArray[np.int64],  # (d, rows, n_bins, k)
+    row: NDArray[np.int32],
+    counts: NDArray[np.int64],  # (rows, d, k, n_bins)
 ) -> None: ...
-def class_counts(y: NDArray[np.int32], node: NDArray[np.int32], counts: NDArray[np.int64]) -> None: ...
 def route(
-    codes: NDArray[np.uint16],
+    codes: NDArray[np.uint8] | NDArray[np.uint16],
     node: NDArray[np.int32],
     feature: NDArray[np.int32],
     split: NDArray[np.int32],
@@ -34,16 +35,14 @@ def apply(
     depth: int,
     out: NDArray[np.int32],
 ) -> None: ...
-def leaf_counts(
+def forest_counts(
     X: NDArray[np.float64],
     y: NDArray[np.int32],
     feature: NDArray[np.int32],
     threshold: NDArray[np.float64],
-    left: NDArray[np.int32],
-    roots: NDArray[np.int32],
+    n_trees: int,
     depth: int,
-    slot: NDArray[np.int32],
-    counts: NDArray[np.int64],
+    counts: NDArray[np.int64],  # (n_trees * 2**depth, k)
 ) -> None: ...
 def vote(
     X: NDArray[np.float64],
@@ -57,5 +56,3 @@ def vote(
     out: NDArray[np.float64],
 ) -> None: ...
 
-# Test hook (private).
-def _set_slab(size: int) -> int: ...

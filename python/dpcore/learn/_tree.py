@@ -194,17 +194,26 @@ def _dlap_scale(sensitivity_over_epsilon, names):
     return scale
 
 
-def _labels(est, X, y, classes):
+def _labels(est, X, y, classes, *, finite=True):
     """Validated X (float64, C order), the label set (public ``classes``, or read from y with a
     PrivacyWarning when None) and the class index of each label (int32). No message quotes a
-    label."""
-    X, y = _base.validate_data(est, X, y, reset=True, dtype=np.float64, order="C")
+    label. ``finite=False`` leaves the check that X is finite to the caller (the binning pass
+    makes it)."""
+    kw = {}
+    if not finite:   # scikit-learn < 1.6 names it force_all_finite
+        kw = {"ensure_all_finite" if _base._sk_validate_data else "force_all_finite": False}
+    X, y = _base.validate_data(est, X, y, reset=True, dtype=np.float64, order="C", **kw)
     if classes is None:
         _base.check_targets(y)
         classes = _base.label_set(y, None)
     # with public classes, membership is the whole check (a continuous y fails it too)
     try:
-        index = np.searchsorted(classes, y)
+        if classes.size <= 8:   # searchsorted's index, the number of classes below y: faster
+            index = np.zeros(y.shape, dtype=np.intp)
+            for c in classes:
+                index += c < y
+        else:
+            index = np.searchsorted(classes, y)
         found = np.take(classes, np.minimum(index, classes.size - 1)) == y
     except (TypeError, ValueError):
         found = np.zeros(1, dtype=bool)   # labels not comparable with the classes
@@ -394,7 +403,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     def fit(self, X, y):
         """Grow the private tree (see the class docstring). Returns self."""
         classes = self._check_params()[2]
-        X, classes, yi = _labels(self, X, y, classes)
+        X, classes, yi = _labels(self, X, y, classes, finite=False)
         n, d = X.shape
         params = self._check_params(n, d)
         epsilon, (lower, upper), _, depth, n_bins, count_scale, last_scale, split_eps = params
@@ -407,13 +416,16 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
                                               monotonic=monotonic, method="exact")
         inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
-        codes = np.empty((d, n), dtype=np.uint16)   # a feature per row
-        _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), codes)
+        width = int(n_bins.max())
+        codes = np.empty((n, d), dtype=np.uint8 if width <= 256 else np.uint16)
+        root = np.zeros((d, k, width), dtype=np.int64)   # the root's table, counted while binning
+        if _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), yi, codes, root):
+            raise ValueError("Input X contains NaN or infinity")
         criterion = self.criterion
 
         def draw(rng):
-            return _grow(codes, yi, (lower, inv), k, depth, n_bins, count_scale, last_scale, mech,
-                         criterion, rng)
+            return _grow(codes, yi, root, (lower, inv), k, depth, n_bins, count_scale, last_scale,
+                         mech, criterion, rng)
 
         self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
                              random_state=self.random_state, label="DecisionTreeClassifier")
@@ -421,42 +433,26 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         return self
 
 
-def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criterion, rng):
-    """Friedman-Schuster growth, level by level (inside the release: draws with ``rng``)."""
-    d, n = codes.shape
+def _grow(codes, yi, root, grid, k, depth, bins, count_scale, last_scale, mech, criterion, rng):
+    """Friedman-Schuster growth, level by level (inside the release: draws with ``rng``).
+
+    Count tables are (node, feature, class, bin). A node's class counts come from its parent's
+    table at the chosen split; a growing node's table is counted, or is its parent's minus its
+    sibling's: of each pair of siblings only the one with fewer records is counted."""
+    n, d = codes.shape
     n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
     # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]: the others
     # are excluded (-inf) on every data set (a public exclusion)
     excluded = (np.arange(1, n_bins)[None, :] >= bins[:, None]).ravel()
-    feature, threshold, left, right, slot, values = [], [], [], [], [], []
-    node = np.zeros(n, dtype=np.int32)   # position of each record among the level's nodes
+    feature, threshold, left, right, slot, values = [-1], [0.0], [-1], [-1], [-1], []
+    node = None                          # position of each record among the level's nodes
     level = [0]                          # global ids of the level's nodes
-    feature.append(-1)
-    threshold.append(0.0)
-    left.append(-1)
-    right.append(-1)
-    slot.append(-1)
     stop_at = math.sqrt(2.0) * count_scale * k
-    counts = None   # per-(node, feature, bin, class) counts of the level's nodes
-    parents = None  # the same for the growing nodes of the level above
+    class_counts = root[:1].sum(axis=2)  # (m, k): records per class of each node of the level
+    parents = None                       # tables of the growing nodes of the level above
+    routing = None                       # the level above's splits, to move the records down
     for depth_now in range(depth + 1):
         m = len(level)
-        if depth_now == depth:   # the last level: class counts only
-            class_counts = np.zeros((m, k), dtype=np.int64)
-            _tree.class_counts(yi, node, class_counts)
-        else:
-            if parents is None:
-                table = np.zeros((d, m, n_bins, k), dtype=np.int64)
-                _tree.level_counts(codes, yi, node, 0, table)
-                counts = table.transpose(1, 0, 2, 3)
-            else:   # siblings come in pairs (left, right): count the left ones, subtract
-                table = np.zeros((d, m // 2, n_bins, k), dtype=np.int64)
-                _tree.level_counts(codes, yi, node, 1, table)
-                lefts = table.transpose(1, 0, 2, 3)
-                counts = np.empty((m, d, n_bins, k), dtype=np.int64)
-                counts[0::2] = lefts
-                counts[1::2] = parents - lefts
-            class_counts = counts[:, 0].sum(axis=1)        # (m, k): records per class of a node
         if depth_now == depth:
             leaf = np.ones(m, dtype=bool)
             leaf_values = _noisy(class_counts, last_scale, rng)
@@ -467,16 +463,24 @@ def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criter
             leaf_values = np.zeros((m, k))
             if leaf.any():
                 leaf_values[leaf] = _noisy(class_counts[leaf], count_scale, rng)
+        growing = np.flatnonzero(~leaf)
+        if growing.size:
+            if parents is None:
+                tables = root[None]
+            else:
+                tables, node = _level_tables(codes, yi, node, routing, class_counts, growing,
+                                             parents)
+            cum = np.cumsum(tables, axis=3)                  # (g, d, k, B)
+            below = cum[..., :-1]                            # split j + 1: bins <= j go left
+            above = cum[..., -1:] - below
+            utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
+                                    criterion)
+            utility = utility.reshape(growing.size, -1)
+            utility[:, excluded] = -np.inf
         split_f = np.full(m, -1, dtype=np.int32)
         split_j = np.zeros(m, dtype=np.int32)
         child = np.zeros(m, dtype=np.int32)
-        growing = np.flatnonzero(~leaf)
-        if growing.size:
-            cum = np.cumsum(counts[growing], axis=2)        # (g, d, B, k)
-            below = cum[:, :, :-1, :]                        # split j + 1: bins <= j go left
-            utility = split_utility(below, cum[:, :, -1:, :] - below, criterion)
-            utility = utility.reshape(growing.size, -1)
-            utility[:, excluded] = -np.inf
+        children = []   # class counts of the next level's nodes
         next_level = []
         for r, v in enumerate(level):
             if leaf[r]:
@@ -489,6 +493,7 @@ def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criter
             feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
             split_f[r], split_j[r] = f, j + 1
             child[r] = len(next_level)
+            children += [below[pos, f, :, j], above[pos, f, :, j]]
             for side in (left, right):
                 side[v] = len(feature)
                 next_level.append(len(feature))
@@ -499,9 +504,10 @@ def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criter
                 slot.append(-1)
         if not next_level:
             break
-        _tree.route(codes, node, split_f, split_j, child)
         level = next_level
-        parents = counts[growing]
+        class_counts = np.array(children)
+        parents = tables
+        routing = (split_f, split_j, child)
     return Trees(
         feature=np.asarray(feature, dtype=np.int32), threshold=np.asarray(threshold),
         left=np.asarray(left, dtype=np.int32), right=np.asarray(right, dtype=np.int32),
@@ -509,6 +515,29 @@ def _grow(codes, yi, grid, k, depth, bins, count_scale, last_scale, mech, criter
         values=np.ascontiguousarray(values, dtype=np.float64).reshape(-1, k),
         depth=depth_now,
     )
+
+
+def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
+    """(tables of the growing nodes of a level, node of each record at this level). Nodes come
+    in sibling pairs (2p, 2p + 1) under the p-th growing node of the level above; parents[p]
+    is its table."""
+    if node is None:
+        node = np.zeros(codes.shape[0], dtype=np.int32)
+    _tree.route(codes, node, *routing)
+    m = class_counts.shape[0]
+    sizes = class_counts.sum(axis=1)
+    pairs = np.unique(growing // 2)
+    counted = 2 * pairs + (sizes[2 * pairs + 1] < sizes[2 * pairs])   # the smaller sibling
+    row = np.full(m, -1, dtype=np.int32)
+    row[counted] = np.arange(counted.size, dtype=np.int32)
+    table = np.zeros((counted.size,) + parents.shape[1:], dtype=np.int64)
+    _tree.level_counts(codes, yi, node, row, table)
+    tables = np.empty((growing.size,) + parents.shape[1:], dtype=np.int64)
+    own = row[growing] >= 0
+    tables[own] = table[row[growing[own]]]
+    other = growing[~own]
+    tables[~own] = parents[other // 2] - table[row[other ^ 1]]
+    return tables, node
 
 
 # ------------------------------------------------------------------------------------------------
@@ -631,8 +660,7 @@ class RandomForestClassifier(_TreeClassifierBase):
         def draw(rng):
             forest = random_trees(lower, upper, trees, depth, rng)
             counts = np.zeros((forest.values.shape[0], k), dtype=np.int64)
-            _tree.leaf_counts(X, yi, forest.feature, forest.threshold, forest.left, forest.roots,
-                              forest.depth, forest.slot, counts)
+            _tree.forest_counts(X, yi, forest.feature, forest.threshold, trees, depth, counts)
             forest.values = _noisy(counts, scale, rng)
             return forest
 
