@@ -324,6 +324,9 @@ def test_kstar_scan_matches_a_full_scan():
 def test_edge_cases():
     empty = np.empty((0, 2), dtype=np.int64)
     assert kstar_count(empty, n_nodes=3, k=3, epsilon=1.0, delta=1e-6, random_state=1) == 0
+    assert kstar_count(empty, n_nodes=3, k=3, epsilon=1.0, random_state=1) == 0  # ladder
+    full = np.array(list(itertools.combinations(range(4), 2)))
+    assert kstar_count(full, n_nodes=4, k=4, epsilon=1.0, random_state=1) == 0  # k > n - 1
     assert kstar_smooth_sensitivity(empty, n_nodes=3, k=3, beta=0.1) == 0.0  # constant count
     assert triangle_smooth_sensitivity(empty, n_nodes=3, beta=0.1) > 0
     assert 0 <= triangle_count(empty, n_nodes=3, epsilon=1.0, delta=1e-6, random_state=1) <= 1
@@ -504,12 +507,39 @@ def test_degree_outputs_are_consistent():
 # --------------------------------------------------------------------------- ladder
 
 
-def ladder_rungs(c, b, n):
+STATS = {"triangle": None, "2-star": 2, "3-star": 3}  # statistic -> k (None: triangles)
+
+
+def ladder_rungs(stat, a, b, n):
     """(I, L): the ladder I_s = LS^(s) for s = 0..2(n - 2) + 1 from its definition
-    (``_local_at``), constant n - 2 from there on, and L_t = I_0 + ... + I_{t-1}."""
-    I = [gs._local_at(c, b, n, s) for s in range(2 * (n - 2) + 2)]
-    assert I[-1] == n - 2
+    (``_local_at`` on the (c, b) frontier, ``_kstar_local_at`` on the (p, q) one), equal to the
+    global sensitivity from there on, and L_t = I_0 + ... + I_{t-1}."""
+    k = STATS[stat]
+    if k is None:
+        I, top = [gs._local_at(a, b, n, s) for s in range(2 * (n - 2) + 2)], n - 2
+    else:
+        I = [gs._kstar_local_at(a, b, n, k - 1, s) for s in range(2 * (n - 2) + 2)]
+        top = 2 * math.comb(n - 2, k - 1)
+    assert I[-1] == I[-2] == top > 0
     return I, np.concatenate([[0], np.cumsum(I)])
+
+
+def stat_setup(stat, n, edges):
+    """(count, frontier pair (a, b), top of the clamp) of a statistic on one graph."""
+    _, indptr, indices = gs._adjacency(edges, n, False)
+    k = STATS[stat]
+    if k is None:
+        return naive_triangles(n, edges), gs._frontier(indptr, indices), math.comb(n, 3)
+    deg = np.diff(indptr)
+    return (sum(math.comb(int(d), k) for d in deg), gs._star_pairs(indptr, indices),
+            n * math.comb(n - 1, k))
+
+
+def release_of(stat):
+    k = STATS[stat]
+    if k is None:
+        return triangle_count
+    return functools.partial(kstar_count, k=k)
 
 
 def rung_of(I, L, d):
@@ -558,6 +588,21 @@ def ladder_law(count, I, L, c, top):
     return np.array([float(p) for p in law])
 
 
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_kstar_rungs_are_the_local_sensitivity_ladder(k):
+    """_kstar_rungs equals _kstar_local_at at every distance s (constant from 2 (n - 2) on), on
+    every (p, q) frontier of graphs with <= 6 vertices and on random graphs."""
+    cases = [(n, p, q) for n in (3, 4, 5, 6) for p, q in frontiers(n, "star")[0]]
+    for seed, (n, prob) in enumerate([(30, 0.1), (40, 0.5), (25, 0.9)]):
+        _, indptr, indices = gs._adjacency(random_edges(n, prob, seed), n, False)
+        cases.append((n, *gs._star_pairs(indptr, indices)))
+    for n, p, q in cases:
+        rungs = gs._kstar_rungs(p, q, n, k - 1)
+        assert len(rungs) == 2 * (n - 2) + 1
+        for s in range(2 * (n - 2) + 3):
+            assert rungs[min(s, len(rungs) - 1)] == gs._kstar_local_at(p, q, n, k - 1, s)
+
+
 def test_ladder_sigma_is_the_local_sensitivity_ladder():
     """_triangle_ladder's sigma_j = min{s : LS^(s) >= j} gives back LS^(s) = #{sigma_j <= s}
     for every s, on every frontier of graphs with <= 6 vertices and on random graphs."""
@@ -572,25 +617,27 @@ def test_ladder_sigma_is_the_local_sensitivity_ladder():
             assert int(np.sum(sigma <= s)) == gs._local_at(c, b, n, s), (n, s)
 
 
-@pytest.mark.parametrize("n", [3, 4, 5, 6])
+@pytest.mark.parametrize("n, stat", [(n, stat) for n in (3, 4, 5, 6) for stat in STATS
+                                     if (n, stat) != (3, "3-star")])  # no 3-star on 3 vertices
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
-def test_ladder_privacy_ratio_exhaustive(n, epsilon):
+def test_ladder_privacy_ratio_exhaustive(n, stat, epsilon):
     """For every pair of edge-neighbouring graphs on n vertices, the exact output probabilities
     of the (unclamped) ladder mechanism differ by at most e^epsilon at every integer: the rung
     index of every integer moves by at most one (exact integers) and the normalisers' ratio is
     evaluated with 50-digit mpmath. Clamping is post-processing."""
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 50
-    pairs, codes, T, _ = all_graphs(n)
-    distinct, where = frontiers(n, "triangle")
+    pairs, codes, T, deg = all_graphs(n)
+    counts = T if STATS[stat] is None else star_counts(deg, STATS[stat])
+    distinct, where = frontiers(n, "triangle" if STATS[stat] is None else "star")
     plan = gs._ladder_plan(epsilon, None, None)[1]
     c_scale = plan.scale
     x = mpmath.exp(-mpmath.mpf(c_scale))
-    ladders = [ladder_rungs(c, b, n) for c, b in distinct]
+    ladders = [ladder_rungs(stat, a, b, n) for a, b in distinct]
     log_z = np.array([float(mpmath.log(ladder_normaliser(I, x))) for I, _ in ladders])
-    reach = max(int(L[-1]) for _, L in ladders) + 3 * (n - 2)
-    r = np.arange(-reach, int(T.max()) + reach + 1)
-    rungs = np.stack([rung_of(*ladders[w], np.abs(r - t)) for w, t in zip(where, T)])
+    reach = max(int(L[-1]) for _, L in ladders) + 3 * max(I[-1] for I, _ in ladders)
+    r = np.arange(-reach, int(counts.max()) + reach + 1)
+    rungs = np.stack([rung_of(*ladders[w], np.abs(r - t)) for w, t in zip(where, counts)])
     worst = 0.0
     for k in range(len(pairs)):
         flip = codes ^ (1 << k)
@@ -605,26 +652,28 @@ def test_ladder_privacy_ratio_exhaustive(n, epsilon):
         assert worst >= 0.5 * epsilon
 
 
-LADDER_LAW_CASES = [(8, 0.5, 3, 1.0), (9, 0.3, 4, 0.4), (7, 0.9, 5, 3.0)]
+LADDER_LAW_CASES = [("triangle", 8, 0.5, 3, 1.0), ("triangle", 9, 0.3, 4, 0.4),
+                    ("triangle", 7, 0.9, 5, 3.0), ("2-star", 7, 0.4, 6, 1.0),
+                    ("3-star", 6, 0.5, 7, 2.0)]
 
 
-@pytest.mark.parametrize("n, p, seed, epsilon", LADDER_LAW_CASES)
-def test_ladder_law_end_to_end(n, p, seed, epsilon):
-    """triangle_count(..., delta=None) against the exact law of the clamped ladder mechanism,
-    computed from the definition (rungs of LS^(s) = _local_at, weights exp(-epsilon t / 2)):
-    chi-square at ALPHA over 6000 draws (cells pooled to expected >= 5), and a power check
-    against the law for epsilon 1.5 times larger."""
+@pytest.mark.parametrize("stat, n, p, seed, epsilon", LADDER_LAW_CASES)
+def test_ladder_law_end_to_end(stat, n, p, seed, epsilon):
+    """triangle_count / kstar_count with delta=None against the exact law of the clamped ladder
+    mechanism computed from the definition (rungs of LS^(s) from ``_local_at`` /
+    ``_kstar_local_at``, weights exp(-epsilon t / 2)): chi-square at ALPHA over 6000 draws
+    (cells pooled to expected >= 5), and a power check against the law for epsilon 1.5 times
+    larger."""
     edges = random_edges(n, p, seed)
-    _, indptr, indices = gs._adjacency(edges, n, False)
-    c, b = gs._frontier(indptr, indices)
-    I, L = ladder_rungs(c, b, n)
-    count, top = naive_triangles(n, edges), math.comb(n, 3)
+    count, (a, b), top = stat_setup(stat, n, edges)
+    I, L = ladder_rungs(stat, a, b, n)
     plan = gs._ladder_plan(epsilon, None, None)[1]
     rng = np.random.default_rng(20261126 + seed)
-    draws = np.array([triangle_count(edges, n_nodes=n, epsilon=epsilon, random_state=rng)
+    call = release_of(stat)
+    draws = np.array([call(edges, n_nodes=n, epsilon=epsilon, random_state=rng)
                       for _ in range(6000)])
     observed = np.bincount(draws, minlength=top + 1)
-    assert observed.size == top + 1  # clamped to [0, C(n, 3)]
+    assert observed.size == top + 1  # clamped to [0, top]
     law = ladder_law(count, I, L, plan.scale, top)
     assert chisquare_pvalue(observed, law / law.sum()) > ALPHA
     wrong = ladder_law(count, I, L, 1.5 * plan.scale, top)
@@ -639,11 +688,11 @@ def test_ladder_centre_and_far_tail():
     edges = np.array([[0, 1], [1, 2], [0, 2], [3, 4]])
     _, indptr, indices = gs._adjacency(edges, n, False)
     c, b = gs._frontier(indptr, indices)
-    I, L = ladder_rungs(c, b, n)
+    I, L = ladder_rungs("triangle", c, b, n)
     plan = gs._ladder_plan(eps, None, None)[1]
     rng = np.random.default_rng(77)
-    sigma = gs._triangle_ladder(c, b, n)
-    draws = np.array([gs._ladder_draw(1, sigma, plan.scale, rng) for _ in range(20000)])
+    ladder = gs._Ladder(1, gs._triangle_rungs(gs._triangle_ladder(c, b, n), n), plan.scale)
+    draws = np.array([ladder.draw(rng) for _ in range(20000)])
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 50
     x = mpmath.exp(-mpmath.mpf(plan.scale))
@@ -709,6 +758,8 @@ RELEASES = {
         **{"G": EDGES, "n_nodes": 12, "max_degree": 3, "epsilon": 1.0, **kw}), (1.0, 0.0)),
     "kstar_count": (lambda **kw: kstar_count(
         **{"G": EDGES, "n_nodes": 12, "k": 3, "epsilon": 1.0, "delta": 1e-6, **kw}), (1.0, 1e-6)),
+    "kstar_count_ladder": (lambda **kw: kstar_count(
+        **{"G": EDGES, "n_nodes": 12, "k": 3, "epsilon": 1.0, **kw}), (1.0, 0.0)),
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon="1"),
               dict(random_state="seed"), dict(accountant=object()), dict(n_nodes=2),
@@ -721,7 +772,10 @@ BAD = {"triangle_count": [dict(delta=1.0), dict(delta=-1e-6), dict(epsilon=2.0**
                                  dict(method=1), dict(epsilon=math.inf), dict(epsilon=2.0**41)],
        "degree_distribution_node_dp": [dict(max_degree=0), dict(max_degree=None),
                                        dict(max_degree=2.5), dict(epsilon=2.0**-44)],
-       "kstar_count": [dict(delta=None), dict(k=1), dict(k=17), dict(k=2.0), dict(epsilon=2.0**11)]}
+       "kstar_count": [dict(method="ladder"), dict(delta=2.0), dict(k=1), dict(k=17),
+                       dict(k=2.0), dict(epsilon=2.0**11)],
+       "kstar_count_ladder": [dict(method="smooth"), dict(k=1), dict(k=17), dict(k=None),
+                              dict(epsilon=2.0**41), dict(method="exact")]}
 
 
 def bad_cases():

@@ -88,6 +88,9 @@ RELEASES = {
     "graph.kstar_count": (lambda **o: graph.kstar_count(
         RING, **_kw(dict(n_nodes=12, k=2, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
         [dict(k=1)]),
+    "graph.kstar_count/ladder": (lambda **o: graph.kstar_count(
+        RING, **_kw(dict(n_nodes=12, k=2, epsilon=EPS), o)), (EPS, 0.0),
+        [dict(k=1), dict(method="smooth")]),
     "graph.degree_distribution_node_dp": (lambda **o: graph.degree_distribution_node_dp(
         RING, **_kw(dict(n_nodes=12, max_degree=3, epsilon=EPS), o)), (EPS, 0.0),
         [dict(max_degree=0)]),

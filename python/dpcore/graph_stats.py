@@ -18,8 +18,8 @@ is still a vertex).
 * :func:`degree_distribution_node_dp`: the degree distribution under **node**-DP, after an
   edge-addition projection to a public maximum degree D (Day, Li, Lyu 2016's projection; our
   sensitivity bound, :func:`node_degree_sensitivity`).
-* :func:`kstar_count`: the number of k-stars (a vertex with k of its neighbours) by smooth
-  sensitivity, likewise (Karwa et al. 2011).
+* :func:`kstar_count`: the number of k-stars (a vertex with k of its neighbours), likewise by
+  ladder functions (default) or smooth sensitivity (Karwa et al. 2011).
 * :func:`triangle_local_sensitivity`, :func:`triangle_smooth_sensitivity`,
   :func:`kstar_local_sensitivity`, :func:`kstar_smooth_sensitivity`: the data-dependent bounds
   themselves (not releases; for inspection and tests).
@@ -484,44 +484,98 @@ def _ladder_plan(epsilon, delta, method):
                                                   method="exact")
 
 
-_LADDER_CHUNK = 2**18  # candidates per ExactState.feed call
+# A rational above ln 2 (ln 2 = 0.693147180559945309417232121458176...).
+_LN2_UP = Fraction(693147180559945309417232121459, 10**30)
 
 
-def _ladder_draw(count, sigma, scale, rng):
-    """One draw of the ladder mechanism (rungs of LS^(s), score -rung, weight exp(-scale t)).
-
-    Rung 0 is {count}; rung t >= 1 holds the offsets d with L_{t-1} < |d| <= L_t,
-    L_u = sum_{s < u} LS^(s): 2 LS^(t-1) integers. Write that multiplicity as candidates
-    k = 1..2 GS present from rung tau_k = 1 + sigma_ceil(k/2) on (LS^(t-1) >= ceil(k/2) iff
-    t >= tau_k). Then (k, t) with weight exp(-scale t) over t >= tau_k is: k by the exact
-    exponential mechanism on utilities -tau_k, t = tau_k + a geometric draw of ratio
-    exp(-scale); given t, k is uniform on 1..2 LS^(t-1) and picks the side (parity) and the
-    offset L_{t-1} + ceil(k/2). The centre gets the same form (utility 0, t >= 0) and is kept
-    only when t = 0, else everything is redrawn: rejection restricted to the target's support,
-    so the law is exact; it accepts with probability > 1/2."""
-    handle = bitgen_handle(rng)
-    word = rng.bit_generator.random_raw
-    ratio = 1 / Fraction(scale)
-    prefix = np.concatenate([[0], np.cumsum(sigma)])
-    k_all = 2 * sigma.size
+def _uniform_below(m, word):
+    """A uniform integer in [0, m) for a Python int m >= 1 (rejection on bit_length(m) bits)."""
+    bits = (m - 1).bit_length()
     while True:
-        state = _select.ExactState(scale)
-        state.feed(np.zeros(1), 0.0, handle)  # the centre
-        for start in range(0, k_all, _LADDER_CHUNK):  # even starts: k = 2j - 1, 2j share j
-            u = np.repeat(-1.0 - sigma[start // 2:(start + _LADDER_CHUNK) // 2], 2)
-            state.feed(u, float(u[0]), handle)  # sigma is nondecreasing: u[0] is the max
-        k = int(state.index)
-        lo, hi = _positive_cell(word)
-        g = _exact.floor_neglog_scaled(lo, hi, ratio, word)
-        if k == 0:
-            if g == 0:
-                return count
-            continue
-        j = (k + 1) // 2
-        t = 1 + int(sigma[j - 1]) + g
-        below = int(np.searchsorted(sigma, t - 1, side="left"))  # #{sigma < t - 1}
-        offset = (t - 1) * below - int(prefix[below]) + j  # L_{t-1} + j
-        return count + offset if k % 2 else count - offset
+        x, have = 0, 0
+        while have < bits:
+            x, have = (x << 64) | int(word()), have + 64
+        x >>= have - bits
+        if x < m:
+            return x
+
+
+def _triangle_rungs(sigma, n):
+    """The ladder LS^(s), s = 0..2 (n - 2), of the triangle count from ``_triangle_ladder``
+    (constant from s = 2 (n - 2) on)."""
+    return np.searchsorted(sigma, np.arange(2 * (n - 2) + 1), side="right").astype(np.int64)
+
+
+class _Ladder:
+    """The ladder mechanism's law for one graph, prepared for :meth:`draw`.
+
+    ``rungs`` holds I_s = LS^(s) for s = 0..S, constant from S on (int64 or Python ints). Rung 0
+    is {count}; rung t >= 1 holds the integers at offset d, L_{t-1} < |d| <= L_t,
+    L_u = I_0 + ... + I_{u-1}: m_t = 2 I_{t-1} of them, each of weight exp(-c t).
+
+    m_t is nondecreasing, so m_t = sum over tau <= t of its jumps D_tau = m_tau - m_{tau-1} and
+    the rung law is that of (tau, t), t >= tau, with weight D_tau exp(-c t): tau has weight
+    D_tau exp(-c tau) / (1 - exp(-c)), and t - tau is geometric with ratio exp(-c). The
+    centre takes the same form (D = 1, tau = 0) and is kept only when t = 0.
+
+    tau is drawn by rejection from the exact exponential mechanism on utilities
+    u_tau >= e ln(2) / c - tau, e = bit_length(D_tau) (so exp(c u_tau) >= 2^e exp(-c tau)),
+    accepting with probability D_tau exp(-c (u_tau + tau)) = (D_tau / 2^e) (2^e exp(-gamma)),
+    gamma = c (u_tau + tau) >= e ln 2: a uniform integer below 2^e compared with D_tau, and a
+    uniform on (0, 2^-e] compared with exp(-gamma) (``_exact.uniform_below_exp``). Every step is
+    exact. A round is accepted with probability above 1/10: D_tau / 2^e > 1/2, the rounding
+    slack in gamma is ~2**-50 relative, and the centre's extension costs at most a factor 0.24
+    (I_s >= 1 from s = k - 1 on for k-stars, s = 2 for triangles).
+    """
+
+    def __init__(self, count, rungs, scale):
+        self.count = count
+        self.scale = scale
+        self.rungs = rungs
+        self.last = len(rungs) - 1
+        self.prefix = np.concatenate([np.zeros(1, dtype=rungs.dtype), np.cumsum(rungs)])
+        jumps = 2 * np.diff(np.concatenate([np.zeros(1, dtype=rungs.dtype), rungs]))
+        where = np.flatnonzero(jumps > 0)
+        self.tau = np.concatenate([[0], where + 1]).astype(np.int64)  # m_t jumps at t = s + 1
+        self.jump = [1] + [int(d) for d in jumps[where]]
+        self.bits = [d.bit_length() for d in self.jump]
+        lift = {e: _round_up(e * _LN2_UP / Fraction(scale)) for e in set(self.bits)}
+        u = np.array([lift[e] for e in self.bits]) - self.tau.astype(np.float64)
+        self.utility = np.nextafter(u, np.inf)  # >= lift - tau exactly (one step above RN)
+
+    def _offset_end(self, u):
+        """L_u = I_0 + ... + I_{u-1} (a Python int)."""
+        if u <= self.last + 1:
+            return int(self.prefix[u])
+        return int(self.prefix[self.last + 1]) + (u - self.last - 1) * int(self.rungs[self.last])
+
+    def draw(self, rng):
+        if len(self.jump) == 1:  # every rung is empty: the count is constant on n vertices
+            return self.count
+        handle = bitgen_handle(rng)
+        word = rng.bit_generator.random_raw
+        c = Fraction(self.scale)
+        while True:
+            state = _select.ExactState(self.scale)
+            state.feed(self.utility, float(self.utility.max()), handle)
+            i = int(state.index)
+            e, tau = self.bits[i], int(self.tau[i])
+            if _uniform_below(1 << e, word) >= self.jump[i]:
+                continue
+            lo, hi = _positive_cell(word)
+            gamma = c * (Fraction(float(self.utility[i])) + tau)
+            if not _exact.uniform_below_exp(lo / 2**e, hi / 2**e, gamma, word):
+                continue
+            lo, hi = _positive_cell(word)
+            t = tau + _exact.floor_neglog_scaled(lo, hi, 1 / c, word)
+            if i == 0:
+                if t == 0:
+                    return self.count
+                continue
+            width = int(self.rungs[min(t - 1, self.last)])
+            pick = _uniform_below(2 * width, word)
+            offset = self._offset_end(t - 1) + pick // 2 + 1
+            return self.count + offset if pick % 2 else self.count - offset
 
 
 def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float | None = None,
@@ -587,10 +641,10 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float |
     LS^(s)(G) <= LS^(s+1)(G') for neighbours, so an integer within L_t(G) of T(G) is within
     L_{t+1}(G') of T(G'): the rung index changes by at most 1. The exponential mechanism with
     weight exp(-c t), c = epsilon / 2 rounded down to a double, is then 2c <= epsilon-DP
-    (Zhang et al. 2015). It is sampled exactly (no floating-point decision): the
-    exact exponential mechanism of :func:`dpcore.exponential` over 2 (n - 2) + 1 candidates, an
-    exact geometric draw and integer arithmetic (see ``_ladder_draw``). Charged: ``epsilon``,
-    once.
+    (Zhang et al. 2015). It is sampled exactly (no floating-point decision): rejection from the
+    exact exponential mechanism of :func:`dpcore.exponential` over the at most n - 1 rungs where
+    the ladder steps up, exact Bernoulli and geometric draws and integer arithmetic (see
+    ``_Ladder``). Charged: ``epsilon``, once.
 
     Smooth ((epsilon, delta)-DP): S is beta-smooth: S(G) >= LS(G) >= |T(G) - T(G')| and
     S(G) <= e^beta S(G') for neighbours (computed with beta - 2**-38 and inflated by 2**-40,
@@ -626,10 +680,10 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float |
     c, b = _frontier(indptr, indices)
     top = n * (n - 1) * (n - 2) // 6
     if method == "ladder":
-        sigma = _triangle_ladder(c, b, n)
+        ladder = _Ladder(count, _triangle_rungs(_triangle_ladder(c, b, n), n), plan.scale)
 
         def draw(rng):
-            return min(max(_ladder_draw(count, sigma, plan.scale, rng), 0), top)
+            return min(max(ladder.draw(rng), 0), top)
 
         return release(draw, cost=Cost(plan.epsilon_effective), accountant=accountant,
                        random_state=random_state, label="graph.triangle_count")
@@ -805,16 +859,35 @@ def _kstar_count(indptr, r):
     return sum(int(c) * math.comb(int(d), r + 1) for d, c in zip(degrees, times))
 
 
-def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: float,
-                simplify: bool = False, random_state: RandomStateLike = None,
-                accountant: AccountantLike | None = None) -> int:
-    """The number of k-stars of a graph (sum over vertices of C(degree, k)), with edge-DP, by
-    smooth sensitivity.
+def _kstar_rungs(p, q, n, r):
+    """The ladder LS^(s), s = 0..2 (n - 2), of the k-star count (r = k - 1) as Python ints in an
+    object array (``_kstar_local_at`` for every s at once; constant from s = 2 (n - 2) on)."""
+    table = np.array([math.comb(x, r) for x in range(n - 1)], dtype=object)
+    s = np.arange(2 * (n - 2) + 1, dtype=np.int64)
+    rungs = np.zeros(s.size, dtype=object)
+    for pi, qi in zip(p.tolist(), q.tolist()):
+        x, y = _star_reach(pi, qi, n, s)
+        rungs = np.maximum(rungs, table[x] + table[y])
+    return rungs
 
-    Releases f(G) + (S(G) / alpha) L rounded to an integer and clamped to [0, n C(n - 1, k)],
-    L standard Laplace, alpha = epsilon / 2, S a beta-smooth upper bound on the local
-    sensitivity (:func:`kstar_smooth_sensitivity`; Karwa, Raskhodnikova, Smith, Yaroslavtsev
-    2011). The global sensitivity is 2 C(n - 2, k - 1); S is about 2 C(d_max + 1 / beta, k - 1).
+
+def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float,
+                delta: float | None = None, method: str | None = None, simplify: bool = False,
+                random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> int:
+    """The number of k-stars of a graph (sum over vertices of C(degree, k)), with edge-DP: by
+    ladder functions (pure epsilon-DP, the default) or by smooth sensitivity
+    ((epsilon, delta)-DP, when ``delta`` is given).
+
+    * ``method="ladder"`` (Zhang, Cormode, Procopiuc, Srivastava, Xiao 2015): as for
+      :func:`triangle_count`, the exponential mechanism over the integers whose rungs are the
+      k-star count's local sensitivities at distance t (:func:`kstar_local_sensitivity`).
+    * ``method="smooth"``: f(G) + (S(G) / alpha) L rounded to an integer, L standard Laplace,
+      alpha = epsilon / 2, S a beta-smooth upper bound on the local sensitivity
+      (:func:`kstar_smooth_sensitivity`; Karwa, Raskhodnikova, Smith, Yaroslavtsev 2011).
+
+    Both are clamped to [0, n C(n - 1, k)]. The global sensitivity is 2 C(n - 2, k - 1); the
+    local one is about 2 C(d_max, k - 1).
 
     Parameters
     ----------
@@ -825,16 +898,19 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: fl
     k : int
         Star size, 2 <= k <= ``MAX_STAR_SIZE`` (16).
     epsilon : float
-        In [2**-20, 2**10].
-    delta : float
-        In (0, 1) (required).
+        > 0 (at most ``MAX_EPSILON``) for the ladder; in [2**-20, 2**10] for "smooth".
+    delta : float or None, default=None
+        None (or 0): pure epsilon-DP. In (0, 1) for "smooth".
+    method : {"ladder", "smooth"} or None, default=None
+        None picks "ladder" when ``delta`` is None or 0 and "smooth" otherwise.
     simplify : bool, default=False
         Drop self-loops and repeated edges instead of raising.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``(epsilon, delta)`` once (label ``"graph.kstar_count"``), after every argument
-        is checked and before anything is drawn.
+        Charged once (label ``"graph.kstar_count"``): ``epsilon`` for the ladder,
+        ``(epsilon, delta)`` for "smooth"; after every argument is checked and before anything
+        is drawn.
 
     Returns
     -------
@@ -845,42 +921,61 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float, delta: fl
     TypeError, ValueError
         Invalid arguments (naming the parameter; never quoting the edges or their number).
     BudgetExceeded
-        The accountant cannot afford ``(epsilon, delta)``; nothing is drawn.
+        The accountant cannot afford the charge; nothing is drawn.
 
     Privacy
     -------
-    (epsilon, delta)-edge-DP: neighbours are graphs on the same public vertex set
-    ``0..n_nodes-1`` differing in one edge. The vertex count is public; this is not node-DP.
-    Same mechanism and calibration as :func:`triangle_count` (Laplace noise on a beta-smooth
-    bound computed with beta - 2**-38 and inflated by 2**-40; alpha = epsilon / 2; beta from
-    :class:`dpcore.robust.SmoothMedianPlan`), with the k-star count's exact LS^(s). Rounding and
-    clamping are post-processing, sampled exactly. Charged: ``(epsilon, delta)``, once. Not
-    constant-time.
+    Edge-DP: neighbours are graphs on the same public vertex set ``0..n_nodes-1`` differing in
+    one edge. The vertex count is public; this is not node-DP.
+
+    Ladder (epsilon-DP): the k-star count's exact LS^(s) is a ladder function (LS^(0)(G') >=
+    |f(G) - f(G')|, LS^(s)(G) <= LS^(s+1)(G') for neighbours), so the rung index has
+    sensitivity 1 and the exponential mechanism with weight exp(-c t), c = epsilon / 2 rounded
+    down, is 2c <= epsilon-DP, sampled exactly as for :func:`triangle_count`. Charged:
+    ``epsilon``, once.
+
+    Smooth ((epsilon, delta)-DP): same mechanism and calibration as :func:`triangle_count`
+    (Laplace noise on a beta-smooth bound computed with beta - 2**-38 and inflated by 2**-40;
+    alpha = epsilon / 2; beta from :class:`dpcore.robust.SmoothMedianPlan`), with the k-star
+    count's exact LS^(s). Charged: ``(epsilon, delta)``, once.
+
+    Rounding and clamping are post-processing, sampled exactly. Not constant-time.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dpcore.graph_stats import kstar_count
     >>> ring = np.array([[i, (i + d) % 300] for i in range(300) for d in (1, 2)])
+    >>> isinstance(kstar_count(ring, n_nodes=300, k=2, epsilon=1.0, random_state=0), int)
+    True
     >>> isinstance(kstar_count(ring, n_nodes=300, k=2, epsilon=1.0, delta=1e-6,
     ...                        random_state=0), int)
     True
     """
     n, indptr, indices = _adjacency(G, n_nodes, simplify)
     r = _star_size(k) - 1
-    plan = _triangle_plan(epsilon, delta)
+    method, plan = _ladder_plan(epsilon, delta, method)
     count = _kstar_count(indptr, r)
     p, q = _star_pairs(indptr, indices)
-    scale = Fraction(_kstar_bound(p, q, n, r, plan.beta)) / plan.alpha
     top = n * math.comb(n - 1, r + 1)
+    if method == "ladder":
+        ladder = _Ladder(count, _kstar_rungs(p, q, n, r), plan.scale)
 
-    def draw(rng):
+        def draw(rng):
+            return min(max(ladder.draw(rng), 0), top)
+
+        return release(draw, cost=Cost(plan.epsilon_effective), accountant=accountant,
+                       random_state=random_state, label="graph.kstar_count")
+
+    scale = Fraction(_kstar_bound(p, q, n, r, plan.beta)) / plan.alpha
+
+    def draw_smooth(rng):
         if scale == 0:  # k > n - 1: no graph on n vertices has a k-star, the count is always 0
             return 0
         value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
         return min(max(value, 0), top)
 
-    return release(draw, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
+    return release(draw_smooth, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
                    random_state=random_state, label="graph.kstar_count")
 
 
