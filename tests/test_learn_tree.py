@@ -55,7 +55,15 @@ def test_bin_codes_agree_with_thresholds():
     naive = np.zeros((3, 3, B), dtype=np.int64)
     for f in range(3):
         np.add.at(naive[f], (y, ref[:, f]), 1)
-    node = rng.integers(-1, 4, len(X)).astype(np.int32)   # 4 nodes, some records settled
+    # the level above: nodes 0 and 1 split (feature 0 at bin 5, feature 2 at bin 7) into
+    # nodes 0, 1 and 2, 3 of this level; node 2 is a leaf; some records settled (-1) before
+    above = rng.integers(-1, 3, len(X)).astype(np.int32)
+    feature, split, left = (np.array(a, dtype=np.int32) for a in ([0, 2, -1], [5, 7, 0],
+                                                                   [0, 2, -1]))
+    node = np.full(len(X), -1, dtype=np.int32)
+    for u in (0, 1):
+        at = above == u
+        node[at] = left[u] + (ref[at, feature[u]] >= split[u])
     row = np.array([1, -1, 0, -1], dtype=np.int32)        # count nodes 2 and 0, in this order
     for dtype in (np.uint8, np.uint16):
         codes = np.empty(X.shape, dtype=dtype)   # a record per row
@@ -63,7 +71,9 @@ def test_bin_codes_agree_with_thresholds():
         assert _tree.bin_codes(X, lower, inv, np.full(3, B - 1.0), y, codes, root) == 0
         assert np.array_equal(codes, ref) and np.array_equal(root, naive)
         counts = np.zeros((2, 3, 3, B), dtype=np.int64)
-        _tree.level_counts(codes, y, node, row, counts)
+        moved = above.copy()
+        _tree.level_counts(codes, y, moved, feature, split, left, row, counts)
+        assert np.array_equal(moved, node)
         for v in (0, 2):
             expected = np.zeros((3, 3, B), dtype=np.int64)
             at = node == v

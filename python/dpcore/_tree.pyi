@@ -16,15 +16,11 @@ def level_counts(
     codes: NDArray[np.uint8] | NDArray[np.uint16],  # (n, d)
     y: NDArray[np.int32],
     node: NDArray[np.int32],
-    row: NDArray[np.int32],
-    counts: NDArray[np.int64],  # (rows, d, k, n_bins)
-) -> None: ...
-def route(
-    codes: NDArray[np.uint8] | NDArray[np.uint16],
-    node: NDArray[np.int32],
-    feature: NDArray[np.int32],
+    feature: NDArray[np.int32],  # the splits of the level above
     split: NDArray[np.int32],
     left: NDArray[np.int32],
+    row: NDArray[np.int32],
+    counts: NDArray[np.int64],  # (rows, d, k, n_bins)
 ) -> None: ...
 def apply(
     X: NDArray[np.float64],

@@ -208,16 +208,19 @@ def _labels(est, X, y, classes, *, finite=True):
         classes = _base.label_set(y, None)
     # with public classes, membership is the whole check (a continuous y fails it too)
     try:
-        if classes.size <= 8:   # searchsorted's index, the number of classes below y: faster
-            index = np.zeros(y.shape, dtype=np.intp)
+        if classes.size <= 16:   # a few passes without temporaries beat searchsorted's
+            index = np.zeros(y.shape, dtype=np.uint8)   # the number of classes below y
+            found = 0
             for c in classes:
                 index += c < y
+                found += np.count_nonzero(c == y)
+            found = found == y.size
         else:
             index = np.searchsorted(classes, y)
-        found = np.take(classes, np.minimum(index, classes.size - 1)) == y
+            found = np.all(np.take(classes, np.minimum(index, classes.size - 1)) == y)
     except (TypeError, ValueError):
-        found = np.zeros(1, dtype=bool)   # labels not comparable with the classes
-    if not np.all(found):
+        found = False   # labels not comparable with the classes
+    if not found:
         raise ValueError("y contains labels outside classes")
     return X, classes, index.astype(np.int32)
 
@@ -523,7 +526,6 @@ def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
     is its table."""
     if node is None:
         node = np.zeros(codes.shape[0], dtype=np.int32)
-    _tree.route(codes, node, *routing)
     m = class_counts.shape[0]
     sizes = class_counts.sum(axis=1)
     pairs = np.unique(growing // 2)
@@ -531,7 +533,7 @@ def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
     row = np.full(m, -1, dtype=np.int32)
     row[counted] = np.arange(counted.size, dtype=np.int32)
     table = np.zeros((counted.size,) + parents.shape[1:], dtype=np.int64)
-    _tree.level_counts(codes, yi, node, row, table)
+    _tree.level_counts(codes, yi, node, *routing, row, table)   # moves the records too
     tables = np.empty((growing.size,) + parents.shape[1:], dtype=np.int64)
     own = row[growing] >= 0
     tables[own] = table[row[growing[own]]]
