@@ -33,6 +33,7 @@ read from the data. ``test_breast_cancer_accuracy`` runs the same comparison und
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import warnings
@@ -354,12 +355,15 @@ def timing(argv):
         contenders["diffprivlib-tree"] = quiet(models.DecisionTreeClassifier)
         contenders["diffprivlib-forest"] = quiet(models.RandomForestClassifier)
     best = dict.fromkeys(contenders, math.inf)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     for _ in range(rounds):
         for name, fit in contenders.items():
             start = time.process_time()
             fit()
             best[name] = min(best[name], time.process_time() - start)
-    print(f"fit time at n = {N}, d = {D}, epsilon = {EPS}: min CPU ms over {rounds} rounds")
+    after = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+    print(f"fit time at n = {N}, d = {D}, epsilon = {EPS}: min CPU ms over {rounds} rounds "
+          f"(1-minute load average {load:.2f} before, {after:.2f} after, {os.cpu_count()} CPUs)")
     for kind in ("tree", "forest"):
         ours = best[f"dpcore-{kind}"]
         for name in (f"dpcore-{kind}", f"numpy-{kind}", f"diffprivlib-{kind}"):

@@ -179,9 +179,42 @@ def apply(const double[:, ::1] X,                # IN  (n, d)
                     out[i0 + j, t] = v[j]
 
 
-cdef struct Node3:        # an internal node u of a complete tree and its children 2u + 1, 2u + 2
-    Py_ssize_t f0, f1, f2     # their features (0 for children that are leaves: never read)
-    double t0, t1, t2         # their thresholds
+cdef extern from *:
+    """
+    /* An internal node u of a complete tree and its children 2u + 1, 2u + 2 (features 0 and
+       thresholds 0.0 for children that are leaves: never used). */
+    typedef struct { double t1, t2, t0; int32_t f0, f1, f2, pad; } dp_node3;
+
+    /* 2 (x >= t0) + (x >= t2 if x >= t0 else x >= t1), from bit 2: x >= t0, bit 1: x >= t2,
+       bit 0: x >= t1 */
+    static const int32_t dp_grandchild[8] = {0, 1, 0, 1, 2, 2, 3, 3};
+
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    #define DP_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+    /* the children's two comparisons in one instruction (ordered: the same as x >= t) */
+    static int32_t dp_step2(const double *x, const dp_node3 *s, int32_t u) {
+        __m128d v = _mm_loadh_pd(_mm_load_sd(x + s->f1), x + s->f2);
+        int lohi = _mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(&s->t1), v));
+        return 4 * u + 3 + dp_grandchild[lohi | (x[s->f0] >= s->t0) << 2];
+    }
+    #else
+    #if defined(__GNUC__) || defined(__clang__)
+    #define DP_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define DP_PREFETCH(p) ((void)0)
+    #endif
+    static int32_t dp_step2(const double *x, const dp_node3 *s, int32_t u) {
+        int lohi = (x[s->f1] >= s->t1) | (x[s->f2] >= s->t2) << 1;
+        return 4 * u + 3 + dp_grandchild[lohi | (x[s->f0] >= s->t0) << 2];
+    }
+    #endif
+    """
+    ctypedef struct dp_node3:
+        double t1, t2, t0
+        int32_t f0, f1, f2
+    int32_t dp_step2(const double *x, const dp_node3 *s, int32_t u) noexcept nogil
+    void DP_PREFETCH(const void *p) noexcept nogil
 
 
 def forest_counts(const double[:, ::1] X,        # IN  (n, d)
@@ -195,21 +228,21 @@ def forest_counts(const double[:, ::1] X,        # IN  (n, d)
     (tree t's nodes at t (2**(depth + 1) - 1) onwards in heap order: node u has children
     2u + 1 and 2u + 2, its leaves in order last; the layout of random_trees).
 
-    Two levels per step: a record compares x with node u and with both its children at once
-    (three independent loads) and goes to grandchild 4u + 3 + 2 (x >= t_u) + (the chosen
-    child's x >= t), branch-free; the root's step reads its three nodes once per tree and
-    block. At depth 8 this walks about 20% faster than a level per step."""
+    Two levels per step (dp_step2): a record compares x with node u and with both its
+    children at once (independent loads) and goes to grandchild 4u + 3 + 2 (x >= t_u) + (the
+    chosen child's x >= t), branch-free; the root's step reads its nodes once per tree and
+    block. While a block's records walk the trees, the next block's rows are prefetched, a
+    share per tree. At depth 8 this walks about 30% faster than a level per step."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = counts.shape[1]
-    cdef Py_ssize_t inner = (1 << depth) - 1, per = 2 * inner + 1, t, u, w, i0, j, m, b
-    cdef int level, c, lo, hi
+    cdef Py_ssize_t inner = (1 << depth) - 1, per = 2 * inner + 1, t, u, w, i0, j, m, b, q
+    cdef Py_ssize_t size = BLOCK * d   # doubles in a block of rows
+    cdef int level
     cdef int32_t v[BLOCK]
     cdef const double *x
-    cdef const double *row
     cdef int64_t *cell
-    cdef Node3 top
-    cdef Node3 *tree
-    cdef Node3 *s
-    cdef Node3 *nodes = <Node3 *>malloc(max(n_trees * inner, 1) * sizeof(Node3))
+    cdef dp_node3 *tree
+    cdef dp_node3 *s
+    cdef dp_node3 *nodes = <dp_node3 *>malloc(max(n_trees * inner, 1) * sizeof(dp_node3))
     if nodes == NULL:
         raise MemoryError()
     for t in range(n_trees):
@@ -227,29 +260,22 @@ def forest_counts(const double[:, ::1] X,        # IN  (n, d)
             m = min(<Py_ssize_t>BLOCK, n - i0)
             x = &X[i0, 0]
             for t in range(n_trees):
+                q = t * size // n_trees // 8 * 8   # this tree's share of the next block
+                while q < (t + 1) * size // n_trees and (i0 + BLOCK) * d + q < n * d:
+                    DP_PREFETCH(x + size + q)
+                    q += 8
                 tree = nodes + t * inner
                 level = 0
-                if depth >= 2:
-                    top = tree[0]
+                if depth >= 2:   # the root's step: its nodes are read once (loop-invariant)
                     for j in range(m):
-                        row = x + j * d
-                        c = row[top.f0] >= top.t0
-                        lo = row[top.f1] >= top.t1
-                        hi = row[top.f2] >= top.t2
-                        v[j] = 3 + 2 * c + (lo ^ ((lo ^ hi) & -c))
+                        v[j] = dp_step2(x + j * d, tree, 0)
                     level = 2
                 else:
                     for j in range(m):
                         v[j] = 0
                 while level + 2 <= depth:
                     for j in range(m):
-                        u = v[j]
-                        s = tree + u
-                        row = x + j * d
-                        c = row[s.f0] >= s.t0
-                        lo = row[s.f1] >= s.t1
-                        hi = row[s.f2] >= s.t2
-                        v[j] = 4 * u + 3 + 2 * c + (lo ^ ((lo ^ hi) & -c))
+                        v[j] = dp_step2(x + j * d, tree + v[j], v[j])
                     level += 2
                 if level < depth:
                     for j in range(m):

@@ -654,7 +654,12 @@ class RandomForestClassifier(_TreeClassifierBase):
     def fit(self, X, y):
         """Draw the random trees and release their noisy leaf counts. Returns self."""
         classes = self._check_params()[2]
-        X, classes, yi = _labels(self, X, y, classes)
+        X, classes, yi = _labels(self, X, y, classes, finite=False)
+        # scikit-learn's test (a finite sum, else element by element), without its overhead
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(np.sum(X)) or np.isfinite(X).all()
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity")
         n, d = X.shape
         epsilon, (lower, upper), _, trees, depth, scale = self._check_params(n, d)
         k = classes.size
