@@ -64,6 +64,18 @@ def test_objective_perturbation_delta_branch():
     assert 0.1 - 2 * math.log1p(t) == pytest.approx(eps_p, rel=1e-12)
 
 
+def test_objective_perturbation_takes_the_larger_epsilon_prime():
+    # c/(n Lambda) = 0.25: the log term 0.446 leaves only 0.054 of epsilon = 0.5; adding Delta
+    # leaves epsilon / 2 = 0.25, so that branch is taken (CMS would keep 0.054)
+    eps_p, delta = objective_perturbation_calibration(0.5, 1000, 0.001, 0.25)
+    assert eps_p == 0.25
+    assert delta == pytest.approx(0.25 / (1000 * math.expm1(0.125)) - 0.001, rel=1e-12)
+    assert delta > 0
+    # just above the switch the plain branch is kept: log term 0.446 <= epsilon / 2
+    eps_p, delta = objective_perturbation_calibration(0.9, 1000, 0.001, 0.25)
+    assert eps_p == pytest.approx(0.9 - math.log(1.5625), rel=1e-13) and delta == 0.0
+
+
 def test_huber_curvature_constant():
     svc = LinearSVC(h=0.25)
     assert svc._curvature() == 2.0

@@ -69,9 +69,13 @@ def output_perturbation_beta(n, alpha, epsilon):
 def objective_perturbation_calibration(epsilon, n, alpha, c):
     """(epsilon', Delta) of objective perturbation (CMS 2011, Algorithm 2).
 
-    epsilon' = epsilon - log(1 + 2c/(n alpha) + c^2/(n alpha)^2); if epsilon' > 0, Delta = 0,
-    otherwise Delta = c / (n (exp(epsilon/4) - 1)) - alpha and epsilon' = epsilon / 2. The noise
-    vector b has density ~ exp(-(epsilon'/2) ||b||), i.e. ||b|| ~ Gamma(d, 2/epsilon').
+    epsilon' = epsilon - log(1 + 2c/(n alpha) + c^2/(n alpha)^2); if epsilon' >= epsilon / 2,
+    Delta = 0, otherwise Delta = c / (n (exp(epsilon/4) - 1)) - alpha (> 0 then) and
+    epsilon' = epsilon / 2: the extra regulariser brings the log term down to exactly
+    epsilon / 2. (CMS switch only when epsilon' <= 0, which leaves a tiny epsilon', hence
+    huge noise, whenever the log term is just below epsilon; either choice is private, so the
+    one with the larger epsilon' is taken.) The noise vector b has density
+    ~ exp(-(epsilon'/2) ||b||), i.e. ||b|| ~ Gamma(d, 2/epsilon').
 
     Parameters
     ----------
@@ -101,7 +105,7 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
     c = check.positive(c, "c")
     t = c / (n * alpha)
     eps_p = epsilon - math.log1p(2.0 * t + t * t)
-    if eps_p > 0:
+    if eps_p >= epsilon / 2.0:
         return eps_p, 0.0
     delta = c / (n * math.expm1(epsilon / 4.0)) - alpha
     return epsilon / 2.0, max(delta, 0.0)
