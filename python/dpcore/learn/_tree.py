@@ -91,10 +91,19 @@ def _from_key(key):
 
 def bin_threshold(lower, inv, j):
     """The smallest double x whose bin floor(fl(fl(x - lower) * inv)) is >= j (j >= 1), i.e.
-    lower + j / inv up to rounding, found by bisection over the ordered doubles. The kernel's
-    binning is non-decreasing in x, so "bin >= j" and "x >= bin_threshold" agree for every
-    double x: a record lands on the same side of a split when fitting and when predicting."""
+    lower + j / inv up to rounding, found by stepping from there over the adjacent doubles (by
+    bisection over the ordered doubles when it is further). The kernel's binning is
+    non-decreasing in x, so "bin >= j" and "x >= bin_threshold" agree for every double x: a
+    record lands on the same side of a split when fitting and when predicting."""
     lower, inv = float(lower), float(inv)
+    x = lower + j / inv
+    if math.isfinite(x):   # usually a few doubles from the answer: step (+ 0.0: never -0.0)
+        up = not (x - lower) * inv >= j   # (a NaN product does not reach j)
+        for _ in range(8):
+            y = math.nextafter(x, math.inf if up else -math.inf)
+            if ((y - lower) * inv >= j) == up:
+                return (y if up else x) + 0.0
+            x = y
 
     def reaches(key):
         return (_from_key(key) - lower) * inv >= j
@@ -485,12 +494,13 @@ def _grow(codes, yi, root, grid, k, depth, bins, count_scale, last_scale, mech, 
         child = np.zeros(m, dtype=np.int32)
         children = []   # class counts of the next level's nodes
         next_level = []
+        pos = -1        # position of node r among the growing nodes
         for r, v in enumerate(level):
             if leaf[r]:
                 slot[v] = len(values)
                 values.append(leaf_values[r])
                 continue
-            pos = int(np.searchsorted(growing, r))
+            pos += 1
             choice = mech.select(utility[pos], random_state=rng)
             f, j = divmod(choice, n_bins - 1)
             feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
