@@ -206,8 +206,8 @@ def _dlap_scale(sensitivity_over_epsilon, names):
 def _labels(est, X, y, classes, *, finite=True):
     """Validated X (float64, C order), the label set (public ``classes``, or read from y with a
     PrivacyWarning when None) and the class index of each label (int32). No message quotes a
-    label. ``finite=False`` leaves the check that X is finite to the caller (the binning pass
-    makes it)."""
+    label. ``finite=False`` leaves the check that X is finite to the caller (the tree's binning
+    pass makes it, the forest a sum)."""
     kw = {}
     if not finite:   # scikit-learn < 1.6 names it force_all_finite
         kw = {"ensure_all_finite" if _base._sk_validate_data else "force_all_finite": False}
