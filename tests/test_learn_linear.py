@@ -22,6 +22,7 @@ from dpcore.learn._linear import (  # noqa: E402
     auto_alpha,
     functional_mechanism_noise_norm,
     functional_mechanism_sensitivity,
+    multinomial_perturbation_calibration,
     objective_perturbation_calibration,
     output_perturbation_beta,
 )
@@ -247,15 +248,125 @@ def test_multiclass_one_vs_rest_and_budget():
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     acc = dpcore.Accountant(1e6)
-    clf = LogisticRegression(epsilon=1e6, data_norm=8.0, alpha=1e-4, random_state=0,
-                             accountant=acc).fit(X, y)
+    clf = LogisticRegression(epsilon=1e6, data_norm=8.0, alpha=1e-4, multi_class="ovr",
+                             random_state=0, accountant=acc).fit(X, y)
     assert clf.coef_.shape == (10, 64) and clf.intercept_.shape == (10,)
-    assert clf.epsilon_per_model_ == pytest.approx(1e5)
+    assert clf.epsilon_per_model_ == pytest.approx(1e5) and clf.multi_class_ == "ovr"
     assert acc.spent[0] == pytest.approx(1e6) and len(acc.history) == 1
     assert clf.score(X, y) > 0.9
     proba = clf.predict_proba(X[:20])
     assert np.allclose(proba.sum(axis=1), 1.0)
     assert np.array_equal(clf.classes_[np.argmax(proba, axis=1)], clf.predict(X[:20]))
+
+
+def test_multinomial_is_one_model_at_the_whole_epsilon(monkeypatch):
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    seen = []
+    real = _linear._noise_vector
+
+    def spy(d, scale, rng, size=None):
+        seen.append((d, scale))
+        return real(d, scale, rng, size)
+
+    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    acc = dpcore.Accountant(1e6)
+    clf = LogisticRegression(epsilon=1e6, data_norm=8.0, alpha=1e-4, classes=range(10),
+                             random_state=0, accountant=acc).fit(X, y)
+    assert clf.multi_class_ == "multinomial" and clf.epsilon_per_model_ == 1e6
+    assert clf.coef_.shape == (10, 64) and clf.intercept_.shape == (10,)
+    eps_p, delta = multinomial_perturbation_calibration(1e6, X.shape[0], 1e-4, 10)
+    assert seen == [(10 * 65, pytest.approx(2 * math.sqrt(2) / eps_p, rel=1e-12))]
+    assert acc.spent[0] == pytest.approx(1e6) and len(acc.history) == 1
+    assert clf.score(X, y) > 0.9
+    proba = clf.predict_proba(X[:20])
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(clf.classes_[np.argmax(proba, axis=1)], clf.predict(X[:20]))
+
+
+def test_multinomial_minimiser_reaches_the_tolerance():
+    rng = np.random.default_rng(4)
+    Xs = rng.normal(size=(300, 5))
+    Xs /= np.linalg.norm(Xs, axis=1)[:, None]
+    labels = rng.integers(0, 4, size=300)
+    lam, tol = 1e-3, 1e-6
+    B = rng.normal(size=4 * 5)
+    W = _linear._minimise_multinomial(Xs, labels, 4, lam, B, tol, 100)
+    S = Xs @ W.T
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    onehot = np.eye(4)[labels]
+    grad = (P - onehot).T @ Xs / 300 + lam * W + B.reshape(4, 5) / 300
+    assert np.linalg.norm(grad) <= tol * lam
+
+
+@pytest.mark.parametrize("kw, match", [({"multi_class": "softmax"}, "multi_class"),
+                                       ({"multi_class": "multinomial", "method": "output"},
+                                        "multinomial")])
+def test_multi_class_errors(kw, match):
+    X = np.zeros((30, 2))
+    y = np.arange(30) % 3
+    with pytest.raises(ValueError, match=match):
+        LogisticRegression(epsilon=1.0, data_norm=1.0, classes=[0, 1, 2], **kw).fit(X, y)
+
+
+def test_multinomial_calibration_values():
+    # (k - 1) log(1 + 1/(k n Lambda)) = 9 log(1.1) = 0.8578 <= 5 / 2
+    eps_p, delta = multinomial_perturbation_calibration(5.0, 1000, 0.001, 10)
+    assert eps_p == pytest.approx(5.0 - 9 * math.log(1.1), rel=1e-14) and delta == 0.0
+    # at epsilon 1 the log term would leave 0.14 < 0.5: Delta brings it to epsilon / 2
+    eps_p, delta = multinomial_perturbation_calibration(1.0, 1000, 0.001, 10)
+    assert eps_p == pytest.approx(0.5, rel=1e-14) and eps_p <= 0.5
+    assert delta == pytest.approx(1 / (10 * 1000 * math.expm1(1.0 / 18)) - 0.001, rel=1e-12)
+    assert eps_p + 9 * math.log1p(1 / (10 * 1000 * (0.001 + delta))) <= 1.0
+
+
+def _softmax_density_parts(W, X, labels, lam):
+    """Noise-norm and log-det parts of the multinomial objective perturbation density at W."""
+    n = X.shape[0]
+    k = W.shape[0]
+    S = X @ W.T
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    b = -((P - np.eye(k)[labels]).T @ X) - n * lam * W
+    H = n * lam * np.eye(W.size)
+    for p, x in zip(P, X):
+        H += np.kron(np.diag(p) - np.outer(p, p), np.outer(x, x))
+    return np.linalg.norm(b), np.linalg.slogdet(H)[1]
+
+
+@pytest.mark.parametrize("epsilon, alpha", [(0.5, 0.1), (2.0, 0.05), (5.0, 0.2)])
+def test_multinomial_density_ratio_is_within_epsilon(epsilon, alpha):
+    # k = 3 classes, d = 2: for replace-one neighbours and random outputs W, the noise part
+    # moves by ||b|| <= 2 sqrt 2 and the log-det part by <= (k-1) log(1 + 1/(k n Lambda));
+    # the latter is attained at W = 0 with the other records at zero.
+    rng = np.random.default_rng(9)
+    n, k = 4, 3
+    eps_p, delta = multinomial_perturbation_calibration(epsilon, n, alpha, k)
+    lam = alpha + delta
+    bound = (k - 1) * math.log1p(1 / (k * n * lam))
+    assert eps_p + bound <= epsilon
+    worst_norm = worst_logdet = 0.0
+    for _ in range(20):
+        X = rng.normal(size=(n, 2))
+        X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        labels = rng.integers(0, k, size=n)
+        X2, labels2 = X.copy(), labels.copy()
+        X2[0] = rng.normal(size=2)
+        X2[0] /= np.linalg.norm(X2[0])
+        labels2[0] = rng.integers(0, k)
+        for W in rng.normal(scale=rng.choice([0.3, 3.0, 30.0]), size=(100, k, 2)):
+            (nb, ld), (nb2, ld2) = (_softmax_density_parts(W, X, labels, lam),
+                                    _softmax_density_parts(W, X2, labels2, lam))
+            worst_norm = max(worst_norm, abs(nb - nb2))
+            worst_logdet = max(worst_logdet, abs(ld - ld2))
+    assert worst_norm <= 2 * math.sqrt(2) + 1e-12 and worst_logdet <= bound + 1e-12
+    x = np.array([[0.6, 0.8], [0, 0], [0, 0], [0, 0]])
+    zero = np.zeros((k, 2))
+    labels = np.zeros(n, dtype=int)
+    gap = (_softmax_density_parts(zero, x, labels, lam)[1]
+           - _softmax_density_parts(zero, 0 * x, labels, lam)[1])
+    assert gap == pytest.approx(bound, rel=1e-9)
 
 
 def test_linear_svc_huge_epsilon(cancer):

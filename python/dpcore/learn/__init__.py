@@ -17,6 +17,7 @@ from dpcore.learn._linear import (
     auto_alpha,
     functional_mechanism_noise_norm,
     functional_mechanism_sensitivity,
+    multinomial_perturbation_calibration,
     objective_perturbation_calibration,
     output_perturbation_beta,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "auto_alpha",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
+    "multinomial_perturbation_calibration",
     "functional_mechanism_sensitivity",
     "functional_mechanism_noise_norm",
 ]
