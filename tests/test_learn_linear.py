@@ -672,9 +672,38 @@ def test_gd_multiclass_models_share_rho():
     X, _ = _blobs()
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     clf = LogisticRegression(epsilon=2.0, delta=1e-6, method="gd", data_norm=3.0,
-                             classes=[0, 1, 2], n_steps=20, random_state=1).fit(X, y)
+                             multi_class="ovr", classes=[0, 1, 2], n_steps=20,
+                             random_state=1).fit(X, y)
     rho = dpcore.calibration.zcdp_rho_for(2.0, 1e-6)
     assert clf.calibration_["rho"] * 3 <= rho and clf.calibration_["rho"] == pytest.approx(rho / 3)
+
+
+def test_gd_multinomial_releases_the_softmax_gradient(monkeypatch):
+    X, _ = _blobs()
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    seen = []
+    real = _linear.gaussian
+
+    def spy(value, **kw):
+        seen.append((np.shape(value), kw["sensitivity"], kw["rho"]))
+        return real(value, **kw)
+
+    monkeypatch.setattr(_linear, "gaussian", spy)
+    acc = dpcore.Accountant(2.0, 1e-6)
+    clf = LogisticRegression(epsilon=2.0, delta=1e-6, method="gd", data_norm=3.0,
+                             classes=[0, 1, 2], n_steps=20, random_state=1,
+                             accountant=acc).fit(X, y)
+    rho = dpcore.calibration.zcdp_rho_for(2.0, 1e-6)
+    n = X.shape[0]
+    assert clf.multi_class_ == "multinomial" and clf.calibration_["rho"] == rho
+    shape = (3, X.shape[1] + 1)
+    assert len(seen) == 20 and all(v == (shape, 2 * math.sqrt(2) / n, seen[0][2]) for v in seen)
+    assert seen[0][2] * 20 <= rho and seen[0][2] == pytest.approx(rho / 20)
+    (entry,) = acc.history
+    assert entry.rho == rho
+    huge = LogisticRegression(epsilon=1e6, delta=1e-6, method="gd", data_norm=3.0, alpha=1e-3,
+                              classes=[0, 1, 2], n_steps=500, random_state=1).fit(X, y)
+    assert huge.score(X, y) > 0.9
 
 
 def test_gd_with_huge_epsilon_matches_the_nonprivate_fit():

@@ -326,6 +326,34 @@ def _noisy_gd(loss_fn, Z, lam, rho, n_steps, step_size, rng):
     return total / n_steps
 
 
+def _noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
+    """Noisy projected gradient descent for the k-class softmax objective
+    (1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}] + (lam/2)||W||^2, average iterate.
+
+    The averaged loss gradient (P - Y)^T X / n moves by at most 2 sqrt(2) / n in Frobenius
+    norm when one record (and its label) is replaced (||p - e_y|| <= sqrt 2, ||x|| <= 1): each
+    step releases it with the exact discrete Gaussian at ``rho / n_steps``; the rest is
+    post-processing (the ball of radius sqrt(2)/lam holds the minimiser).
+    """
+    n, d = Xs.shape
+    rho_step = round_down(Fraction(rho) / n_steps)
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), labels] = 1.0
+    radius = math.sqrt(2.0) / lam
+    W = np.zeros((k, d))
+    total = np.zeros((k, d))
+    for _ in range(n_steps):
+        G = (_softmax_rows(Xs @ W.T) - onehot).T @ Xs / n
+        G = np.asarray(gaussian(G, sensitivity=2.0 * math.sqrt(2.0) / n, rho=rho_step,
+                                random_state=rng))
+        W = W - step_size * (G + lam * W)
+        norm = float(np.linalg.norm(W))
+        if norm > radius:
+            W *= radius / norm
+        total += W
+    return total / n_steps
+
+
 def _minimise(loss_fn, Z, lam, b, tol, max_iter):
     """Damped Newton for (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n.
 
@@ -454,8 +482,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         if multi_class not in ("auto", "ovr", "multinomial"):
             raise ValueError("multi_class must be 'auto', 'ovr' or 'multinomial', got "
                              f"{multi_class!r}")
-        if multi_class == "multinomial" and self.method != "objective":
-            raise ValueError("multi_class='multinomial' needs method='objective'")
+        if multi_class == "multinomial" and self.method == "output":
+            raise ValueError("multi_class='multinomial' needs method='objective' or 'gd'")
         return epsilon, data_norm, alpha, tol, max_iter, c, classes
 
     def _multinomial(self, k):
@@ -511,15 +539,18 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
             # than epsilon / k), each over n_steps noisy gradients
             rho = zcdp_rho_for(epsilon, self.delta)
-            calib = {"rho": round_down(Fraction(rho) / k), "n_steps": self.n_steps,
-                     "step_size": 1.0 / (c + alpha)}
+            if multinomial:   # one model; the softmax loss is 1/2-smooth on unit rows
+                calib = {"rho": rho, "n_steps": self.n_steps, "step_size": 1.0 / (0.5 + alpha)}
+            else:
+                calib = {"rho": round_down(Fraction(rho) / k), "n_steps": self.n_steps,
+                         "step_size": 1.0 / (c + alpha)}
         elif self.method == "output":
             # output_perturbation_beta(n, alpha, eps_model) plus the optimiser slack:
             # ||w - w*|| <= tol on each side, so the sensitivity is 2/(n alpha) + 2 tol
             sens = 2.0 / (n * alpha) + 2.0 * tol
             scale = sens / eps_model
             calib = {"beta": 1.0 / scale}
-        elif multinomial:
+        elif multinomial:   # objective perturbation of the softmax model
             eps_p, delta = multinomial_perturbation_calibration(epsilon, n, alpha, k)
             scale = 2.0 * math.sqrt(2.0) / eps_p
             calib = {"epsilon_prime": eps_p, "Delta": delta}
@@ -534,6 +565,9 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                 labels = np.zeros(n, dtype=np.intp)
                 for j in range(k):
                     labels[y == classes[j]] = j
+                if self.method == "gd":
+                    return _noisy_gd_multinomial(Xs, labels, k, alpha, calib["rho"],
+                                                 calib["n_steps"], calib["step_size"], rng)
                 B = _noise_vector(k * d, scale, rng)
                 return _minimise_multinomial(Xs, labels, k, alpha + calib["Delta"], B, tol,
                                              max_iter)
@@ -622,11 +656,12 @@ class LogisticRegression(_PrivateERMClassifier):
         exact in floating point (see Privacy). ``"gd"`` is usually the most accurate at small
         epsilon and with many classes (the models share rho, not epsilon / k).
     multi_class : {"auto", "ovr", "multinomial"}, default="auto"
-        For k > 2 classes: one softmax model fitted by objective perturbation at the whole
-        epsilon (``"multinomial"``, :func:`multinomial_perturbation_calibration`; about
-        sqrt(k / 2) times less noise per class than one-vs-rest) or k one-vs-rest models at
-        epsilon / k each (``"ovr"``). ``"auto"``: multinomial for ``method="objective"``,
-        one-vs-rest otherwise (``"output"``, ``"gd"``, which needs no split of epsilon).
+        For k > 2 classes: one softmax model at the whole budget (``"multinomial"``; objective
+        perturbation by :func:`multinomial_perturbation_calibration`, or noisy gradient
+        descent with gradient sensitivity 2 sqrt(2) / n; about sqrt(k / 2) times less noise
+        per class than one-vs-rest) or k one-vs-rest models (``"ovr"``: epsilon / k each, or
+        rho / k for ``"gd"``). ``"auto"``: multinomial for ``"objective"`` and ``"gd"``,
+        one-vs-rest for ``"output"``.
     fit_intercept : bool, default=True
         Learn an intercept: a constant column 1 is appended to the clipped row and [x, 1] is
         divided by sqrt(data_norm^2 + 1), so it has norm <= 1 (without an intercept rows are
@@ -696,7 +731,8 @@ class LogisticRegression(_PrivateERMClassifier):
     |ell'| <= 1) with dpcore's exact discrete Gaussian on a power-of-two grid at rho / (k
     n_steps); everything else (regulariser, step, projection on the ball of radius 1/alpha,
     averaging of the iterates) is post-processing, so the guarantee holds in floating point and
-    needs no exact minimiser.
+    needs no exact minimiser. Multinomial (k > 2): one softmax model, each step releases the
+    averaged gradient in R^(k x d) (Frobenius sensitivity 2 sqrt(2) / n) at rho / n_steps.
 
     Inexact minimisation (objective and output): the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
@@ -756,7 +792,7 @@ class LogisticRegression(_PrivateERMClassifier):
 
     def _multinomial(self, k):
         return k > 2 and (self.multi_class == "multinomial"
-                          or (self.multi_class == "auto" and self.method == "objective"))
+                          or (self.multi_class == "auto" and self.method != "output"))
 
     def predict_proba(self, X):
         """Class probabilities (softmax of the multinomial model's scores; one-vs-rest:
