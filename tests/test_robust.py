@@ -175,6 +175,47 @@ def test_laplace_plan_spends_at_most_epsilon_delta(epsilon, delta):
     assert mpmath.exp(eps / 2) * delta0 <= mpmath.mpf(delta) * (1 + mpmath.mpf(10) ** -40)
 
 
+@pytest.mark.parametrize("epsilon", [64.0, 2.0**10])
+def test_laplace_variant_works_over_the_documented_epsilon_range(epsilon):
+    """Review finding: the (epsilon, delta) calibration bounds e^beta - 1 by beta e^(epsilon/2),
+    so beta ~ epsilon e^(-epsilon/2) / (2 ln(1/delta0)) falls below the kernel's slack
+    _BETA_SLACK = 2**-39 for epsilon >~ 53 (inside the documented [2**-20, 2**10]); the smooth
+    bound is then computed with beta - 2**-39 <= 0 and median / trimmed_mean crash (MemoryError
+    from the kernel's negative window, ValueError from an empty numpy max) instead of
+    releasing. beta = log1p(epsilon / (2 (1 + ln(1/delta0)))) satisfies
+    beta + ln(1/delta0) (e^beta - 1) <= (1 + ln(1/delta0)) (e^beta - 1) = epsilon / 2 and
+    never gets near the slack."""
+    plan = robust.SmoothMedianPlan.calibrate(epsilon, 1e-6)
+    assert plan.beta > robust._BETA_SLACK  # the bound is computed with beta - _BETA_SLACK
+    x = np.arange(11.0)
+    for release in (robust.median, robust.trimmed_mean):
+        out = release(x, bounds=(0.0, 10.0), epsilon=epsilon, delta=1e-6, random_state=rng(1))
+        assert 0.0 <= out <= 10.0
+
+
+def test_subnormal_delta_is_validated_not_a_crash():
+    """Review finding: delta in (0, 1) is accepted, but for a subnormal delta 1.0 / delta
+    overflows: SmoothMedianPlan gets beta = 0 (median / trimmed_mean then crash with
+    MemoryError / numpy's ValueError) and _ptr_plan raises OverflowError. Either compute with
+    -log(delta) or reject such delta with a ValueError naming it, before any charge."""
+    x = np.arange(11.0)
+    calls = [
+        lambda acc: robust.median(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-320,
+                                  random_state=rng(1), accountant=acc),
+        lambda acc: robust.trimmed_mean(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-320,
+                                        random_state=rng(1), accountant=acc),
+        lambda acc: robust.ptr_median(x, bounds=(0.0, 10.0), bound=1.0, epsilon=1.0,
+                                      delta=1e-320, random_state=rng(1), accountant=acc),
+    ]
+    for call in calls:
+        acc = dpcore.Accountant(10.0, 0.5)
+        try:
+            call(acc)
+        except ValueError as exc:  # a documented rejection: it must name delta, charge nothing
+            assert "delta" in str(exc)
+            assert acc.history == []
+
+
 # ------------------------------------------------------------------------------------------------
 # exact laws of the released median
 
