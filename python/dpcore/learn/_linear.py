@@ -354,48 +354,55 @@ def _noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
     return total / n_steps
 
 
-def _minimise(loss_fn, Z, lam, b, tol, max_iter):
-    """Damped Newton for (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n.
-
-    Z holds the rows y_i x_i. Stops when ||grad|| <= tol * lam (then ||w - w*|| <= tol since the
-    objective is lam-strongly convex). Returns (w, gradient norm, iterations).
-    """
-    n, d = Z.shape
-    w = np.zeros(d)
-
-    def value_grad(w):
-        z = Z @ w
-        loss, d1, d2 = loss_fn(z)
-        f = loss.mean() + 0.5 * lam * (w @ w) + (b @ w) / n
-        g = Z.T @ d1 / n + lam * w + b / n
-        return f, g, d2
-
-    f, g, d2 = value_grad(w)
+def _newton(value_grad, newton_step, x, lam, tol, max_iter):
+    """Damped Newton on a lam-strongly convex objective until ||grad|| <= tol * lam, so that
+    ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo) or the gradient
+    norm: near the minimiser the objective's decreases fall below its rounding, the gradient's
+    do not. Raises RuntimeError when tol is not reached (nothing is released then)."""
+    f, g = value_grad(x)
     gnorm = float(np.linalg.norm(g))
-    it = 0
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
         if gnorm <= tol * lam:
-            break
-        Zw = Z * np.sqrt(d2 / n)[:, None]
-        H = Zw.T @ Zw
-        del Zw
-        H[np.diag_indices_from(H)] += lam
-        try:
-            step = linalg.solve(H, g, assume_a="pos")
-        except (linalg.LinAlgError, ValueError):  # pragma: no cover - H is lam-PD in theory
-            step = g / lam
+            return x
+        step = newton_step(x, g)
         t = 1.0
         while True:
-            w_new = w - t * step
-            f_new, g_new, d2_new = value_grad(w_new)
-            if f_new <= f - 1e-4 * t * (g @ step):
+            x_new = x - t * step
+            f_new, g_new = value_grad(x_new)
+            gnorm_new = float(np.linalg.norm(g_new))
+            if f_new <= f - 1e-4 * t * (g @ step) or gnorm_new <= (1.0 - 1e-4 * t) * gnorm:
                 break
             t *= 0.5
-            if t < 1e-10:  # no further decrease is possible in floating point
-                return w, gnorm, it
-        w, f, g, d2 = w_new, f_new, g_new, d2_new
-        gnorm = float(np.linalg.norm(g))
-    return w, gnorm, it
+            if t < 1e-10:
+                raise RuntimeError("the optimiser stalled before reaching tol; nothing was "
+                                   "released (the budget is spent); raise tol")
+        x, f, g, gnorm = x_new, f_new, g_new, gnorm_new
+    if gnorm <= tol * lam:
+        return x
+    raise RuntimeError("the optimiser did not reach tol within max_iter Newton steps; nothing "
+                       "was released (the budget is spent); raise max_iter or tol")
+
+
+def _minimise(loss_fn, Z, lam, b, tol, max_iter):
+    """(1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n by damped Newton (:func:`_newton`).
+
+    Z holds the rows y_i x_i. Returns w with ||grad|| <= tol * lam, so ||w - w*|| <= tol.
+    """
+    n, d = Z.shape
+
+    def value_grad(w):
+        loss, d1, _ = loss_fn(Z @ w)
+        return (loss.mean() + 0.5 * lam * (w @ w) + (b @ w) / n,
+                Z.T @ d1 / n + lam * w + b / n)
+
+    def newton_step(w, g):
+        _, _, d2 = loss_fn(Z @ w)
+        Zw = Z * np.sqrt(d2 / n)[:, None]
+        H = Zw.T @ Zw
+        H[np.diag_indices_from(H)] += lam
+        return linalg.solve(H, g, assume_a="pos")
+
+    return _newton(value_grad, newton_step, np.zeros(d), lam, tol, max_iter)
 
 
 def _softmax_rows(S):
@@ -405,36 +412,54 @@ def _softmax_rows(S):
     return S
 
 
+def _conjugate_gradient(matvec, g, rtol, max_iter):
+    """Solve H s = g for a symmetric positive definite H given by ``matvec``."""
+    s = np.zeros_like(g)
+    r = g.copy()
+    p = r.copy()
+    rr = r @ r
+    stop = (rtol * np.linalg.norm(g)) ** 2
+    for _ in range(max_iter):
+        if rr <= stop:
+            break
+        Hp = matvec(p)
+        step = rr / (p @ Hp)
+        s += step * p
+        r -= step * Hp
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return s
+
+
 def _minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
-    """Newton-CG (trust region) for (1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}]
-    + (lam/2)||W||^2 + <B, W>/n over W in R^(k x d); stops when ||grad|| <= tol * lam, so
-    ||W - W*|| <= tol (lam-strong convexity). ``labels`` are class indices 0..k-1."""
-    from scipy import optimize   # lazy: scipy.optimize is slow to import
+    """(1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}] + (lam/2)||W||^2 + <B, W>/n over
+    W in R^(k x d) by Newton steps solved with conjugate gradients (:func:`_newton`); returns
+    W with ||grad|| <= tol * lam, so ||W - W*|| <= tol. ``labels`` are class indices."""
     n, d = Xs.shape
     onehot = np.zeros((n, k))
     onehot[np.arange(n), labels] = 1.0
-    Bn = B.reshape(k, d) / n
+    Bn = B.ravel() / n
 
     def value_grad(wflat):
-        W = wflat.reshape(k, d)
-        S = Xs @ W.T
+        S = Xs @ wflat.reshape(k, d).T
         lse = np.logaddexp.reduce(S, axis=1)
         P = np.exp(S - lse[:, None])
-        f = (lse.sum() - np.sum(S * onehot)) / n + 0.5 * lam * (wflat @ wflat) + np.sum(Bn * W)
-        g = (P - onehot).T @ Xs / n + lam * W + Bn
-        return f, g.ravel()
+        f = (lse.sum() - np.sum(S * onehot)) / n + 0.5 * lam * (wflat @ wflat) + Bn @ wflat
+        return f, ((P - onehot).T @ Xs / n).ravel() + lam * wflat + Bn
 
-    def hessp(wflat, vflat):
+    def newton_step(wflat, g):
         P = _softmax_rows(Xs @ wflat.reshape(k, d).T)
-        U = Xs @ vflat.reshape(k, d).T
-        PU = P * U
-        R = PU - P * PU.sum(axis=1, keepdims=True)
-        return (R.T @ Xs / n).ravel() + lam * vflat
 
-    res = optimize.minimize(value_grad, np.zeros(k * d), jac=True, hessp=hessp,
-                            method="trust-ncg",
-                            options={"gtol": tol * lam, "maxiter": max_iter * 10})
-    return res.x.reshape(k, d)
+        def hessp(vflat):
+            PU = P * (Xs @ vflat.reshape(k, d).T)
+            R = PU - P * PU.sum(axis=1, keepdims=True)
+            return (R.T @ Xs / n).ravel() + lam * vflat
+
+        # forcing term min(0.1, ||g||): superlinear convergence of the inexact Newton steps
+        return _conjugate_gradient(hessp, g, min(0.1, float(np.linalg.norm(g))), 2 * k * d)
+
+    return _newton(value_grad, newton_step, np.zeros(k * d), lam, tol, max_iter).reshape(k, d)
 
 
 # --------------------------------------------------------------------------------------------
@@ -581,11 +606,11 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                     w = _noisy_gd(loss_fn, Z, alpha, calib["rho"], calib["n_steps"],
                                   calib["step_size"], rng)
                 elif self.method == "output":
-                    w, _, _ = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
+                    w = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
                     w = w + _noise_vector(d, scale, rng)
                 else:
                     b = _noise_vector(d, scale, rng)
-                    w, _, _ = _minimise(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
+                    w = _minimise(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
                 # The optimiser's gradient norms and iteration counts are functions of the data
                 # that carry no noise of their own: they are not kept (issue 14).
                 coefs[j] = w
