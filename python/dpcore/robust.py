@@ -69,6 +69,7 @@ LIPSCHITZ_H4 = Fraction(22796, 10000)
 # The smooth bound is computed with beta - _BETA_SLACK and inflated by 1 + _INFLATE: together they
 # absorb the kernel's rounding (relative error below 2**-45; see _smooth_units).
 _BETA_SLACK = 2.0**-39
+_MIN_DELTA = 2.0**-1000
 _INFLATE = Fraction(1, 2**40)
 #: Default number of public grid points the aggregation's quartiles are chosen from.
 AGGREGATE_GRID = 2**20 + 1
@@ -376,11 +377,12 @@ class SmoothMedianPlan:
         if delta is None:
             # L alpha + 3 beta <= epsilon, L >= 3**(3/4): half each
             return cls("h4", epsilon, 0.0, eps / (2 * LIPSCHITZ_H4), _round_down(eps / 6))
-        delta = check.probability(delta, "delta")
-        # alpha = epsilon / 2; beta (1 + ln(1/delta0) e^(epsilon/2)) <= epsilon / 2 with
-        # delta0 = delta e^(-epsilon/2); 1 - 2**-20 absorbs the rounding of the floats below.
-        log_term = (math.log(1.0 / delta) + epsilon / 2) * math.exp(epsilon / 2)
-        beta = epsilon / (2.0 * (1.0 + log_term)) * (1.0 - 2.0**-20)
+        delta = _delta(delta)
+        # alpha = epsilon / 2; with L = ln(1/delta0), delta0 = delta e^(-epsilon/2), beta must
+        # satisfy beta + L (e^beta - 1) <= epsilon / 2: as beta <= e^beta - 1 it is enough that
+        # (1 + L)(e^beta - 1) <= epsilon / 2. 1 - 2**-20 absorbs the rounding of the floats.
+        log_term = -math.log(delta) + epsilon / 2
+        beta = math.log1p(epsilon / (2.0 * (1.0 + log_term))) * (1.0 - 2.0**-20)
         return cls("laplace", epsilon, delta, eps / 2, beta)
 
 
@@ -440,10 +442,13 @@ def median(x, *, bounds, epsilon, delta=None, random_state=None, accountant=None
       (gamma - 1 with gamma = 4). With alpha = epsilon / (2 * 2.2796) and beta = epsilon / 6 the
       log-ratio of the output densities is at most L alpha + 3 beta <= epsilon: pure
       epsilon-DP.
-    * ``delta``: Z standard Laplace, alpha = epsilon / 2; the dilation's log-ratio is at most
-      beta + |z| (e^beta - 1), and |z| <= ln(1/delta0) except with probability delta0 =
-      delta e^(-epsilon/2); beta is chosen with beta + ln(1/delta0) (e^beta - 1) <= epsilon / 2,
-      giving (epsilon, e^(epsilon/2) delta0 = delta)-DP.
+    * ``delta``: Z standard Laplace, alpha = epsilon / 2. Two steps on sets: the slide moves
+      any set's probability by at most e^(epsilon/2) (pure); the dilation by e^lambda then
+      changes the log-density by beta + |z| (e^beta - 1) at most, which is <= epsilon / 2
+      wherever |z| <= L = ln(1/delta0), and |z| > L has probability delta0 =
+      delta e^(-epsilon/2). beta = log1p(epsilon / (2 (1 + L))) gives
+      beta + L (e^beta - 1) <= (1 + L)(e^beta - 1) = epsilon / 2; in all,
+      (epsilon, e^(epsilon/2) delta0 = delta)-DP. ``delta`` must be at least 2**-1000.
 
     Rounding to the grid and clamping to the bounds are post-processing, and they are sampled
     exactly (rational arithmetic on lazily refined uniforms), so the output law is exactly that
@@ -895,9 +900,18 @@ def _bound_units(bound, grid):
     return min(bound / grid.step, 2.0 * (grid.hi - grid.lo))
 
 
+def _delta(delta):
+    """delta in [2**-1000, 1): below 2**-1000 the tail bounds' floating-point margins (and
+    1 / delta) stop being meaningful."""
+    delta = check.probability(delta, "delta")
+    if delta < _MIN_DELTA:
+        raise ValueError(f"delta must be at least 2**-1000, got {delta!r}")
+    return delta
+
+
 def _ptr_plan(epsilon, delta, bound, name="bound"):
     epsilon = _epsilon(epsilon)
-    delta = check.probability(delta, "delta")
+    delta = _delta(delta)
     bound = check.positive(bound, name)
     eps_test = _round_down(Fraction(epsilon) / 2)
     eps_release = _round_down(Fraction(epsilon) - Fraction(eps_test))
@@ -910,7 +924,7 @@ def _ptr_plan(epsilon, delta, bound, name="bound"):
     def small_enough(c):
         return math.exp(-c / scale) / (1.0 + p) < delta * (1.0 - 2.0**-40)
 
-    cut = max(1, math.floor(scale * (math.log(1.0 / delta) - math.log1p(p))))
+    cut = max(1, math.floor(scale * (-math.log(delta) - math.log1p(p))))
     while not small_enough(cut):
         cut += 1
     while cut > 1 and small_enough(cut - 1):
