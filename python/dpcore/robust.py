@@ -67,7 +67,7 @@ MAX_EPSILON = 2.0**10
 #: the noise law 1 / (1 + z**4)); 2.2796**4 >= 27 is checked in the tests.
 LIPSCHITZ_H4 = Fraction(22796, 10000)
 # The smooth bound is computed with beta - _BETA_SLACK and inflated by 1 + _INFLATE: together they
-# absorb the kernel's rounding (relative error below 2**-45; see _smooth_units).
+# absorb the kernel's rounding (relative error below 2**-44; see _smooth_units).
 _BETA_SLACK = 2.0**-39
 _MIN_DELTA = 2.0**-1000
 _INFLATE = Fraction(1, 2**40)
@@ -140,13 +140,14 @@ def _smooth_units(units, grid, m, beta, *, floor=True):
     units (a double), for sorted ``units``.
 
     The kernel finds, row by row, the exact argmax over j of c_j (x_j - x_i), c_j the doubles
-    exp(-beta' (j - m)) made nonincreasing (within 2**-47 relative of the exact values:
-    |beta' k| <= 28 in the window, so exp's argument is rounded by < 28 * 2**-53), then rounds
-    exp(-beta' (j - i - 1)) (x_j - x_i) once per row, beta' = beta - 2**-39: the result T is
-    within a relative 2**-45 of the exact S*_{beta'} restricted to the window
-    |i - m|, |j - m| <= reach. Terms outside it have k = j - i - 1 >= reach >= 28 / beta', so they
+    exp(-beta' (j - m)) made nonincreasing, then rounds exp(-beta' (j - i - 1)) (x_j - x_i)
+    once per row, beta' = beta - 2**-39. Only terms above the floor F below can matter, and
+    those have beta' k <= 27.7 (e**-27.7 > 2**-40), so exp's argument is rounded by
+    < 28 * 2**-53 there: the result T is within a relative 2**-44 of the exact S*_{beta'}
+    restricted to the window |i - m|, |j - m| <= reach (k itself reaches 2 reach - 1 in the
+    window, but those terms are below F). Terms outside it have k = j - i - 1 >= reach >= 28 / beta', so they
     are below the floor F = 2**-40 (hi - lo) (e**-28 < 2**-40). Then S = max(F, (1 + 2**-40) T)
-    satisfies S >= S*_{beta'} >= LS and S(x) <= e^{beta' + 2**-40 + 3 * 2**-45} S(y) <= e^beta S(y)
+    satisfies S >= S*_{beta'} >= LS and S(x) <= e^{beta' + 2**-40 + 3 * 2**-44} S(y) <= e^beta S(y)
     for neighbours: a beta-smooth upper bound. (floor=False: the kernel's value over all pairs, for
     :func:`smooth_sensitivity_median`.)"""
     n = units.size
@@ -502,7 +503,7 @@ def _smooth_trimmed_units(units, grid, h, beta):
     sensitivity of every data set within k replacements, and U_k(x) <= U_{k+1}(y) for neighbours
     (order statistics move by one position), so max_k e^(-beta k) U_k is beta-smooth and
     >= LS. It is evaluated with beta' = beta - 2**-39 over k < 28 / beta' + 1 (exact integer gaps,
-    exp rounded: relative error below 2**-45), inflated by 2**-40 and floored at
+    exp rounded: relative error below 2**-44), inflated by 2**-40 and floored at
     2**-40 (hi - lo) / (n - 2h) (covering the terms skipped), as in _smooth_units."""
     n = units.size
     kept = n - 2 * h
@@ -1109,8 +1110,8 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     [x_(h), x_(n-h+1)] (padded with the bounds), so LS <= (x_(n-h+1) - x_(h)) / (n - 2h); within k
     replacements every order statistic moves by at most k positions, so g = min k with
     (x_(n-h+1+k) - x_(h-k)) / (n - 2h) > b. The exact rational mean is rounded once to a double
-    (at most 2**-53 max(|lower|, |upper|) on each neighbour), so the release's sensitivity is
-    b + 2**-52 max(|lower|, |upper|).
+    (at most 2**-53 (max(|lower|, |upper|) + step) on each neighbour, step the grid spacing),
+    so the release's sensitivity is b + 2**-52 (max(|lower|, |upper|) + step).
     {privacy}
 
     Examples
@@ -1133,7 +1134,8 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     distance = _trimmed_distance(units, grid, h, _bound_units(bound, grid))
     total = _exact_sum(units[h:n - h], grid.lo)
     value = float(Fraction(total, kept) * Fraction(grid.step))
-    slack = 2.0**-52 * max(abs(grid.lower), abs(grid.upper))
+    # each neighbour's double is within half an ulp of its exact mean (|mean| <= M + step)
+    slack = 2.0**-52 * (max(abs(grid.lower), abs(grid.upper)) + grid.step)
     sensitivity = math.nextafter(bound + slack, math.inf)
     return _ptr("robust.ptr_trimmed_mean", distance, value, sensitivity, eps_release, scale, cut,
                 (grid.lower, grid.upper), epsilon, delta, random_state, accountant)
