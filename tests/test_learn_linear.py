@@ -121,6 +121,34 @@ def test_objective_perturbation_density_ratio_is_within_epsilon(epsilon, alpha):
     # with saturated margins and many records, so here it is checked as a bound only)
 
 
+@pytest.mark.parametrize("h, epsilon, alpha, n", [(0.5, 1.0, 0.2, 3), (0.5, 0.3, 0.2, 2),
+                                                  (0.1, 1.0, 0.01, 3), (0.9, 4.0, 0.05, 4)])
+def test_objective_perturbation_bound_is_tight_for_huber(h, epsilon, alpha, n):
+    # Both parts of the bound are reached at once with the Huber loss (a construction from
+    # the review): record +1 replaced by -1 (a label flip) in d = 1, the others at -1, and f just
+    # past the kink 1 - h, where ell'' = c for +1 and |ell'| = 1 for both (n >= 2: the other
+    # records keep b on one side of 0, so ||b|| moves by the full 2). The log density ratio
+    # then approaches epsilon; a calibration charging less than either part would exceed it.
+    c = 1.0 / (2 * h)
+    loss = _linear._make_huber(h)
+    eps_p, delta = objective_perturbation_calibration(epsilon, n, alpha, c)
+    lam = alpha + delta
+
+    def log_density(f, Z):
+        _, d1, d2 = loss(Z @ f)
+        b = -(Z.T @ d1) - n * lam * f
+        A = Z.T @ (Z * d2[:, None]) + n * lam * np.eye(1)
+        return -eps_p * np.linalg.norm(b) / 2 + np.linalg.slogdet(A)[1]
+
+    Z = -np.ones((n, 1))
+    Z[0, 0] = 1.0
+    Z2 = -np.ones((n, 1))
+    f = np.array([1 - h + 1e-9])
+    ratio = log_density(f, Z) - log_density(f, Z2)
+    assert ratio <= epsilon
+    assert ratio >= epsilon - 1e-6
+
+
 def test_huber_curvature_constant():
     svc = LinearSVC(h=0.25)
     assert svc._curvature() == 2.0

@@ -67,6 +67,13 @@ def output_perturbation_beta(n, alpha, epsilon):
     return n * alpha * epsilon / 2.0
 
 
+def _leftover(epsilon, log_term):
+    """epsilon - log_term, one ulp lower if the float subtraction rounded it up (so that
+    epsilon' + log_term <= epsilon as evaluated)."""
+    eps_p = epsilon - log_term
+    return math.nextafter(eps_p, -math.inf) if eps_p + log_term > epsilon else eps_p
+
+
 def objective_perturbation_calibration(epsilon, n, alpha, c):
     """(epsilon', Delta) of objective perturbation (CMS 2011, Algorithm 2, tighter log term).
 
@@ -112,7 +119,7 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
     n = check.integer(n, "n", minimum=1)
     alpha = check.positive(alpha, "alpha")
     c = check.positive(c, "c")
-    eps_p = epsilon - math.log1p(c / (n * alpha))
+    eps_p = _leftover(epsilon, math.log1p(c / (n * alpha)))
     if eps_p >= epsilon / 2.0:
         return eps_p, 0.0
     delta = max(c / (n * math.expm1(epsilon / 2.0)) - alpha, 0.0)
@@ -171,7 +178,7 @@ def multinomial_perturbation_calibration(epsilon, n, alpha, k):
     def log_term(lam):
         return (k - 1) * math.log1p(1.0 / (k * n * lam))
 
-    eps_p = epsilon - log_term(alpha)
+    eps_p = _leftover(epsilon, log_term(alpha))
     if eps_p >= epsilon / 2.0:
         return eps_p, 0.0
     delta = max(1.0 / (k * n * math.expm1(epsilon / (2.0 * (k - 1)))) - alpha, 0.0)
