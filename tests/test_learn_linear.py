@@ -421,6 +421,20 @@ def test_multinomial_density_ratio_is_within_epsilon(epsilon, alpha):
     assert gap == pytest.approx(bound, rel=1e-9)
 
 
+def test_linear_svc_optimiser_converges_at_small_epsilon():
+    # Regression: with large noise most Huber margins sit on the linear pieces and plain
+    # Newton steps cycled between two points (gradient norms 0.96 / 0.48); the fit must reach
+    # its tolerance (it raises otherwise) for every seed.
+    from sklearn.model_selection import train_test_split
+    X, y = load_breast_cancer(return_X_y=True)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    Z = (Xtr - lo) / (hi - lo)
+    Z /= np.linalg.norm(Z, axis=1)[:, None]
+    for seed in range(20):
+        LinearSVC(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=seed).fit(Z, ytr)
+
+
 def test_linear_svc_huge_epsilon(cancer):
     X, y = cancer
     labels = np.where(y == 1, "benign", "malignant")

@@ -363,9 +363,9 @@ def _noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
 
 def _newton(value_grad, newton_step, x, lam, tol, max_iter):
     """Damped Newton on a lam-strongly convex objective until ||grad|| <= tol * lam, so that
-    ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo) or the gradient
-    norm: near the minimiser the objective's decreases fall below its rounding, the gradient's
-    do not. Raises RuntimeError when tol is not reached (nothing is released then)."""
+    ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo), or, once the
+    objective's change is lost in its rounding (near the minimiser), when it lowers the
+    gradient norm. Raises RuntimeError when tol is not reached (nothing is released then)."""
     f, g = value_grad(x)
     gnorm = float(np.linalg.norm(g))
     for _ in range(max_iter):
@@ -377,7 +377,9 @@ def _newton(value_grad, newton_step, x, lam, tol, max_iter):
             x_new = x - t * step
             f_new, g_new = value_grad(x_new)
             gnorm_new = float(np.linalg.norm(g_new))
-            if f_new <= f - 1e-4 * t * (g @ step) or gnorm_new <= (1.0 - 1e-4 * t) * gnorm:
+            if f_new <= f - 1e-4 * t * (g @ step):
+                break
+            if abs(f_new - f) <= 2.0**-46 * max(abs(f), 1.0) and gnorm_new < gnorm:
                 break
             t *= 0.5
             if t < 1e-10:
