@@ -3,6 +3,7 @@ small data), the exact noise laws of the releases against independently computed
 calibration inequalities, and the release contract (validate, charge once, then draw)."""
 import collections
 import doctest
+import functools
 import inspect
 import itertools
 import math
@@ -356,6 +357,58 @@ def test_trimmed_smooth_bound_is_smooth_and_above_local_sensitivity():
                     assert smooth(x) <= math.exp(beta) * smooth(y)
 
 
+def smooth_bound(kind, x, grid_max, h, beta):
+    """The release's smooth bound S (median: _smooth_units at m = ceil(n / 2); trimmed mean:
+    _smooth_trimmed_units with trim count h) in data units, exactly (a Fraction)."""
+    grid = robust._Grid.of((0.0, float(grid_max)))
+    units = grid.units(np.array(x, float))
+    if kind == "median":
+        s = robust._smooth_units(units, grid, (units.size + 1) // 2, beta)
+    else:
+        s = robust._smooth_trimmed_units(units, grid, h, beta)
+    return Fraction(s) * Fraction(grid.step)
+
+
+def check_smooth_bound(kind, h, n, grid_max, betas):
+    """On every data set x of n records on {0..grid_max}: S(x) >= LS(x) (brute force over grid
+    replacements) and S(x) <= e^beta S(y) for every replace-one neighbour y on the grid."""
+    stat = lower_median if kind == "median" else trimmed_of(h)
+    sets, graph = replace_one_graph(n, grid_max)
+    ls = {x: local_sensitivity(stat, x, grid_max) for x in sets}
+    for beta in betas:
+        s = {x: smooth_bound(kind, x, grid_max, h, beta) for x in sets}
+        growth = Fraction(math.exp(beta))  # e^beta rounded: relative error 2**-53
+        for x in sets:
+            assert ls[x] <= s[x], (kind, h, x, beta)
+            for y in graph[x]:
+                assert s[x] <= growth * s[y], (kind, h, x, y, beta)
+
+
+# the betas of the releases: pure at epsilon 2**-20, 1, 20, 2**10 (beta ~ 171) and
+# (epsilon, 1e-6) at epsilon 1, 40
+SMOOTH_BETAS = ([robust.SmoothMedianPlan.calibrate(e).beta for e in (2.0**-20, 1.0, 20.0, 2.0**10)]
+                + [robust.SmoothMedianPlan.calibrate(e, 1e-6).beta for e in (1.0, 40.0)])
+SMOOTH_STATS = [("median", None)] + [("trimmed", h) for h in range(4)]
+
+
+@pytest.mark.parametrize("kind, h", SMOOTH_STATS[:-1])
+def test_smooth_bounds_are_smooth_and_above_local_sensitivity_for_every_trim(kind, h):
+    """check_smooth_bound for n <= 5 on {0..4}, every trim count h and every beta of
+    SMOOTH_BETAS, the large beta of epsilon = 2**10 included (where S is about LS itself)."""
+    for n in range(1, 6):
+        if kind != "trimmed" or h in trimmed_counts(n):
+            check_smooth_bound(kind, h, n, 4, SMOOTH_BETAS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, h", SMOOTH_STATS)
+def test_smooth_bounds_are_smooth_and_above_local_sensitivity_exhaustively(kind, h):
+    """check_smooth_bound for n <= 7 (on {0..5}; {0..4} at n = 7), every h, every beta."""
+    for n in range(1, 8):
+        if kind != "trimmed" or h in trimmed_counts(n):
+            check_smooth_bound(kind, h, n, 5 if n <= 6 else 4, SMOOTH_BETAS)
+
+
 def test_trimmed_mean_h4_law():
     """15 records, trim 0.2 (h = 3): centre the exact mean of x_(4..12), scale S / alpha with
     S = max(2**-40 W / 9, (1 + 2**-40) max_k e^(-beta' k) (x_(13+k) - x_(3-k)) / 9)."""
@@ -542,7 +595,7 @@ def local_sensitivity(stat, x, grid_max):
     return worst
 
 
-def ptr_distance(kind, x, grid_max, bound):
+def ptr_distance(kind, x, grid_max, bound, h=1):
     grid = robust._Grid.of((0.0, float(grid_max)))
     units = grid.units(np.array(x, float))
     bound_units = bound / grid.step
@@ -550,7 +603,7 @@ def ptr_distance(kind, x, grid_max, bound):
         return robust._median_distance(units, grid, bound_units)
     if kind == "iqr":
         return robust._iqr_distance(units, grid, bound_units)
-    return robust._trimmed_distance(units, grid, 1, bound_units)
+    return robust._trimmed_distance(units, grid, h, bound_units)
 
 
 def test_ptr_median_distance_is_the_exact_distance_to_instability():
@@ -588,6 +641,100 @@ def test_ptr_distance_bounds_are_valid(kind, stat):
                         y = list(x)
                         y[i] = t
                         assert abs(g(x) - g(y)) <= 1 or g(x) == g(y) == math.inf, (x, y, bound)
+
+
+@functools.lru_cache(maxsize=None)
+def replace_one_graph(n, grid_max):
+    """Every data set of n records on {0..grid_max} (sorted tuples) and, for each, the set of
+    its replace-one neighbours on the grid (itself included)."""
+    sets = all_data_sets(n, grid_max)
+    graph = {}
+    for x in sets:
+        near = set()
+        for v in set(x):
+            rest = list(x)
+            rest.remove(v)
+            near.update(tuple(sorted(rest + [t])) for t in range(grid_max + 1))
+        graph[x] = near
+    return sets, graph
+
+
+def grid_distance_to_instability(graph, unstable):
+    """Replace distance from each data set to the nearest unstable one, by breadth-first search
+    over the grid's replace-one graph (inf when none is unstable)."""
+    dist = {x: math.inf for x in graph}
+    frontier = list(unstable)
+    for x in frontier:
+        dist[x] = 0
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for y in graph[x]:
+                if dist[y] == math.inf:
+                    dist[y] = dist[x] + 1
+                    nxt.append(y)
+        frontier = nxt
+    return dist
+
+
+def trimmed_counts(n):
+    return range((n - 1) // 2 + 1)  # h with n - 2h >= 1
+
+
+def check_ptr_distance(kind, h, n, grid_max):
+    """On every data set of n records on {0..grid_max}, at every proposed bound b in
+    {v - 1/4, v, v + 1/4 : v a local sensitivity that occurs} (b > 0): the code's distance g is
+    at most the replace distance to a data set with LS > b among the grid's data sets (BFS;
+    every lower bound on the true distance is below it, and g = 0 iff LS > b follows),
+    |g(x) - g(y)| <= 1 for every replace-one neighbour y; for the median g is exact (the
+    distance itself). Returns how often g equals that distance where it is in [1, inf) and
+    where it is inf (the callers require matches: a vacuously small g, e.g. always 0, or 0
+    wherever it would be 1, passes the rest)."""
+    stat = {"median": lower_median, "iqr": iqr_of}.get(kind) or trimmed_of(h)
+    sets, graph = replace_one_graph(n, grid_max)
+    ls = {x: local_sensitivity(stat, x, grid_max) for x in sets}
+    bounds = sorted({float(v) + d for v in set(ls.values()) for d in (-0.25, 0.0, 0.25)
+                     if float(v) + d > 0})
+    tight = collections.Counter()
+    for bound in bounds:
+        want = grid_distance_to_instability(graph, [x for x in sets if ls[x] > bound])
+        g = {x: ptr_distance(kind, x, grid_max, bound, h) for x in sets}
+        for x in sets:
+            assert g[x] <= want[x], (kind, h, x, bound, g[x], want[x])
+            if kind == "median":
+                assert g[x] == want[x], (x, bound)
+            if 1 <= g[x] == want[x]:
+                tight[want[x] == math.inf] += 1
+            for y in graph[x]:
+                assert abs(g[x] - g[y]) <= 1 or g[x] == g[y] == math.inf, (kind, h, x, y, bound)
+    return tight
+
+
+PTR_STATS = [("median", None), ("iqr", None)] + [("trimmed", h) for h in range(4)]
+
+
+@pytest.mark.parametrize("kind, h", PTR_STATS[:-1])
+def test_ptr_distance_is_a_lower_bound_and_moves_by_at_most_one(kind, h):
+    """check_ptr_distance for n <= 5 on {0..4} and every trim count h (h = 1 only above)."""
+    tight = sum((check_ptr_distance(kind, h, n, 4) for n in range(1, 6)
+                 if kind != "trimmed" or h in trimmed_counts(n)), collections.Counter())
+    # matches in [1, inf); the mean (h = 0) has LS = W / n everywhere: g and the distance are
+    # 0 or inf
+    assert tight[False] > 0 if h != 0 else tight[True] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, h", PTR_STATS)
+def test_ptr_distance_is_a_lower_bound_and_moves_by_at_most_one_exhaustively(kind, h):
+    """check_ptr_distance for n <= 7, every h, on grids {0..3}, {0..4}, {0..5} (n <= 6) and
+    the wider ones (n, grid) = (3, 8), (4, 8), (5, 7), (6, 6), (7, 5)."""
+    cases = [(n, gm) for n in range(1, 8) for gm in ([3, 4, 5] if n <= 6 else [3, 4])]
+    cases += [(3, 8), (4, 8), (5, 7), (6, 6), (7, 5)]
+    tight = sum((check_ptr_distance(kind, h, n, grid_max) for n, grid_max in cases
+                 if kind != "trimmed" or h in trimmed_counts(n)), collections.Counter())
+    # matches in [1, inf); the mean (h = 0) has LS = W / n everywhere: g and the distance are
+    # 0 or inf
+    assert tight[False] > 0 if h != 0 else tight[True] > 0
 
 
 X_PTR = np.arange(41.0)  # median 20; LS within k replacements is k + 1: g = floor(b) for b < 20
