@@ -430,7 +430,7 @@ def test_bingham_kernel_is_interruptible():
     """A long Gibbs run stops at Ctrl-C (SIGINT) with KeyboardInterrupt, the generator's lock
     released (the kernel runs signal handlers every SIGNAL_EVERY proposals)."""
     out, err, _ = _run_script("""
-        import os, signal, threading
+        import os, subprocess, sys
         import numpy as np
         from dpcore import _bingham
         from dpcore._random import bitgen_handle
@@ -438,7 +438,10 @@ def test_bingham_kernel_is_interruptible():
         Vt = np.ascontiguousarray(np.eye(3)[:2])
         h = bitgen_handle(0)
         c = np.zeros(3)
-        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        # a separate process sends SIGINT: a timer thread here would need the GIL,
+        # which a busy kernel may hold when the timer fires (flaky under load)
+        subprocess.Popen([sys.executable, "-c", "import os, signal, time; "
+                          f"time.sleep(0.5); os.kill({os.getpid()}, signal.SIGINT)"])
         try:
             _bingham.gibbs(lam, Vt, 10**12, h, np.empty(0), c)
             print("finished")

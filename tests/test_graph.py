@@ -730,7 +730,7 @@ def test_hrg_chain_is_interruptible():
     import textwrap
 
     code = textwrap.dedent("""
-        import os, signal, threading
+        import os, subprocess, sys
         import numpy as np
         from dpcore import _hrg
         from dpcore._random import bitgen_handle
@@ -739,7 +739,10 @@ def test_hrg_chain_is_interruptible():
         st = _hrg.HRGState(n, u, u + 1)
         h = bitgen_handle(0)
         st.random_tree(h)
-        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        # a separate process sends SIGINT: a timer thread here would need the GIL,
+        # which a busy kernel may hold when the timer fires (flaky under load)
+        subprocess.Popen([sys.executable, "-c", "import os, signal, time; "
+                          f"time.sleep(0.5); os.kill({os.getpid()}, signal.SIGINT)"])
         try:
             st.run(10**15, 1.0, h)
             print("finished")
