@@ -74,6 +74,19 @@ def _leftover(epsilon, log_term):
     return math.nextafter(eps_p, -math.inf) if eps_p + log_term > epsilon else eps_p
 
 
+def _split_with_delta(epsilon, alpha, log_term, lam_half):
+    """(epsilon', Delta) given the log-determinant term as a function of the regulariser and
+    ``lam_half()``, the regulariser at which that term is epsilon / 2 (called only when needed:
+    it overflows for huge epsilon): Delta = 0 while the term leaves epsilon' >= epsilon / 2,
+    else Delta = lam_half() - alpha and epsilon' = epsilon / 2."""
+    eps_p = _leftover(epsilon, log_term(alpha))
+    if eps_p >= epsilon / 2.0:
+        return eps_p, 0.0
+    delta = max(lam_half() - alpha, 0.0)
+    # the log term as evaluated, so that epsilon' + log term <= epsilon in floating point too
+    return min(epsilon / 2.0, epsilon - log_term(alpha + delta)), delta
+
+
 def objective_perturbation_calibration(epsilon, n, alpha, c):
     """(epsilon', Delta) of objective perturbation (CMS 2011, Algorithm 2, tighter log term).
 
@@ -119,12 +132,8 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
     n = check.integer(n, "n", minimum=1)
     alpha = check.positive(alpha, "alpha")
     c = check.positive(c, "c")
-    eps_p = _leftover(epsilon, math.log1p(c / (n * alpha)))
-    if eps_p >= epsilon / 2.0:
-        return eps_p, 0.0
-    delta = max(c / (n * math.expm1(epsilon / 2.0)) - alpha, 0.0)
-    # the log term as evaluated, so that epsilon' + log term <= epsilon in floating point too
-    return min(epsilon / 2.0, epsilon - math.log1p(c / (n * (alpha + delta)))), delta
+    return _split_with_delta(epsilon, alpha, lambda lam: math.log1p(c / (n * lam)),
+                             lambda: c / (n * math.expm1(epsilon / 2.0)))
 
 
 def multinomial_perturbation_calibration(epsilon, n, alpha, k):
@@ -175,14 +184,8 @@ def multinomial_perturbation_calibration(epsilon, n, alpha, k):
     alpha = check.positive(alpha, "alpha")
     k = check.integer(k, "k", minimum=2)
 
-    def log_term(lam):
-        return (k - 1) * math.log1p(1.0 / (k * n * lam))
-
-    eps_p = _leftover(epsilon, log_term(alpha))
-    if eps_p >= epsilon / 2.0:
-        return eps_p, 0.0
-    delta = max(1.0 / (k * n * math.expm1(epsilon / (2.0 * (k - 1)))) - alpha, 0.0)
-    return min(epsilon / 2.0, epsilon - log_term(alpha + delta)), delta
+    return _split_with_delta(epsilon, alpha, lambda lam: (k - 1) * math.log1p(1.0 / (k * n * lam)),
+                             lambda: 1.0 / (k * n * math.expm1(epsilon / (2.0 * (k - 1)))))
 
 
 def auto_alpha(method, n, d, epsilon):
