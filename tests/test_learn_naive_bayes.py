@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer  # noqa: E402
 
 import dpcore  # noqa: E402
 from _gof import ALPHA, chisquare_pvalue  # noqa: E402
-from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB  # noqa: E402
+from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB, gaussian_nb_budget  # noqa: E402
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
 # set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
@@ -43,22 +43,42 @@ def test_accuracy_improves_with_epsilon(cancer):
     assert acc[100.0] > 0.9 and acc[100.0] > acc[0.01]
 
 
-def test_count_noise_law():
-    # One class, one feature at its midpoint (z = 0): the mean of the noisy count minus n is
-    # discrete Laplace with scale 1/(eps/3) on a fine grid (continuous to KS resolution).
+def test_count_and_sum_noise_laws():
+    # One class, one feature at its midpoint (z = 0): the noisy count minus n and the noisy sum
+    # are discrete Laplace with scales 1/epsilon_counts and d/epsilon_sums (gaussian_nb_budget)
+    # on a fine grid (continuous to KS resolution). The sum is theta_ * class_count_ while
+    # |sum| <= count, which holds here with overwhelming probability.
     X = np.zeros((30, 1))
     y = np.zeros(30, dtype=int)
     eps = 1.5
-    gen = np.random.default_rng(3)
-    counts = []
+    eps_counts, eps_sums, _ = gaussian_nb_budget(eps, 1)
+    gen = np.random.default_rng(3)  # insecure-ok: test data
+    counts, sums = [], []
     for _ in range(3000):
         nb = GaussianNB(epsilon=eps, bounds=(-1, 1), classes=[0, 1], random_state=gen).fit(X, y)
-        counts.append(nb.class_count_)
-    counts = np.array(counts)
+        assert nb.epsilon_split_ == (eps_counts, eps_sums, eps_sums)
+        counts.append(nb.class_count_[0])
+        sums.append(nb.theta_[0, 0] * nb.class_count_[0])
     # class 1 is empty: its noisy count is clamped at 1, so use class 0 (n = 30, far from 1)
-    z = (counts[:, 0] - 30) * (eps / 3)
+    z = (np.array(counts) - 30) * eps_counts
     assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
     assert stats.kstest(z / 1.3, stats.laplace.cdf).pvalue < ALPHA   # power
+    z = np.array(sums) * eps_sums
+    assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
+    assert stats.kstest(z / 1.3, stats.laplace.cdf).pvalue < ALPHA
+
+
+def test_budget_split_sums_to_epsilon_and_favours_the_sums():
+    for eps in (1e-3, 0.7, 1.0, 3.3, 2.0**40):
+        for d in (1, 2, 7, 30, 1000):
+            split = gaussian_nb_budget(eps, d)
+            assert math.fsum(split) <= eps and math.fsum(split) == pytest.approx(eps)
+            assert split[1] == split[2]
+            # the counts' share is (2d)^(1/3) / (2d + (2d)^(1/3))
+            r = (2 * d) ** (1 / 3)
+            assert split[0] / eps == pytest.approx(r / (2 * d + r))
+    with pytest.raises(ValueError, match="epsilon"):
+        gaussian_nb_budget(0.0, 3)
 
 
 def test_probabilities_and_pickle(cancer):

@@ -21,7 +21,7 @@ from dpcore.learn._linear import (
     objective_perturbation_calibration,
     output_perturbation_beta,
 )
-from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB
+from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB, gaussian_nb_budget
 from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch
 from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier
@@ -46,4 +46,5 @@ __all__ = [
     "multinomial_perturbation_calibration",
     "functional_mechanism_sensitivity",
     "functional_mechanism_noise_norm",
+    "gaussian_nb_budget",
 ]

@@ -1,0 +1,174 @@
+"""Development suite: the data sets on which the learners' defaults were chosen, disjoint from
+the test splits that bench/learn_accuracy.py reports.
+
+    PYTHONPATH=python python bench/dev_suite.py alpha [--seeds 20]     # alpha="auto"
+    PYTHONPATH=python python bench/dev_suite.py nb-split [--seeds 20]  # GaussianNB's budget
+
+Data sets (for the linear models, rows min-max scaled and divided by their own norm,
+``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
+bounds, or the training part's min/max for the synthetic sets):
+
+* the adult-like generator of learn_accuracy.py with another seed (101), its own 70/30 split;
+* breast cancer and digits: two stratified 70/30 splits of learn_accuracy.py's TRAINING rows
+  only (their test rows are never read here);
+* four ``make_classification`` problems (n from 600 to 20,000, d from 10 to 50), min/max from
+  their training part.
+
+``alpha``: LogisticRegression and LinearSVC (objective perturbation) under these rules for
+alpha of the averaged objective on the unit-ball rows [x, 1] / sqrt(2):
+
+* ``1/n``: the previous rule (C = 1 on the unit-ball rows);
+* ``C=1``: 1 / (n s^2), scikit-learn's C = 1 in the caller's units;
+* ``prior P``: :func:`dpcore.learn.auto_alpha` with its weight-norm prior set to P (the library
+  uses :data:`dpcore.learn._linear.WEIGHT_NORM_PRIOR_SQ`).
+
+``nb-split``: GaussianNB with epsilon in thirds (counts, sums, sums of squares) against
+:func:`dpcore.learn.gaussian_nb_budget`.
+
+Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
+rule's mean difference from the first and its wins and losses over all cells.
+"""
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.model_selection import train_test_split
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import learn_accuracy as la  # noqa: E402
+
+from dpcore.learn import GaussianNB, LinearSVC, LogisticRegression, auto_alpha  # noqa: E402
+from dpcore.learn import _naive_bayes  # noqa: E402
+from dpcore.learn._linear import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
+
+EPSILONS = (0.5, 1.0, 2.0, 5.0)
+ROW_SCALE = math.sqrt(2.0)          # data_norm = 1 with an intercept
+PRIORS = (2.0, 3.0, 4.0, 5.0, 10.0)
+
+
+@dataclass
+class DevSet:
+    name: str
+    ytr: np.ndarray
+    yte: np.ndarray
+    raw: tuple          # (X_train, X_test, (lower, upper)) for GaussianNB
+    linear: tuple       # (X_train, X_test) unit rows for the linear models
+
+
+def _minmax_unit(Xtr, Xte):
+    lo, hi = Xtr.min(axis=0), Xtr.max(axis=0)
+    hi = np.where(hi > lo, hi, lo + 1.0)
+    return tuple(la._unit_rows(np.clip((X - lo) / (hi - lo), 0.0, 1.0)) for X in (Xtr, Xte))
+
+
+def data_sets():
+    out = []
+    codes, numeric, y = la.adult_like(40_000, seed=101)
+    original = la.adult_like
+    la.adult_like = lambda n: (codes, numeric, y)       # adult_split reads the generator
+    try:
+        s = la.adult_split(40_000)
+    finally:
+        la.adult_like = original
+    out.append(DevSet("adult-like (seed 101)", s.ytr, s.yte, (s.Xtr, s.Xte, (s.lo, s.hi)),
+                      la.linear_inputs(s)))
+    for name in ("breast cancer", "digits"):
+        split = la.sklearn_split(name)
+        Ltr, _ = la.linear_inputs(split)              # training rows only
+        for rep in range(2):
+            idx = np.arange(len(split.ytr))
+            a, b = train_test_split(idx, test_size=0.3, random_state=100 + rep,
+                                    stratify=split.ytr)
+            out.append(DevSet(f"{name} (training rows, split {rep})", split.ytr[a],
+                              split.ytr[b], (split.Xtr[a], split.Xtr[b], (split.lo, split.hi)),
+                              (Ltr[a], Ltr[b])))
+    for n, d, informative, sep, seed in [(600, 10, 4, 1.0, 1), (2000, 30, 8, 0.8, 2),
+                                         (20_000, 50, 10, 0.5, 3), (1000, 20, 5, 1.5, 4)]:
+        X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
+                                   class_sep=sep, random_state=seed)
+        a, b, ya, yb = train_test_split(X, y, test_size=0.3, random_state=seed, stratify=y)
+        out.append(DevSet(f"make_classification n={n} d={d}", ya, yb,
+                          (a, b, (a.min(axis=0), a.max(axis=0))), _minmax_unit(a, b)))
+    return out
+
+
+def rules(n, d, epsilon, curvature, k):
+    """Rule name -> alpha. ``prior P`` rescales the library's noise term from its prior."""
+    stat = 1.0 / (n * ROW_SCALE ** 2)
+    lib = auto_alpha("objective", n, d, epsilon, row_scale=ROW_SCALE, curvature=curvature, k=k)
+    out = {"1/n": 1.0 / n, "C=1": stat}
+    for prior in PRIORS:
+        out[f"prior {prior:g}"] = stat + (lib - stat) * WEIGHT_NORM_PRIOR_SQ / prior
+    return out
+
+
+def _median_score(make, Xtr, ytr, Xte, yte, seeds):
+    return float(np.median([make(1000 + seed).fit(Xtr, ytr).score(Xte, yte)
+                            for seed in range(seeds)]))
+
+
+def alpha_cells(sets, seeds):
+    for s in sets:
+        classes = np.unique(s.ytr)
+        k = 1 if classes.size == 2 else classes.size
+        Xtr, Xte = s.linear
+        n, d = Xtr.shape[0], Xtr.shape[1] + 1
+        models = [("LogisticRegression", LogisticRegression, 0.25)]
+        if k == 1:                                   # LinearSVC has no softmax mode
+            models.append(("LinearSVC", LinearSVC, 1.0))
+        for model, est, curvature in models:
+            for eps in EPSILONS:
+                row = {}
+                for rule, alpha in rules(n, d, eps, curvature, k).items():
+                    def make(seed, est=est, eps=eps, alpha=alpha):
+                        return est(epsilon=eps, data_norm=1.0, alpha=alpha, classes=classes,
+                                   random_state=seed)
+                    row[rule] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+                yield (s.name, model, eps), row
+
+
+def nb_split_cells(sets, seeds):
+    splits = {"thirds": lambda epsilon, d: (epsilon / 3.0,) * 3,
+              "gaussian_nb_budget": _naive_bayes.gaussian_nb_budget}
+    library = _naive_bayes.gaussian_nb_budget
+    for s in sets:
+        classes = np.unique(s.ytr)
+        Xtr, Xte, bounds = s.raw
+        for eps in EPSILONS:
+            row = {}
+            for rule, split in splits.items():
+                def make(seed, eps=eps):
+                    return GaussianNB(epsilon=eps, bounds=bounds, classes=classes,
+                                      random_state=seed)
+                _naive_bayes.gaussian_nb_budget = split     # GaussianNB.fit looks it up
+                try:
+                    row[rule] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+                finally:
+                    _naive_bayes.gaussian_nb_budget = library
+            yield (s.name, "GaussianNB", eps), row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study", choices=["alpha", "nb-split"])
+    parser.add_argument("--seeds", type=int, default=20)
+    args = parser.parse_args(argv)
+    cells = {}
+    study = alpha_cells if args.study == "alpha" else nb_split_cells
+    for (name, model, eps), row in study(data_sets(), args.seeds):
+        cells[(name, model, eps)] = row
+        print(f"{name:40s} {model:18s} eps {eps:<4g}",
+              " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
+    first = next(iter(next(iter(cells.values()))))
+    print(f"\nrule: mean accuracy difference from {first} over all cells, wins / losses")
+    for rule in next(iter(cells.values())):
+        diff = np.array([row[rule] - row[first] for row in cells.values()])
+        print(f"{rule:18s} {diff.mean():+.4f}  {int((diff > 0).sum())} / {int((diff < 0).sum())}")
+
+
+if __name__ == "__main__":
+    main()
