@@ -104,7 +104,7 @@ def test_unrepresentative_subsample_falls_back_to_zero(monkeypatch):
     # Every stride-th row (what the subsample takes) points one way, all the others the
     # other way: the subsample's minimiser is worse than 0 for the full objective.
     n, d = 5000, 8
-    stride = n // (32 * d)
+    stride = n // (_optimise._WARM_ROWS_BINARY * d)
     rng = np.random.default_rng(2)  # insecure-ok: test data
     Z = rng.normal(size=(n, d)) * 0.05
     Z[:, 0] = -0.9
@@ -148,10 +148,11 @@ def _multinomial_grad(Xs, labels, k, lam, B, W):
 
 @pytest.mark.parametrize("k", [3, 10])
 @pytest.mark.parametrize("large_noise", [False, True])
-def test_multinomial_certified_and_agrees_with_linear(k, large_noise):
+@pytest.mark.parametrize("n", [600, 8000])   # k = 3: without and with the warm start
+def test_multinomial_certified_and_agrees_with_linear(k, large_noise, n):
     for seed in range(3):
         rng = np.random.default_rng(seed)  # insecure-ok: test data
-        n, d = 2000, 6
+        d = 6
         Xs, _ = _rows(rng, n, d)
         labels = np.argmax(Xs @ rng.normal(size=(d, k)) + 0.3 * rng.normal(size=(n, k)), axis=1)
         lam = 1.0 / n
@@ -161,6 +162,25 @@ def test_multinomial_certified_and_agrees_with_linear(k, large_noise):
         assert np.linalg.norm(_multinomial_grad(Xs, labels, k, lam, B, W)) <= TOL * lam * (1 + 1e-9)
         W_ref = _linear._minimise_multinomial(Xs, labels, k, lam, B, TOL, 100)
         assert np.linalg.norm(W - W_ref) <= 2 * TOL
+
+
+def test_multinomial_warm_start(monkeypatch):
+    n, d, k = 8000, 6, 3
+    stride = n // (_optimise._WARM_ROWS_MULTINOMIAL * k * d)
+    assert stride >= _optimise._WARM_MIN_STRIDE
+    rng = np.random.default_rng(6)  # insecure-ok: test data
+    Xs, _ = _rows(rng, n, d)
+    labels = np.argmax(Xs @ rng.normal(size=(d, k)) + 0.3 * rng.normal(size=(n, k)), axis=1)
+    starts = _spy_newton(monkeypatch)
+    _optimise.minimise_multinomial(Xs, labels, k, 1.0 / n, np.zeros((k, d)), TOL, 100)
+    assert len(starts) == 2 and np.all(starts[0] == 0) and np.linalg.norm(starts[1]) > 0.1
+    # every stride-th row (the subsample) in class 0, all others not: start from 0 instead
+    labels = np.where(np.arange(n) % stride == 0, 0, 1 + (Xs[:, 0] > 0))
+    starts.clear()
+    W = _optimise.minimise_multinomial(Xs, labels, k, 1.0 / n, np.zeros((k, d)), TOL, 100)
+    assert len(starts) == 2 and np.all(starts[1] == 0)
+    grad = _multinomial_grad(Xs, labels, k, 1.0 / n, np.zeros((k, d)), W)
+    assert np.linalg.norm(grad) <= TOL / n * (1 + 1e-9)
 
 
 def test_too_few_iterations_raise():
