@@ -122,20 +122,23 @@ def test_float64_hessian_when_lam_is_below_float32_rounding(monkeypatch):
     rng = np.random.default_rng(3)  # insecure-ok: test data
     Z, y = _rows(rng, 400, 5)
     Z *= y[:, None]
-    dtypes = []
+    calls = []   # (dtype of the Gram, lam >= 2^-16 * trace of the data Hessian)
     gram = _optimise._weighted_gram
 
-    def spy(Z, r, rows):
-        dtypes.append(Z.dtype)
-        return gram(Z, r, rows)
+    def spy(Zg, r, rows):
+        calls.append((Zg.dtype, lam >= 2.0**-16 * np.sum(r**2 * np.sum(Z**2, axis=1))))
+        return gram(Zg, r, rows)
 
     monkeypatch.setattr(_optimise, "_weighted_gram", spy)
-    for lam, float64 in ((1e-2, False), (1e-9, True)):
-        dtypes.clear()
+    for lam in (1e-2, 1e-9):
+        calls.clear()
         b = _noise(rng, 5, True)
         w = _optimise.minimise_binary(_linear._logistic, Z, lam, b, 1e-3, 100)
         assert np.linalg.norm(_binary_grad(_d1_logistic, Z, lam, b, w)) <= 1e-3 * lam
-        assert (np.float64 in dtypes) == float64 and dtypes[0] == np.float32
+        assert calls and all((dtype == np.float32) == small for dtype, small in calls)
+        # float32 throughout at the large lam, float64 at least at the start at the tiny one
+        assert calls[0][0] == (np.float32 if lam == 1e-2 else np.float64)
+        assert all(c[0] == np.float32 for c in calls) == (lam == 1e-2)
         assert np.linalg.norm(w - _linear._minimise(_linear._logistic, Z, lam, b, 1e-3, 100)) <= 2e-3
 
 

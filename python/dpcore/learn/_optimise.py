@@ -24,10 +24,11 @@ from scipy import linalg
 # Rows per block: a float64 block of about 1 MiB stays in a core's L2 cache between the
 # margin product, the loss and the gradient product.
 _BLOCK_BYTES = 2**20
-# The float32 Hessian is used when lam >= this times its trace. Its rounding error (measured
-# at most 2e-7 of the trace in the spectral norm, n up to 1e6, d up to 500) is then at most
-# 2e-7 * 2^16 = 1/76 of lam, the smallest eigenvalue of the exact Hessian, so each inexact
-# Newton step near the minimiser still shrinks the error by about that factor.
+# The Hessian is built in float32 when lam >= this times the trace of Z^T diag(d2/n) Z
+# (exact, from the row norms). Its rounding error (measured at most 2e-7 of that trace in the
+# spectral norm, n up to 1e6, d up to 500) is then at most 2e-7 * 2^16 = 1/76 of lam, the
+# smallest eigenvalue of the exact Hessian, so each inexact Newton step near the minimiser
+# still shrinks the error by about that factor.
 _FLOAT32_MIN_RATIO = 2.0**-16
 # Warm start: a subsample of about this many rows per weight (the fastest of 8, 16, 32 at
 # n = 1e5, d = 51; k = 3, 10), taken when it is at most 1/8 of the data; its minimiser is
@@ -115,6 +116,7 @@ def _binary_objective(loss_fn, Z, lam, b):
     n, d = Z.shape
     rows = max(256, _BLOCK_BYTES // (8 * d))
     Z32 = Z.astype(np.float32)   # half the memory traffic of the Hessian's passes
+    row_sq = np.einsum("ij,ij->i", Z, Z)   # trace Z^T diag(d2) Z = d2 @ row_sq
     d2 = np.empty(n)
     last = {}   # the last point evaluated, its value, gradient and (in d2) curvatures
 
@@ -136,10 +138,8 @@ def _binary_objective(loss_fn, Z, lam, b):
         # newton evaluates every point it steps from, so d2 is normally already w's
         if last.get("w") is not w:
             value_grad(w)
-        r = np.sqrt(d2 / n)
-        H = _weighted_gram(Z32, r, rows)
-        if lam < _FLOAT32_MIN_RATIO * np.trace(H):
-            H = _weighted_gram(Z, r, rows)
+        float32 = lam >= _FLOAT32_MIN_RATIO * float(d2 @ row_sq) / n
+        H = _weighted_gram(Z32 if float32 else Z, np.sqrt(d2 / n), rows)
         H[np.diag_indices_from(H)] += lam
         return linalg.solve(H, g, assume_a="pos")
 
