@@ -138,7 +138,9 @@ def _binary_objective(loss_fn, Z, lam, b):
         # newton evaluates every point it steps from, so d2 is normally already w's
         if last.get("w") is not w:
             value_grad(w)
-        float32 = lam >= _FLOAT32_MIN_RATIO * float(d2 @ row_sq) / n
+        # einsum, not a BLAS dot: OpenBLAS threads a dot of length n, which then waits
+        # for a busy core (+50 ms per fit measured on a loaded 2-core machine)
+        float32 = lam >= _FLOAT32_MIN_RATIO * float(np.einsum("i,i->", d2, row_sq)) / n
         H = _weighted_gram(Z32 if float32 else Z, np.sqrt(d2 / n), rows)
         H[np.diag_indices_from(H)] += lam
         return linalg.solve(H, g, assume_a="pos")
