@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import dpcore  # noqa: E402
 from _gof import ALPHA  # noqa: E402
-from dpcore.learn import _linear  # noqa: E402
+from dpcore.learn import _linear, _optimise  # noqa: E402
 from dpcore.learn._linear import (  # noqa: E402
     LinearRegression,
     LinearSVC,
@@ -319,7 +319,7 @@ def test_multinomial_minimiser_reaches_the_tolerance():
     labels = rng.integers(0, 4, size=300)
     lam, tol = 1e-3, 1e-6
     B = rng.normal(size=4 * 5)
-    W = _linear._minimise_multinomial(Xs, labels, 4, lam, B, tol, 100)
+    W = _optimise.minimise_multinomial(Xs, labels, 4, lam, B, tol, 100)
     S = Xs @ W.T
     P = np.exp(S - S.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -344,7 +344,7 @@ def test_multinomial_minimiser_reaches_the_tolerance_at_calibrated_noise():
     eps_p, delta = multinomial_perturbation_calibration(2.0, n, 1.0 / n, k)
     lam = 1.0 / n + delta
     B = _linear._noise_vector(k * d, 2 * math.sqrt(2) / eps_p, np.random.default_rng(1))
-    W = _linear._minimise_multinomial(Xs, labels, k, lam, B, tol, 100)
+    W = _optimise.minimise_multinomial(Xs, labels, k, lam, B, tol, 100)
     S = Xs @ W.T
     P = np.exp(S - S.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -431,8 +431,9 @@ def test_linear_svc_optimiser_converges_at_small_epsilon():
     Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     Z = (Xtr - lo) / (hi - lo)
     Z /= np.linalg.norm(Z, axis=1)[:, None]
-    for seed in range(20):
-        LinearSVC(epsilon=0.5, data_norm=1.0, classes=[0, 1], random_state=seed).fit(Z, ytr)
+    for seed in range(20):   # alpha = 1/n, the regulariser at which the cycling was found
+        LinearSVC(epsilon=0.5, data_norm=1.0, alpha=1.0 / len(ytr), classes=[0, 1],
+                  random_state=seed).fit(Z, ytr)
 
 
 def test_linear_svc_huge_epsilon(cancer):
@@ -482,7 +483,8 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
     fitted = make(epsilon=2.0, data_norm=3.0, method=method, classes=[0, 1], random_state=5,
                   **kw).fit(X, y)
     n, d = X.shape[0], X.shape[1] + 1
-    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0)
+    c = 0.25 if make is LogisticRegression else 1.0     # LinearSVC: h = 0.5
+    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=math.sqrt(10.0), curvature=c)
     # the same model as the explicit value, draw for draw
     explicit = make(epsilon=2.0, data_norm=3.0, method=method, alpha=fitted.alpha_,
                     classes=[0, 1], random_state=5, **kw).fit(X, y)
@@ -494,9 +496,29 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
 
 
 def test_auto_alpha_values():
-    assert auto_alpha("objective", 400, 31, 1.0) == auto_alpha("gd", 400, 31, 7.0) == 1 / 400
+    assert auto_alpha("gd", 400, 31, 7.0) == 1 / 400
     assert auto_alpha("output", 400, 31, 1.0) == pytest.approx(2 * math.sqrt(31) / 400)
     assert auto_alpha("output", 400, 31, 2.0) == auto_alpha("output", 400, 31, 1.0) / 2
+    # objective: C = 1 in the caller's units plus E||b||^2 / (n^2 4 m), from the definition
+    n, d, s2 = 400, 31, 2.0
+    eps_p, _ = objective_perturbation_calibration(1.0, n, 1 / (n * s2), 0.25)
+    expect = 1 / (n * s2) + d * (d + 1) * (2 / eps_p) ** 2 / (n * n * 4)
+    assert auto_alpha("objective", n, d, 1.0, row_scale=math.sqrt(s2)) == pytest.approx(expect)
+    k = 10
+    eps_p, _ = multinomial_perturbation_calibration(1.0, n, 1 / (n * s2), k)
+    expect = 1 / (n * s2) + k * d * (k * d + 1) * (2 * math.sqrt(2) / eps_p) ** 2 / (n * n * 4 * k)
+    assert auto_alpha("objective", n, d, 1.0, row_scale=math.sqrt(s2), k=k) == pytest.approx(expect)
+
+
+def test_auto_alpha_objective_shrinks_more_under_more_noise():
+    kw = {"row_scale": math.sqrt(2.0)}
+    small, large = auto_alpha("objective", 400, 31, 0.5, **kw), auto_alpha("objective", 400, 31, 5.0, **kw)
+    assert small > large > 1 / 800
+    # a flatter loss (Huber with a wide h) leaves more epsilon' for the noise: less shrinkage
+    assert auto_alpha("objective", 400, 31, 1.0, curvature=0.1, **kw) < auto_alpha(
+        "objective", 400, 31, 1.0, curvature=2.0, **kw)
+    # the noise term fades as 1 / n^2: at large n, alpha -> C = 1 in the caller's units
+    assert auto_alpha("objective", 10 ** 7, 31, 1.0, **kw) * 10 ** 7 == pytest.approx(0.5, rel=1e-3)
 
 
 def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
@@ -506,6 +528,11 @@ def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
     clf = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output", classes=[0, 1, 2],
                              random_state=0).fit(X, y)
     assert clf.alpha_ == auto_alpha("output", 600, 5, 1.0)
+    # one softmax model at the whole epsilon: the rule for k = 3 classes
+    soft = LogisticRegression(epsilon=3.0, data_norm=3.0, classes=[0, 1, 2],
+                              random_state=0).fit(X, y)
+    assert soft.multi_class_ == "multinomial"
+    assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=math.sqrt(10.0), k=3)
 
 
 def test_labels_outside_classes(cancer):

@@ -14,7 +14,6 @@ from abc import ABCMeta, abstractmethod
 import math
 
 import numpy as np
-from scipy import linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -24,6 +23,7 @@ from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
+from dpcore.learn._optimise import minimise_binary, minimise_multinomial, softmax_rows
 from dpcore._release import Cost, release
 from dpcore.mechanisms import LaplaceMechanism, gaussian
 
@@ -188,13 +188,29 @@ def multinomial_perturbation_calibration(epsilon, n, alpha, k):
                              lambda: 1.0 / (k * n * math.expm1(epsilon / (2.0 * (k - 1)))))
 
 
-def auto_alpha(method, n, d, epsilon):
+# The squared norm of a typical weight vector (per class) on unit-ball rows: margins up to
+# about 2, probabilities 0.12-0.88. It sets how hard "auto" shrinks against the perturbation;
+# chosen with `bench/dev_suite.py alpha` (data sets disjoint from the bench's test splits), where
+# 3 to 5 did best and equally well.
+WEIGHT_NORM_PRIOR_SQ = 4.0
+
+
+def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
     """The regularisation ``alpha="auto"`` picks, from public values only (no data).
 
-    ``"objective"`` and ``"gd"``: alpha = 1/n, scikit-learn's default C = 1 (penalty
-    (1/2)||w||^2 against the summed loss) on the unit-ball rows the model is fitted on. The
-    noise's pull on the weights is then held back by the data's own curvature, and the
-    penalty fades as n grows, as in a non-private fit.
+    ``"objective"``: alpha = 1 / (n s^2) + E||b||^2 / (n^2 4 m). The first term is
+    scikit-learn's default C = 1 (penalty (1/2)||w||^2 against the summed loss) in the caller's
+    units, s being ``row_scale``, the public factor that maps rows to the unit ball. The
+    second is the ridge shrinkage against the perturbation: the noise adds b^T w / n to the
+    averaged objective, a per-coordinate variance sigma^2 = E||b||^2 / (p n^2) over p
+    coordinates, and for a prior of variance tau^2 per coordinate the risk-minimising ridge is
+    sigma^2 / tau^2; with tau^2 = 4 m / p, i.e. squared weight norm 4 for each of the m weight
+    vectors (:data:`WEIGHT_NORM_PRIOR_SQ`), that is the term above. E||b||^2 = p (p + 1) theta^2
+    for the Gamma(p, theta) noise norm, with epsilon' from the calibration at the first term:
+    binary, p = d, theta = 2 / epsilon', m = 1; softmax, p = k d, theta = 2 sqrt(2) /
+    epsilon', m = k. The second term fades as 1 / n^2, so large data sets get C = 1.
+    ``"gd"``: alpha = 1/n (C = 1 on the unit-ball rows), which keeps the projection radius
+    1 / alpha, and with it the iterates, moderate.
     ``"output"``: the released minimiser moves by a uniform-direction vector of norm about
     2 d / (n alpha epsilon) (Gamma(d, 2 / (n alpha epsilon))), i.e. about
     2 sqrt(d) / (n alpha epsilon) along the unit-norm row of a record; alpha =
@@ -206,18 +222,35 @@ def auto_alpha(method, n, d, epsilon):
     n : int
         Number of records (public under replace-one neighbours).
     d : int
-        Number of weights (features, plus one with an intercept).
+        Number of weights per class (features, plus one with an intercept).
     epsilon : float
         Epsilon of one model (epsilon / k for k one-vs-rest models).
+    row_scale : float, default=1.0
+        The public factor s the rows are divided by (sqrt(data_norm^2 + 1) with an intercept).
+    curvature : float, default=0.25
+        Bound c on the loss's second derivative (1/4 logistic, 1/(2h) Huber); binary only.
+    k : int, default=1
+        1 for a binary model, else the number of classes of one softmax model.
 
-    >>> auto_alpha("objective", 400, 31, 1.0)
-    0.0025
+    >>> round(auto_alpha("objective", 400, 31, 1.0, row_scale=2 ** 0.5) * 400, 3)
+    7.516
+    >>> round(auto_alpha("objective", 10 ** 6, 31, 1.0, row_scale=2 ** 0.5) * 10 ** 6, 3)
+    0.503
     >>> round(auto_alpha("output", 400, 31, 1.0), 4)
     0.0278
     """
     if method == "output":
         return 2.0 * math.sqrt(d) / (n * epsilon)
-    return 1.0 / n
+    if method == "gd":
+        return 1.0 / n
+    stat = 1.0 / (n * row_scale * row_scale)
+    if k == 1:
+        eps_p, _ = objective_perturbation_calibration(epsilon, n, stat, curvature)
+        p, theta = d, 2.0 / eps_p
+    else:
+        eps_p, _ = multinomial_perturbation_calibration(epsilon, n, stat, k)
+        p, theta = k * d, 2.0 * math.sqrt(2.0) / eps_p
+    return stat + p * (p + 1) * theta * theta / (n * n * WEIGHT_NORM_PRIOR_SQ * k)
 
 
 def functional_mechanism_sensitivity(d, intercept=False):
@@ -353,7 +386,7 @@ def _noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
     W = np.zeros((k, d))
     total = np.zeros((k, d))
     for _ in range(n_steps):
-        G = (_softmax_rows(Xs @ W.T) - onehot).T @ Xs / n
+        G = (softmax_rows(Xs @ W.T) - onehot).T @ Xs / n
         G = np.asarray(gaussian(G, sensitivity=2.0 * math.sqrt(2.0) / n, rho=rho_step,
                                 random_state=rng))
         W = W - step_size * (G + lam * W)
@@ -362,116 +395,6 @@ def _noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
             W *= radius / norm
         total += W
     return total / n_steps
-
-
-def _newton(value_grad, newton_step, x, lam, tol, max_iter):
-    """Damped Newton on a lam-strongly convex objective until ||grad|| <= tol * lam, so that
-    ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo), or, once the
-    objective's change is lost in its rounding (near the minimiser), when it lowers the
-    gradient norm. Raises RuntimeError when tol is not reached (nothing is released then)."""
-    f, g = value_grad(x)
-    gnorm = float(np.linalg.norm(g))
-    for _ in range(max_iter):
-        if gnorm <= tol * lam:
-            return x
-        step = newton_step(x, g)
-        t = 1.0
-        while True:
-            x_new = x - t * step
-            f_new, g_new = value_grad(x_new)
-            gnorm_new = float(np.linalg.norm(g_new))
-            if f_new <= f - 1e-4 * t * (g @ step):
-                break
-            if abs(f_new - f) <= 2.0**-46 * max(abs(f), 1.0) and gnorm_new < gnorm:
-                break
-            t *= 0.5
-            if t < 1e-10:
-                raise RuntimeError("the optimiser stalled before reaching tol; nothing was "
-                                   "released (the budget is spent); raise tol")
-        x, f, g, gnorm = x_new, f_new, g_new, gnorm_new
-    if gnorm <= tol * lam:
-        return x
-    raise RuntimeError("the optimiser did not reach tol within max_iter Newton steps; nothing "
-                       "was released (the budget is spent); raise max_iter or tol")
-
-
-def _minimise(loss_fn, Z, lam, b, tol, max_iter):
-    """(1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n by damped Newton (:func:`_newton`).
-
-    Z holds the rows y_i x_i. Returns w with ||grad|| <= tol * lam, so ||w - w*|| <= tol.
-    """
-    n, d = Z.shape
-
-    def value_grad(w):
-        loss, d1, _ = loss_fn(Z @ w)
-        return (loss.mean() + 0.5 * lam * (w @ w) + (b @ w) / n,
-                Z.T @ d1 / n + lam * w + b / n)
-
-    def newton_step(w, g):
-        _, _, d2 = loss_fn(Z @ w)
-        Zw = Z * np.sqrt(d2 / n)[:, None]
-        H = Zw.T @ Zw
-        H[np.diag_indices_from(H)] += lam
-        return linalg.solve(H, g, assume_a="pos")
-
-    return _newton(value_grad, newton_step, np.zeros(d), lam, tol, max_iter)
-
-
-def _softmax_rows(S):
-    S = S - S.max(axis=1, keepdims=True)
-    np.exp(S, out=S)
-    S /= S.sum(axis=1, keepdims=True)
-    return S
-
-
-def _conjugate_gradient(matvec, g, rtol, max_iter):
-    """Solve H s = g for a symmetric positive definite H given by ``matvec``."""
-    s = np.zeros_like(g)
-    r = g.copy()
-    p = r.copy()
-    rr = r @ r
-    stop = (rtol * np.linalg.norm(g)) ** 2
-    for _ in range(max_iter):
-        if rr <= stop:
-            break
-        Hp = matvec(p)
-        step = rr / (p @ Hp)
-        s += step * p
-        r -= step * Hp
-        rr_new = r @ r
-        p = r + (rr_new / rr) * p
-        rr = rr_new
-    return s
-
-
-def _minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
-    """(1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}] + (lam/2)||W||^2 + <B, W>/n over
-    W in R^(k x d) by Newton steps solved with conjugate gradients (:func:`_newton`); returns
-    W with ||grad|| <= tol * lam, so ||W - W*|| <= tol. ``labels`` are class indices."""
-    n, d = Xs.shape
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), labels] = 1.0
-    Bn = B.ravel() / n
-
-    def value_grad(wflat):
-        S = Xs @ wflat.reshape(k, d).T
-        lse = np.logaddexp.reduce(S, axis=1)
-        P = np.exp(S - lse[:, None])
-        f = (lse.sum() - np.sum(S * onehot)) / n + 0.5 * lam * (wflat @ wflat) + Bn @ wflat
-        return f, ((P - onehot).T @ Xs / n).ravel() + lam * wflat + Bn
-
-    def newton_step(wflat, g):
-        P = _softmax_rows(Xs @ wflat.reshape(k, d).T)
-
-        def hessp(vflat):
-            PU = P * (Xs @ vflat.reshape(k, d).T)
-            R = PU - P * PU.sum(axis=1, keepdims=True)
-            return (R.T @ Xs / n).ravel() + lam * vflat
-
-        # forcing term min(0.1, ||g||): superlinear convergence of the inexact Newton steps
-        return _conjugate_gradient(hessp, g, min(0.1, float(np.linalg.norm(g))), 2 * k * d)
-
-    return _newton(value_grad, newton_step, np.zeros(k * d), lam, tol, max_iter).reshape(k, d)
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +493,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         # one-vs-rest: every record enters all k models, each fitted with epsilon / k
         eps_model = epsilon if multinomial else epsilon / k
         if alpha == "auto":
-            alpha = auto_alpha(self.method, n, d, eps_model)
+            alpha = auto_alpha(self.method, n, d, eps_model, row_scale=self._row_scale(data_norm),
+                               curvature=c, k=k if multinomial else 1)
         # Calibrate everything before charging or drawing.
         if self.method == "gd":
             # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
@@ -606,7 +530,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                     return _noisy_gd_multinomial(Xs, labels, k, alpha, calib["rho"],
                                                  calib["n_steps"], calib["step_size"], rng)
                 B = _noise_vector(k * d, scale, rng)
-                return _minimise_multinomial(Xs, labels, k, alpha + calib["Delta"], B, tol,
+                return minimise_multinomial(Xs, labels, k, alpha + calib["Delta"], B, tol,
                                              max_iter)
             coefs = np.empty((k, d))
             Z = None
@@ -618,11 +542,11 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                     w = _noisy_gd(loss_fn, Z, alpha, calib["rho"], calib["n_steps"],
                                   calib["step_size"], rng)
                 elif self.method == "output":
-                    w = _minimise(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
+                    w = minimise_binary(loss_fn, Z, alpha, np.zeros(d), tol, max_iter)
                     w = w + _noise_vector(d, scale, rng)
                 else:
                     b = _noise_vector(d, scale, rng)
-                    w = _minimise(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
+                    w = minimise_binary(loss_fn, Z, alpha + calib["Delta"], b, tol, max_iter)
                 # The optimiser's gradient norms and iteration counts are functions of the data
                 # that carry no noise of their own: they are not kept (issue 14).
                 coefs[j] = w
@@ -683,9 +607,10 @@ class LogisticRegression(_PrivateERMClassifier):
         summed loss, with (1/2)||w||^2, on raw rows): alpha = s^2 / (n C) with
         s = sqrt(data_norm^2 + 1) (s = data_norm without an intercept).
         Larger alpha means less noise (the sensitivity is 2 / (n alpha)) but more bias.
-        ``"auto"``: :func:`auto_alpha` from n, the number of weights, the method and epsilon
-        only (1/n, i.e. C = 1 on the unit-ball rows, for ``"objective"`` and ``"gd"``); the
-        value used is ``alpha_``. It never looks at the data, so it costs no privacy.
+        ``"auto"``: :func:`auto_alpha` from public values only (n, the number of weights, the
+        method, epsilon, ``data_norm``): for ``"objective"``, C = 1 in the caller's units
+        plus a ridge term against the perturbation that fades as 1 / n^2; the value used is
+        ``alpha_``. It never looks at the data, so it costs no privacy.
     method : {"objective", "output", "gd"}, default="objective"
         CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation), both
         pure epsilon-DP; or ``"gd"``: noisy projected gradient descent (Bassily-Smith-Thakurta
@@ -839,7 +764,7 @@ class LogisticRegression(_PrivateERMClassifier):
             p = 0.5 * (1.0 + np.tanh(0.5 * scores))
             return np.column_stack([1.0 - p, p])
         if self.multi_class_ == "multinomial":
-            return _softmax_rows(np.array(scores, dtype=float))
+            return softmax_rows(np.array(scores, dtype=float))
         p = 0.5 * (1.0 + np.tanh(0.5 * scores))
         total = p.sum(axis=1, keepdims=True)
         return p / np.where(total > 0, total, 1.0)
