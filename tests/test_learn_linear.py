@@ -352,14 +352,75 @@ def test_multinomial_minimiser_reaches_the_tolerance_at_calibrated_noise():
     assert np.linalg.norm(grad) <= tol * lam
 
 
-@pytest.mark.parametrize("kw, match", [({"multi_class": "softmax"}, "multi_class"),
-                                       ({"multi_class": "multinomial", "method": "output"},
-                                        "multinomial")])
-def test_multi_class_errors(kw, match):
+def test_multi_class_errors():
     X = np.zeros((30, 2))
     y = np.arange(30) % 3
-    with pytest.raises(ValueError, match=match):
-        LogisticRegression(epsilon=1.0, data_norm=1.0, classes=[0, 1, 2], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="multi_class"):
+        LogisticRegression(epsilon=1.0, data_norm=1.0, classes=[0, 1, 2],
+                           multi_class="softmax").fit(X, y)
+
+
+def _softmax_problem(n, d, k, seed):
+    """Unit-ball rows (norm up to 1, some on the sphere) and labels in range(k)."""
+    rng = np.random.default_rng(seed)  # insecure-ok: test data
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(np.linalg.norm(X, axis=1), 1.0)[:, None]
+    X[: n // 4] /= np.linalg.norm(X[: n // 4], axis=1)[:, None]
+    labels = np.argmax(X @ rng.normal(size=(d, k)) + rng.normal(size=(n, k)), axis=1)
+    return X, labels
+
+
+def test_softmax_minimiser_sensitivity_is_within_the_output_bound():
+    # Output perturbation of the softmax model charges ||W*(D) - W*(D')||_F <= 2 sqrt(2)/(n
+    # lam) for replace-one neighbours (the loss gradient (p - e_y) x^T has Frobenius norm
+    # <= sqrt 2). Random and adversarial replacements (the far side of the sphere, another
+    # label) stay below it. Not vacuous: at lam = 1 the minimiser is near 0, p near uniform u,
+    # and moving a unit row x to -x with another label changes W* by about
+    # ||2u - e_y - e_y'|| / (n lam) = (sqrt(6)/3) / (n lam), 0.29 of the bound for k = 3.
+    tol = 1e-10
+    worst = 0.0
+    for seed in range(6):
+        n, d, k = 40, 3, 3
+        X, labels = _softmax_problem(n, d, k, seed)
+        rng = np.random.default_rng(100 + seed)  # insecure-ok: test data
+        for lam in (1.0 / n, 1.0):
+            W = _optimise.minimise_multinomial(X, labels, k, lam, np.zeros((k, d)), tol, 200)
+            bound = 2 * math.sqrt(2) / (n * lam)
+            for _ in range(10):
+                i = int(rng.integers(n))
+                X2, l2 = X.copy(), labels.copy()
+                X2[i] = -X[i] / np.linalg.norm(X[i])
+                l2[i] = (labels[i] + 1 + int(rng.integers(k - 1))) % k
+                W2 = _optimise.minimise_multinomial(X2, l2, k, lam, np.zeros((k, d)), tol, 200)
+                ratio = (np.linalg.norm(W - W2) - 2 * tol) / bound
+                assert ratio <= 1.0
+                worst = max(worst, ratio)
+    assert worst > 0.25
+
+
+def test_softmax_output_perturbation_noise_law(monkeypatch):
+    # method="output", multi_class="multinomial": coef = W* (within tol) + B, with ||B||_F ~
+    # Gamma(k d, (2 sqrt(2)/(n alpha) + 2 tol) / epsilon). W* does not depend on the seed, so
+    # B is recovered from the released model by subtracting one noise-free fit.
+    n, d, k, eps, alpha, tol = 60, 2, 3, 2.0, 0.05, 1e-9
+    X, labels = _softmax_problem(n, d, k, 7)
+    X *= 0.9                                    # rows inside data_norm = 1: no clipping
+
+    def fit(seed):
+        clf = LogisticRegression(epsilon=eps, data_norm=1.0, alpha=alpha, method="output",
+                                 multi_class="multinomial", tol=tol, classes=[0, 1, 2],
+                                 random_state=seed).fit(X, labels)
+        s = math.sqrt(2.0)                       # rows [x, 1] / sqrt(2)
+        return np.hstack([clf.coef_, clf.intercept_[:, None]]) * s
+
+    monkeypatch.setattr(_linear, "_noise_vector", lambda p, scale, rng, size=None: np.zeros(p))
+    W_star = fit(0)
+    monkeypatch.undo()
+    scale = (2 * math.sqrt(2) / (n * alpha) + 2 * tol) / eps
+    norms = np.array([np.linalg.norm(fit(seed) - W_star) for seed in range(1500)])
+    law = stats.gamma(k * (d + 1), scale=scale)
+    assert stats.kstest(norms, law.cdf).pvalue > ALPHA
+    assert stats.kstest(norms * 1.15, law.cdf).pvalue < ALPHA   # power: a 15% wrong scale
 
 
 def test_multinomial_calibration_values():
@@ -499,6 +560,9 @@ def test_auto_alpha_values():
     assert auto_alpha("gd", 400, 31, 7.0) == 1 / 400
     assert auto_alpha("output", 400, 31, 1.0) == pytest.approx(2 * math.sqrt(31) / 400)
     assert auto_alpha("output", 400, 31, 2.0) == auto_alpha("output", 400, 31, 1.0) / 2
+    # softmax output: Frobenius noise Gamma(k d, 2 sqrt(2)/(n alpha epsilon))
+    assert auto_alpha("output", 400, 31, 1.0, k=10) == pytest.approx(
+        2 * math.sqrt(2) * math.sqrt(310) / 400)
     # objective: C = 1 in the caller's units plus E||b||^2 / (n^2 4 m), from the definition
     n, d, s2 = 400, 31, 2.0
     eps_p, _ = objective_perturbation_calibration(1.0, n, 1 / (n * s2), 0.25)
@@ -533,6 +597,11 @@ def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
                               random_state=0).fit(X, y)
     assert soft.multi_class_ == "multinomial"
     assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=math.sqrt(10.0), k=3)
+    soft_out = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output",
+                                  multi_class="multinomial", classes=[0, 1, 2],
+                                  random_state=0).fit(X, y)
+    assert soft_out.multi_class_ == "multinomial"
+    assert soft_out.alpha_ == auto_alpha("output", 600, 5, 3.0, k=3)
 
 
 def test_labels_outside_classes(cancer):
