@@ -195,7 +195,7 @@ def test_too_few_iterations_raise():
 def test_newton_stalls_when_no_step_is_accepted():
     # a "Newton step" pointing uphill: no step length lowers f or the gradient norm
     with pytest.raises(RuntimeError, match="stalled before reaching tol"):
-        _optimise.newton(lambda x: (float(x @ x), 2 * x), lambda x, g: -g, np.ones(3), 1.0, 1e-6,
+        _optimise.newton(lambda x: (float(x @ x), 2 * x, 0.0), lambda x, g: -g, np.ones(3), 1.0, 1e-6,
                          100)
 
 

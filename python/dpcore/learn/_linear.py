@@ -82,9 +82,16 @@ def _split_with_delta(epsilon, alpha, log_term, lam_half):
     eps_p = _leftover(epsilon, log_term(alpha))
     if eps_p >= epsilon / 2.0:
         return eps_p, 0.0
-    delta = max(lam_half() - alpha, 0.0)
+    try:
+        delta = max(lam_half() - alpha, 0.0)
+    except OverflowError:   # exp(epsilon / 2) overflows: the regulariser needed is ~0
+        delta = 0.0
     # the log term as evaluated, so that epsilon' + log term <= epsilon in floating point too
-    return min(epsilon / 2.0, epsilon - log_term(alpha + delta)), delta
+    eps_p = min(epsilon / 2.0, epsilon - log_term(alpha + delta))
+    if not eps_p > 0.0:
+        raise ValueError("objective perturbation cannot be calibrated: the curvature bound "
+                         "over n alpha leaves no epsilon for the noise; raise alpha (or h)")
+    return eps_p, delta
 
 
 def objective_perturbation_calibration(epsilon, n, alpha, c):
@@ -242,19 +249,27 @@ def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
     0.0278
     """
     if method == "output":
-        if k == 1:
-            return 2.0 * math.sqrt(d) / (n * epsilon)
-        return 2.0 * math.sqrt(2.0) * math.sqrt(k * d) / (n * epsilon)
-    if method == "gd":
-        return 1.0 / n
-    stat = 1.0 / (n * row_scale * row_scale)
-    if k == 1:
-        eps_p, _ = objective_perturbation_calibration(epsilon, n, stat, curvature)
-        p, theta = d, 2.0 / eps_p
+        lipschitz, p = (1.0, d) if k == 1 else (math.sqrt(2.0), k * d)
+        alpha = 2.0 * lipschitz * math.sqrt(p) / n / epsilon
+    elif method == "gd":
+        alpha = 1.0 / n
     else:
-        eps_p, _ = multinomial_perturbation_calibration(epsilon, n, stat, k)
-        p, theta = k * d, 2.0 * math.sqrt(2.0) / eps_p
-    return stat + p * (p + 1) * theta * theta / (n * n * WEIGHT_NORM_PRIOR_SQ * k)
+        stat = 1.0 / n / row_scale / row_scale   # not n s^2: that overflows for huge s
+        if not 0.0 < stat < math.inf:
+            raise ValueError(f"alpha='auto' is not representable for row scale {row_scale!r} "
+                             "(data_norm): pass alpha")
+        if k == 1:
+            eps_p, _ = objective_perturbation_calibration(epsilon, n, stat, curvature)
+            p, theta = d, 2.0 / eps_p
+        else:
+            eps_p, _ = multinomial_perturbation_calibration(epsilon, n, stat, k)
+            p, theta = k * d, 2.0 * math.sqrt(2.0) / eps_p
+        t = theta / n   # a product, not ** 2, so that an overflow is inf (refused below)
+        alpha = stat + p * (p + 1) * (t * t) / (WEIGHT_NORM_PRIOR_SQ * k)
+    if not 0.0 < alpha < math.inf:
+        raise ValueError(f"alpha='auto' is not representable for epsilon={epsilon!r} with "
+                         f"n={n}: pass alpha")
+    return alpha
 
 
 def functional_mechanism_sensitivity(d, intercept=False):

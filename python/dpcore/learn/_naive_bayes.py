@@ -12,7 +12,7 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
-from dpcore.mechanisms import laplace
+from dpcore.mechanisms import LaplaceMechanism
 
 __all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget"]
 
@@ -172,7 +172,9 @@ class GaussianNB(_NaiveBayes):
         if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
             raise ValueError("priors must have one entry per class")
         mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
-        Z = (np.clip(X, lower, upper) - mid) / half
+        # clipped again: the division can round an endpoint to 1 + 2^-52, which would break
+        # the sensitivities (1 per |z| and z^2) by an ulp
+        Z = np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
         idx = np.searchsorted(classes, y)
         counts = np.bincount(idx, minlength=k).astype(float)
         sums = np.zeros((k, d))
@@ -180,16 +182,16 @@ class GaussianNB(_NaiveBayes):
         np.add.at(sums, idx, Z)
         np.add.at(squares, idx, Z * Z)
         split = gaussian_nb_budget(epsilon, d)
+        # Calibrated before the charge, so a share too small for the sampler raises first;
         # every |count|, |sum|, sum of squares <= n <= 2**36 (check_n)
+        mechs = [(LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=stat.size,
+                                             granularity=_base.laplace_grid(sens, eps)), stat)
+                 for stat, sens, eps in zip((counts, sums, squares), (1.0, float(d), float(d)),
+                                            split)]
 
         def draw(rng):  # one generator for the three draws, charged once as a whole
-            return [
-                np.asarray(laplace(stat, sensitivity=sens, epsilon=eps,
-                                   granularity=_base.laplace_grid(sens, eps), random_state=rng),
-                           dtype=float)
-                for stat, sens, eps in zip((counts, sums, squares), (1.0, float(d), float(d)),
-                                           split)
-            ]
+            return [np.asarray(m.release(stat, random_state=rng), dtype=float)
+                    for m, stat in mechs]
 
         counts_n, sums_n, squares_n = release(
             draw, cost=Cost(epsilon), accountant=self.accountant, random_state=self.random_state,

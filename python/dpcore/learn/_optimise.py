@@ -1,7 +1,7 @@
 """Minimise a strongly convex ERM objective to a certified tolerance.
 
 :func:`newton` is a damped Newton method that returns only a point whose float64 gradient
-norm is at most ``tol * lam``; on a ``lam``-strongly convex objective that point is within
+norm, plus the rounding allowance of its final sum, is at most ``tol * lam``; on a ``lam``-strongly convex objective that point is within
 ``tol`` of the unique minimiser, which is what the privacy analyses of the linear classifiers
 in :mod:`dpcore.learn._linear` rely on. :func:`minimise_binary` and
 :func:`minimise_multinomial` supply its objectives (the losses themselves live in
@@ -44,12 +44,15 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
     Then ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo), or,
     once the objective's change is lost in its rounding (near the minimiser), when it lowers
     the gradient norm; the step may come from an inexact Hessian, the test uses the exact
-    gradient.
+    gradient. The test is ||g|| + e <= tol * lam, with e the rounding allowance of the
+    gradient's final sum: when its terms are large and cancel (a huge linear term against
+    lam x), the float64 norm alone could pass far from the minimiser.
 
     Parameters
     ----------
     value_grad : callable
-        ``value_grad(x) -> (f, g)``: objective value and gradient (float64) at x.
+        ``value_grad(x) -> (f, g, e)``: objective value and gradient (float64) at x, and a
+        bound e on the rounding error of ||g|| from adding its terms.
     newton_step : callable
         ``newton_step(x, g) -> s``: a descent direction at x, about H(x)^-1 g.
     x : ndarray
@@ -64,23 +67,23 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
     Returns
     -------
     ndarray
-        A point with ||grad|| <= tol * lam.
+        A point with ||grad|| + e <= tol * lam.
 
     Raises
     ------
     RuntimeError
         When tol is not reached (nothing is released then).
     """
-    f, g = value_grad(x)
+    f, g, err = value_grad(x)
     gnorm = float(np.linalg.norm(g))
     for _ in range(max_iter):
-        if gnorm <= tol * lam:
+        if gnorm + err <= tol * lam:
             return x
         step = newton_step(x, g)
         t = 1.0
         while True:
             x_new = x - t * step
-            f_new, g_new = value_grad(x_new)
+            f_new, g_new, err_new = value_grad(x_new)
             gnorm_new = float(np.linalg.norm(g_new))
             if f_new <= f - 1e-4 * t * (g @ step):
                 break
@@ -92,11 +95,20 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
             if t < 1e-10:
                 raise RuntimeError("the optimiser stalled before reaching tol; nothing was "
                                    "released (the budget is spent); raise tol")
-        x, f, g, gnorm = x_new, f_new, g_new, gnorm_new
-    if gnorm <= tol * lam:
+        x, f, g, gnorm, err = x_new, f_new, g_new, gnorm_new, err_new
+    if gnorm + err <= tol * lam:
         return x
     raise RuntimeError("the optimiser did not reach tol within max_iter Newton steps; nothing "
                        "was released (the budget is spent); raise max_iter or tol")
+
+
+def _sum_rounding(*terms):
+    """A bound on the rounding error, in L2 norm, of adding the float64 vectors ``terms``
+    elementwise: 4u times the sum of their norms (u = 2^-53; each sum of three is within
+    2u (|a| + |b| + |c|) elementwise), so a certificate cannot pass on cancellation alone.
+    The rounding inside each term (the loss gradient's sum over the rows) is far smaller at
+    any practical n and is not included."""
+    return 2.0**-51 * sum(float(np.linalg.norm(t)) for t in terms)
 
 
 def _weighted_gram(Z, r, rows):
@@ -122,7 +134,7 @@ def _binary_objective(loss_fn, Z, lam, b):
 
     def value_grad(w):
         if last.get("w") is w:
-            return last["f"], last["g"]
+            return last["f"], last["g"], last["err"]
         f = 0.0
         g = np.zeros(d)
         # One pass over Z: the block is still in cache for the gradient product.
@@ -131,8 +143,10 @@ def _binary_objective(loss_fn, Z, lam, b):
             loss, d1, d2[i:i + rows] = loss_fn(Zb @ w)
             f += float(loss.sum())
             g += d1 @ Zb
-        last.update(w=w, f=f / n + 0.5 * lam * (w @ w) + (b @ w) / n, g=g / n + lam * w + b / n)
-        return last["f"], last["g"]
+        g /= n
+        last.update(w=w, f=f / n + 0.5 * lam * (w @ w) + (b @ w) / n, g=g + lam * w + b / n,
+                    err=_sum_rounding(g, lam * w, b / n))
+        return last["f"], last["g"], last["err"]
 
     def newton_step(w, g):
         # newton evaluates every point it steps from, so d2 is normally already w's
@@ -292,7 +306,7 @@ def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
 
     def value_grad(wflat):
         if last.get("w") is wflat:
-            return last["f"], last["g"]
+            return last["f"], last["g"], last["err"]
         W = wflat.reshape(k, d)
         f = 0.0
         G = np.zeros((k, d))
@@ -305,9 +319,10 @@ def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
             np.exp(S - lse[:, None], out=Pb)
             f += float(lse.sum() - np.sum(S * onehot[i:i + rows]))
             G += (Pb - onehot[i:i + rows]).T @ Xb
+        G = G.ravel() / n
         last.update(w=wflat, f=f / n + 0.5 * lam * (wflat @ wflat) + Bn @ wflat,
-                    g=G.ravel() / n + lam * wflat + Bn)
-        return last["f"], last["g"]
+                    g=G + lam * wflat + Bn, err=_sum_rounding(G, lam * wflat, Bn))
+        return last["f"], last["g"], last["err"]
 
     def newton_step(wflat, g):
         # newton evaluates every point it steps from, so P is normally already wflat's
