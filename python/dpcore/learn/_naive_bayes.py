@@ -105,11 +105,12 @@ class GaussianNB(_NaiveBayes):
     (L1 sensitivity 1), adds z_k in [-1, 1] to the d sums of its class (L1 sensitivity d) and
     z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). The three vectors get exact
     discrete Laplace noise at epsilon_counts + epsilon_sums + epsilon_squares <= epsilon
-    (:func:`gaussian_nb_budget`), so the fit is epsilon-DP by sequential composition; the rest is post-processing. Floating-point sums of n terms carry an
-    uncharged rounding error of relative order n * 2^-53 (Casacuberta et al. 2022 on floating-point sums). The label set must
-    be public: with ``classes=None`` it is taken from y without noise (stored in ``classes_``),
-    which the guarantee does not cover (fit warns with ``dpcore.PrivacyWarning``); pass
-    ``classes`` for the stated guarantee.
+    (:func:`gaussian_nb_budget`), so the fit is epsilon-DP by sequential composition; the
+    rest is post-processing. Floating-point sums of n terms carry an uncharged rounding error
+    of relative order n * 2^-53 (Casacuberta et al. 2022 on floating-point sums). The label
+    set must be public: with ``classes=None`` it is taken from y without noise (stored in
+    ``classes_``), which the guarantee does not cover (fit warns with
+    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee.
 
     References
     ----------
