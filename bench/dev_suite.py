@@ -3,6 +3,7 @@ the test splits that bench/learn_accuracy.py reports.
 
     PYTHONPATH=python python bench/dev_suite.py alpha [--seeds 20]     # alpha="auto"
     PYTHONPATH=python python bench/dev_suite.py nb-split [--seeds 20]  # GaussianNB's budget
+    PYTHONPATH=python python bench/dev_suite.py intercept [--seeds 20] # intercept_scaling
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -21,6 +22,10 @@ alpha of the averaged objective on the unit-ball rows [x, 1] / sqrt(2):
 * ``C=1``: 1 / (n s^2), scikit-learn's C = 1 in the caller's units;
 * ``prior P``: :func:`dpcore.learn.auto_alpha` with its weight-norm prior set to P (the library
   uses :data:`dpcore.learn._linear.WEIGHT_NORM_PRIOR_SQ`).
+
+``intercept``: LogisticRegression and LinearSVC (objective perturbation, ``alpha="auto"``) with
+the intercept column's constant ``intercept_scaling`` from 1 down to 1/16 (run after ``alpha``,
+whose rule it keeps; ``alpha`` runs with the column 1 it was chosen with).
 
 ``nb-split``: GaussianNB with epsilon in thirds (counts, sums, sums of squares) against
 :func:`dpcore.learn.gaussian_nb_budget`.
@@ -48,6 +53,7 @@ from dpcore.learn._linear import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 ROW_SCALE = math.sqrt(2.0)          # data_norm = 1 with an intercept
 PRIORS = (2.0, 3.0, 4.0, 5.0, 10.0)
+INTERCEPT_SCALINGS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 
 
 @dataclass
@@ -125,9 +131,28 @@ def alpha_cells(sets, seeds):
                 row = {}
                 for rule, alpha in rules(n, d, eps, curvature, k).items():
                     def make(seed, est=est, eps=eps, alpha=alpha):
-                        return est(epsilon=eps, data_norm=1.0, alpha=alpha, classes=classes,
-                                   random_state=seed)
+                        # the intercept column 1 (ROW_SCALE), as when the rule was chosen
+                        return est(epsilon=eps, data_norm=1.0, alpha=alpha, intercept_scaling=1.0,
+                                   classes=classes, random_state=seed)
                     row[rule] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+                yield (s.name, model, eps), row
+
+
+def intercept_cells(sets, seeds):
+    for s in sets:
+        classes = np.unique(s.ytr)
+        Xtr, Xte = s.linear
+        models = [("LogisticRegression", LogisticRegression)]
+        if classes.size == 2:
+            models.append(("LinearSVC", LinearSVC))
+        for model, est in models:
+            for eps in EPSILONS:
+                row = {}
+                for t in INTERCEPT_SCALINGS:
+                    def make(seed, est=est, eps=eps, t=t):
+                        return est(epsilon=eps, data_norm=1.0, intercept_scaling=t,
+                                   classes=classes, random_state=seed)
+                    row[f"t={t:g}"] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
                 yield (s.name, model, eps), row
 
 
@@ -154,11 +179,12 @@ def nb_split_cells(sets, seeds):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=["alpha", "nb-split"])
+    parser.add_argument("study", choices=["alpha", "nb-split", "intercept"])
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
     cells = {}
-    study = alpha_cells if args.study == "alpha" else nb_split_cells
+    study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
+             "intercept": intercept_cells}[args.study]
     for (name, model, eps), row in study(data_sets(), args.seeds):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",

@@ -255,7 +255,7 @@ def test_huge_epsilon_matches_nonprivate_minimiser(cancer, method):
     X, y = cancer
     n, alpha, dn = X.shape[0], 0.01, 6.0
     clf = LogisticRegression(epsilon=1e9, data_norm=dn, alpha=alpha, method=method,
-                             random_state=0).fit(X, y)
+                             intercept_scaling=1.0, random_state=0).fit(X, y)
     Xs = clf._design(X, dn)
     ref = SkLR(C=1.0 / (n * alpha), fit_intercept=False, tol=1e-12, max_iter=10000).fit(Xs, y)
     s = math.sqrt(dn ** 2 + 1)                         # rows [x, 1] / s have norm <= 1
@@ -263,6 +263,41 @@ def test_huge_epsilon_matches_nonprivate_minimiser(cancer, method):
     assert np.allclose(w, ref.coef_[0], atol=1e-4)
     inside = np.linalg.norm(X, axis=1) <= dn          # rows the clipping left unchanged
     assert np.array_equal(clf.predict(X[inside]), ref.predict(Xs[inside]))
+
+
+@pytest.mark.parametrize("t", [1.0, 0.25])
+def test_intercept_scaling_is_the_stated_raw_unit_objective(cancer, t):
+    # The docstring: with s = sqrt(data_norm^2 + t^2) the penalty in raw units is
+    # (alpha s^2 / 2)(||coef||^2 + (intercept / t)^2), i.e. scikit-learn's C = 1/(n alpha s^2)
+    # on the rows [x, t] with no separate intercept. Checked at a huge epsilon on rows inside
+    # data_norm (no clipping), with the design built here, not by the estimator.
+    from sklearn.linear_model import LogisticRegression as SkLR
+    X, y = cancer
+    dn = float(np.linalg.norm(X, axis=1).max()) * 1.01
+    n, alpha = X.shape[0], 0.01
+    clf = LogisticRegression(epsilon=1e9, data_norm=dn, alpha=alpha, intercept_scaling=t,
+                             classes=[0, 1], random_state=0).fit(X, y)
+    s2 = dn ** 2 + t ** 2
+    raw = np.hstack([X, np.full((n, 1), t)])
+    ref = SkLR(C=1.0 / (n * alpha * s2), fit_intercept=False, tol=1e-12, max_iter=10000).fit(raw, y)
+    np.testing.assert_allclose(clf.coef_[0], ref.coef_[0][:-1], rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(clf.intercept_[0], ref.coef_[0][-1] * t, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("method, t", [("objective", 0.75), ("output", 1.0), ("gd", 1.0)])
+def test_auto_intercept_scaling(cancer, method, t):
+    # "auto": data_norm / 8 for objective perturbation (6 / 8 here), the column 1 otherwise;
+    # the design's last column is t / sqrt(data_norm^2 + t^2), and the fit matches the same
+    # model with t passed explicitly, draw for draw
+    X, y = cancer
+    kw = dict(epsilon=2.0, data_norm=6.0, method=method, classes=[0, 1], random_state=3)
+    if method == "gd":
+        kw.update(delta=1e-6, n_steps=20)
+    auto = LogisticRegression(**kw).fit(X, y)
+    assert auto._design(X[:3], 6.0)[:, -1] == pytest.approx([t / math.hypot(6.0, t)] * 3)
+    explicit = LogisticRegression(intercept_scaling=t, **kw).fit(X, y)
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+    np.testing.assert_array_equal(auto.intercept_, explicit.intercept_)
 
 
 def test_accuracy_improves_with_epsilon(cancer):
@@ -409,7 +444,7 @@ def test_softmax_output_perturbation_noise_law(monkeypatch):
     def fit(seed):
         clf = LogisticRegression(epsilon=eps, data_norm=1.0, alpha=alpha, method="output",
                                  multi_class="multinomial", tol=tol, classes=[0, 1, 2],
-                                 random_state=seed).fit(X, labels)
+                                 intercept_scaling=1.0, random_state=seed).fit(X, labels)
         s = math.sqrt(2.0)                       # rows [x, 1] / sqrt(2)
         return np.hstack([clf.coef_, clf.intercept_[:, None]]) * s
 
@@ -528,6 +563,8 @@ def test_missing_data_norm_is_an_error(cancer):
 @pytest.mark.parametrize("kw, match", [({"epsilon": 0}, "epsilon"), ({"data_norm": -1}, "data_norm"),
                                        ({"alpha": 0}, "alpha"), ({"alpha": "automatic"}, "alpha"),
                                        ({"method": "bogus"}, "method"),
+                                       ({"intercept_scaling": 0.0}, "intercept_scaling"),
+                                       ({"intercept_scaling": float("nan")}, "intercept_scaling"),
                                        ({"tol": 0}, "tol")])
 def test_bad_parameters(cancer, kw, match):
     X, y = cancer
@@ -545,7 +582,10 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
                   **kw).fit(X, y)
     n, d = X.shape[0], X.shape[1] + 1
     c = 0.25 if make is LogisticRegression else 1.0     # LinearSVC: h = 0.5
-    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=math.sqrt(10.0), curvature=c)
+    # objective: intercept column data_norm / 8 ("auto"); else the column 1
+    t = 3.0 * _linear.INTERCEPT_SCALING_RATIO if method == "objective" else 1.0
+    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=math.hypot(3.0, t),
+                                       curvature=c)
     # the same model as the explicit value, draw for draw
     explicit = make(epsilon=2.0, data_norm=3.0, method=method, alpha=fitted.alpha_,
                     classes=[0, 1], random_state=5, **kw).fit(X, y)
@@ -596,7 +636,8 @@ def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
     soft = LogisticRegression(epsilon=3.0, data_norm=3.0, classes=[0, 1, 2],
                               random_state=0).fit(X, y)
     assert soft.multi_class_ == "multinomial"
-    assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=math.sqrt(10.0), k=3)
+    row_scale = math.hypot(3.0, 3.0 * _linear.INTERCEPT_SCALING_RATIO)
+    assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=row_scale, k=3)
     soft_out = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output",
                                   multi_class="multinomial", classes=[0, 1, 2],
                                   random_state=0).fit(X, y)
