@@ -933,3 +933,32 @@ def test_gd_parameters_are_checked_before_the_charge():
         LogisticRegression(method="gd", delta=1e-6, n_steps=0, data_norm=3.0, classes=[0, 1],
                            accountant=acc).fit(X, y)
     assert acc.history == []
+
+
+@pytest.mark.parametrize("n, d, epsilon, row_scale", [
+    (100, 3, 1e-160, 2 ** 0.5),        # theta^2 = (4 / epsilon)^2 overflows
+    (100, 3, 1.0, 1e160),              # n s^2 overflows (1/n/s/s is a subnormal > 0)
+    (100, 3, 1.0, 1e-170),             # 1/n/s/s overflows
+])
+def test_auto_alpha_positive_and_finite_or_refused(n, d, epsilon, row_scale):
+    # Review finding (fixed): auto_alpha returned inf or 0, or raised ZeroDivisionError, at
+    # extreme public inputs. Now: a finite alpha > 0, or a ValueError that says to pass alpha.
+    try:
+        alpha = _linear.auto_alpha("objective", n, d, epsilon, row_scale=row_scale)
+    except ValueError as exc:
+        assert "pass alpha" in str(exc)
+    else:
+        assert alpha > 0 and math.isfinite(alpha)
+
+
+def test_unrepresentable_auto_alpha_and_calibration_are_refused_before_the_charge():
+    X = np.random.default_rng(0).normal(size=(50, 3))  # insecure-ok: test data
+    y = np.arange(50) % 2
+    for est in (_linear.LogisticRegression(epsilon=1e-160, data_norm=1.0, classes=[0, 1]),
+                # c / (n alpha) so large that no epsilon is left, and exp(epsilon/2) overflows
+                _linear.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, classes=[0, 1])):
+        acc = dpcore.Accountant(epsilon=1e4)
+        est.set_params(accountant=acc)
+        with pytest.raises(ValueError, match="alpha"):
+            est.fit(X, y)
+        assert acc.spent[0] == 0.0

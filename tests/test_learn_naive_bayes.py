@@ -1,6 +1,7 @@
 """Private Gaussian naive Bayes: noise law of the released statistics, accuracy, errors."""
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -194,3 +195,18 @@ def test_categorical_checks_before_the_charge_and_quotes_nothing():
     assert acc.history == []
     CategoricalNB(epsilon=0.5, categories=CATS, classes=[0, 1, 2], accountant=acc).fit(X, y)
     assert [c.epsilon for c in acc.history] == [0.5]
+
+
+def test_gaussian_nb_small_epsilon_does_not_raise_after_charging():
+    rng = np.random.default_rng(0)  # insecure-ok: test data
+    X = rng.normal(size=(20, 1000))
+    y = rng.integers(0, 2, 20)
+    acc = dpcore.Accountant(epsilon=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            GaussianNB(epsilon=1e-11, bounds=(-3, 3), classes=[0, 1], random_state=0,
+                       accountant=acc).fit(X, y)
+        except ValueError:
+            # raising is acceptable only before anything is charged
+            assert acc.spent[0] == 0.0

@@ -1,5 +1,8 @@
 """The certified ERM optimiser (dpcore.learn._optimise): the gradient bound on the returned
-point, agreement with the optimiser in _linear, failure when tol is not reached."""
+point (recomputed here), the warm start and the Hessian's precision, failure when tol is not
+reached, and the certificate's rounding allowance."""
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -209,3 +212,22 @@ def test_conjugate_gradient_and_softmax_rows():
     S = rng.normal(size=(5, 4)) * 300
     assert np.allclose(_optimise.softmax_rows(S.copy()), special.softmax(S, axis=1), rtol=1e-12,
                        atol=1e-300)
+
+
+def test_newton_certificate_is_exact_when_rounding_exceeds_tol_lam():
+    # Two rows, one weight; lam tiny and the linear term b/n huge, so w* ~ -b / (n lam) = -5e17
+    # where float64 spacing is 64 and lam * 64 >> tol * lam. Contract: return a point with
+    # exact ||grad|| <= tol * lam, or raise RuntimeError.
+    Z = np.array([[0.5], [-0.3]])
+    lam, tol = 1e-12, 1e-6
+    b = np.array([1e6])
+    try:
+        w = _optimise.minimise_binary(_linear._logistic, Z, lam, b, tol, 100)
+    except RuntimeError:
+        return
+    wq = Fraction(float(w[0]))
+    # at this w the margins are -2.5e17 and +1.5e17: logistic derivatives -1 and 0 exactly
+    # (to far below tol * lam = 1e-18)
+    assert float(Z[0, 0] * w[0]) < -1e3 and float(Z[1, 0] * w[0]) > 1e3
+    grad = Fraction(-1) * Fraction(0.5) / 2 + Fraction(lam) * wq + Fraction(1e6) / 2
+    assert abs(grad) <= Fraction(tol) * Fraction(lam)

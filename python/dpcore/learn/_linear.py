@@ -493,7 +493,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
     def _intercept_column(self, data_norm):
         """The constant t of the intercept column (``intercept_scaling``; "auto": data_norm
         times INTERCEPT_SCALING_RATIO for objective perturbation, else 1)."""
-        if isinstance(self.intercept_scaling, str):
+        if isinstance(self.intercept_scaling, str) and self.intercept_scaling == "auto":
             return data_norm * INTERCEPT_SCALING_RATIO if self.method == "objective" else 1.0
         return float(self.intercept_scaling)
 
@@ -736,12 +736,13 @@ class LogisticRegression(_PrivateERMClassifier):
     (p - e_y) x^T has Frobenius norm <= sqrt(2), so the exact minimiser of the
     alpha-strongly convex objective moves by at most 2 sqrt(2) / (n alpha) in Frobenius norm
     when one record is replaced; noise of density ~ exp(-epsilon ||B|| / Delta_W) with
-    Delta_W = 2 sqrt(2) / (n alpha) + 2 tol (Gamma(k d, Delta_W / epsilon) norm). The label set must be public: with ``classes=None`` it
-    is taken from y without noise (stored in ``classes_``, and it fixes k), which the guarantee
-    does not cover (fit warns with ``dpcore.PrivacyWarning``); pass ``classes`` for the stated
-    guarantee. Every argument (X, y, classes,
-    parameters, ``random_state``, ``accountant``) is checked before the charge, and the fitted
-    model holds only the released coefficients and public values (no optimiser diagnostics).
+    Delta_W = 2 sqrt(2) / (n alpha) + 2 tol (Gamma(k d, Delta_W / epsilon) norm). The label
+    set must be public: with ``classes=None`` it is taken from y without noise (stored in
+    ``classes_``, and it fixes k), which the guarantee does not cover (fit warns with
+    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee. Every argument (X,
+    y, classes, parameters, ``random_state``, ``accountant``) is checked before the charge,
+    and the fitted model holds only the released coefficients and public values (no
+    optimiser diagnostics).
 
     ``method="gd"``: rho-zCDP, hence (epsilon, delta)-DP (rho = zcdp_rho_for(epsilon, delta),
     the tight conversion), under replace-one neighbours. Each of the n_steps steps of each of

@@ -1,9 +1,9 @@
 """Minimise a strongly convex ERM objective to a certified tolerance.
 
 :func:`newton` is a damped Newton method that returns only a point whose float64 gradient
-norm, plus the rounding allowance of its final sum, is at most ``tol * lam``; on a ``lam``-strongly convex objective that point is within
-``tol`` of the unique minimiser, which is what the privacy analyses of the linear classifiers
-in :mod:`dpcore.learn._linear` rely on. :func:`minimise_binary` and
+norm, plus the rounding allowance of its final sum, is at most ``tol * lam``; on a
+``lam``-strongly convex objective that point is within ``tol`` of the unique minimiser, which
+is what the privacy analyses of the linear classifiers in :mod:`dpcore.learn._linear` rely on. :func:`minimise_binary` and
 :func:`minimise_multinomial` supply its objectives (the losses themselves live in
 ``_linear``).
 
@@ -12,7 +12,8 @@ both objectives start from the minimiser of a subsample of the rows (when n is l
 binary one builds its Hessian in float32 (when the regularisation dominates the rounding),
 and the multinomial one solves its Newton systems by conjugate gradients no more accurately
 than the tolerance needs. Both evaluate the objective, and the multinomial Hessian-vector
-products, in row blocks that stay in cache. The stopping test is unchanged.
+products, in row blocks that stay in cache. Only the stopping test must be exact, and it
+reads the float64 gradient.
 """
 from __future__ import annotations
 
