@@ -459,6 +459,38 @@ cpdef BitgenHandle bitgen_handle(object random_state):
     return h
 
 
+cdef class Words64:
+    """Uniform 64-bit words from any numpy generator, for the exact samplers written in Python.
+
+    Call with no argument for one word (a Python int), or ``batch(n)`` for n words (uint64
+    array, the same words in the same order as n calls). Words come from the generator's
+    ``next_uint64`` under its lock; ``bit_generator.random_raw`` is not a substitute, since
+    MT19937 (and so RandomState) yields 32-bit words there.
+    """
+    cdef BitgenHandle h
+
+    def __init__(self, random_state):
+        self.h = bitgen_handle(random_state)
+
+    def __call__(self):
+        cdef uint64_t value
+        with self.h.lock:
+            value = random_u64(self.h.bitgen)
+        return int(value)
+
+    def batch(self, Py_ssize_t n):
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
+        out = np.empty(n, dtype=np.uint64)
+        cdef uint64_t[::1] o = out
+        cdef Py_ssize_t i
+        cdef bitgen_t *bg = self.h.bitgen
+        with self.h.lock, nogil:
+            for i in range(n):
+                o[i] = random_u64(bg)
+        return out
+
+
 # ------------------------------------------------------------------------------------------------
 # C-level samplers (declared in _random.pxd; call with the generator's lock held)
 
@@ -633,7 +665,7 @@ def _ustar(random_state, Py_ssize_t n):
 
 def _words(random_state, Py_ssize_t n):
     """n words read through the inline reader (dpc_words: a ChaCha20's buffer directly, other
-    generators through their callback); the same words as bit_generator.random_raw(n)."""
+    generators through their callback); the same words as `Words64`."""
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef dpc_words src
     out = np.empty(n, dtype=np.uint64)

@@ -24,9 +24,11 @@ import pytest
 from scipy.optimize import isotonic_regression
 
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical, z_score
+from _generators import GENERATOR_KINDS, generator, misread_words
 
 import dpcore
 from dpcore import _graph_stats
+from dpcore._random import Words64
 from dpcore import graph_stats as gs
 from dpcore.graph_stats import (
     degree_distribution, degree_distribution_node_dp, degree_sequence, kstar_count, kstar_local_sensitivity,
@@ -429,14 +431,27 @@ def rounded_laplace_pmf(scale):
 
 @pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(7, 5), Fraction(41, 4)])
 def test_rounded_laplace_law(scale):
-    rng = np.random.default_rng(20261125)
-    word = rng.bit_generator.random_raw
+    word = Words64(np.random.default_rng(20261125))
     draws = np.array([gs._rounded_laplace(5, scale, word) for _ in range(8000)]) - 5
     span = int(12 * float(scale)) + 2
     support = np.arange(-span, span + 1)
     assert integer_pvalue(draws, rounded_laplace_pmf(float(scale)), support) > ALPHA
     # power: the same draws against a law 10% wider are rejected
     assert integer_pvalue(draws, rounded_laplace_pmf(1.1 * float(scale) + 0.2), support) < ALPHA
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_rounded_laplace_law_under_every_generator(kind):
+    word = Words64(generator(kind, 81))
+    draws = np.array([gs._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
+    assert integer_pvalue(draws, rounded_laplace_pmf(1.4), np.arange(-20, 21)) > ALPHA
+
+
+def test_rounded_laplace_law_test_rejects_32_bit_words():
+    """Power: the same test rejects the old reader's draws from an MT19937 (32-bit words)."""
+    word = misread_words(81)
+    draws = np.array([gs._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
+    assert integer_pvalue(draws, rounded_laplace_pmf(1.4), np.arange(-20, 21)) < ALPHA
 
 
 def test_triangle_count_law_end_to_end():
@@ -678,6 +693,22 @@ def test_ladder_law_end_to_end(stat, n, p, seed, epsilon):
     assert chisquare_pvalue(observed, law / law.sum()) > ALPHA
     wrong = ladder_law(count, I, L, 1.5 * plan.scale, top)
     assert chisquare_pvalue(observed, wrong / wrong.sum()) < ALPHA
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_ladder_law_under_every_generator(kind):
+    """The ladder's exact sampler (selection of a rung, then a uniform within it) under each
+    generator: chi-square against the exact law (one case of the end-to-end test above)."""
+    stat, n, p, seed, epsilon = LADDER_LAW_CASES[0]
+    edges = random_edges(n, p, seed)
+    count, (a, b), top = stat_setup(stat, n, edges)
+    I, L = ladder_rungs(stat, a, b, n)
+    plan = gs._ladder_plan(epsilon, None, None)[1]
+    gen = generator(kind, 91)
+    draws = np.array([release_of(stat)(edges, n_nodes=n, epsilon=epsilon, random_state=gen)
+                      for _ in range(3000)])
+    law = ladder_law(count, I, L, plan.scale, top)
+    assert chisquare_pvalue(np.bincount(draws, minlength=top + 1), law / law.sum()) > ALPHA
 
 
 def test_ladder_centre_and_far_tail():

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue
+from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import calibration
@@ -324,3 +325,21 @@ def test_seed_reproducible():
     c = dpcore.laplace(np.ones(10), sensitivity=1.0, epsilon=1.0, random_state=6)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_snapping_and_grid_laplace_laws_under_every_generator(kind):
+    n = 50_000
+    m = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=1.0, bound=8.0, method="snapping")
+    out = dpcore.laplace(np.full(n, 0.3), sensitivity=1.0, epsilon=1.0, bound=8.0, method="snapping",
+                         random_state=generator(kind, 41))
+    probs = snapping_cell_probabilities(0.3, m.scale, m.grid, 8.0)
+    keys = sorted(probs)
+    assert chisquare_pvalue([np.sum(out == k) for k in keys], [probs[k] for k in keys]) > ALPHA
+    # grid Laplace: granularity 1/2, sensitivity 1, epsilon 1 -> scale (2 + 1) / 1 = 3 units
+    units = dpcore.laplace(np.zeros(n), sensitivity=1.0, epsilon=1.0, granularity=0.5,
+                           random_state=generator(kind, 42)) / 0.5
+    m = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=1.0, size=n, granularity=0.5)
+    q = math.exp(-1 / m.scale)
+    pmf = lambda k: (1 - q) / (1 + q) * q ** abs(k)
+    assert integer_pvalue(units.astype(np.int64), pmf, np.arange(-60, 61)) > ALPHA

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
+from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import _noise
@@ -560,3 +561,12 @@ def test_pending_cells_are_the_cells_the_fast_path_decides_on():
             k = _noise._floor_refined(u, v, nv, v2, scale)
             if k is not None:
                 assert k == _exact.floor_neglog_scaled(lo, hi, Fraction(scale), _no_bits)
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_integer_samplers_law_under_every_generator(kind):
+    """The discrete Laplace and Gaussian laws hold whatever numpy generator the caller passes."""
+    x = dpcore.discrete_laplace(1.5, size=N // 4, random_state=generator(kind, 31))
+    assert integer_pvalue(x, dlap_pmf(1.5), np.arange(-21, 22)) > ALPHA
+    y = dpcore.discrete_gaussian(2.0, size=N // 4, random_state=generator(kind, 32))
+    assert integer_pvalue(y, dgauss_pmf(2.0), np.arange(-16, 17)) > ALPHA

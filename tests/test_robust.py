@@ -15,6 +15,7 @@ from scipy import integrate
 from scipy import stats as sps
 
 from _gof import ALPHA, chisquare_pvalue
+from _generators import GENERATOR_KINDS, generator, misread_words
 
 import dpcore
 from dpcore import robust
@@ -312,13 +313,10 @@ def test_median_law_tests_have_power(law, cdf, delta, h4_draws, laplace_draws):
     assert chisquare_pvalue(binned(draws), wrong) < ALPHA
 
 
-@pytest.mark.parametrize("sampler, cdf", [(robust._draw_h4, h4_cdf), (robust._draw_laplace, laplace_cdf)])
-@pytest.mark.parametrize("scale", [Fraction(7, 10), Fraction(5, 2)])
-def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
-    """clamp(floor(c + s Z + 1/2), lo, hi) on a coarse grid, cell by cell, clamp cells included
-    (a rational centre, as the trimmed mean's)."""
-    center, lo, hi, n_draws = Fraction(10, 3), -1, 8, 6000
-    word = rng(int(scale * 10) + (sampler is robust._draw_h4)).bit_generator.random_raw
+def rounded_clamped_cells(sampler, cdf, scale, word, n_draws):
+    """(counts, exact probabilities) of clamp(floor(c + s Z + 1/2), lo, hi) on a coarse grid, cell
+    by cell, clamp cells included (a rational centre, as the trimmed mean's)."""
+    center, lo, hi = Fraction(10, 3), -1, 8
     out = np.array([sampler(center, scale, lo, hi, word) for _ in range(n_draws)])
     ks = np.arange(lo, hi + 1)
     upper = cdf((ks + 0.5 - float(center)) / float(scale))
@@ -326,7 +324,34 @@ def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
     probs = np.diff(np.concatenate([[0.0], upper]))
     counts = np.array([np.sum(out == k) for k in ks])
     assert counts.sum() == n_draws
+    return counts, probs
+
+
+EXACT_SAMPLERS = [(robust._draw_h4, h4_cdf), (robust._draw_laplace, laplace_cdf)]
+
+
+@pytest.mark.parametrize("sampler, cdf", EXACT_SAMPLERS)
+@pytest.mark.parametrize("scale", [Fraction(7, 10), Fraction(5, 2)])
+def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
+    seed = int(scale * 10) + (sampler is robust._draw_h4)
+    counts, probs = rounded_clamped_cells(sampler, cdf, scale, robust._words(rng(seed)), 6000)
     assert chisquare_pvalue(counts, probs) > ALPHA
+
+
+@pytest.mark.parametrize("sampler, cdf", EXACT_SAMPLERS)
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_exact_samplers_law_under_every_generator(sampler, cdf, kind):
+    words = robust._words(generator(kind, 71))
+    counts, probs = rounded_clamped_cells(sampler, cdf, Fraction(5, 2), words, 3000)
+    assert chisquare_pvalue(counts, probs) > ALPHA
+
+
+@pytest.mark.parametrize("sampler, cdf", EXACT_SAMPLERS)
+def test_exact_samplers_law_test_rejects_32_bit_words(sampler, cdf):
+    """Power: the same test rejects what the old reader drew from an MT19937 (32-bit words taken
+    as 64-bit ones), so the tests above would catch the bug."""
+    counts, probs = rounded_clamped_cells(sampler, cdf, Fraction(5, 2), misread_words(71), 3000)
+    assert chisquare_pvalue(counts, probs) < ALPHA
 
 
 # ------------------------------------------------------------------------------------------------

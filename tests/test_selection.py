@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from _gof import ALPHA, chisquare_pvalue, z_critical
+from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import _select
@@ -656,3 +657,11 @@ def test_stream_of_millions_bounded_memory():
 @pytest.mark.slow
 def test_stream_of_1e8_bounded_memory():
     _check_long_stream(10**8, 10**6 // 4, [*METHODS, "top_k"])
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_exponential_mechanism_law_under_every_generator(kind):
+    gen = generator(kind, 51)
+    draws = [dpcore.exponential(UTIL, sensitivity=1.0, epsilon=1.0, random_state=gen)
+             for _ in range(N // 4)]
+    assert chisquare_pvalue(counts_of(draws, len(UTIL)), em_law(UTIL, scale_of())) > ALPHA

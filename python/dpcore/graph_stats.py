@@ -54,7 +54,7 @@ import numpy as np
 from dpcore import _edges, _exact, _graph_stats, _select
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
-from dpcore._random import bitgen_handle
+from dpcore._random import Words64, bitgen_handle
 from dpcore._release import Cost, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.robust import SmoothMedianPlan
@@ -553,7 +553,7 @@ class _Ladder:
         if len(self.jump) == 1:  # every rung is empty: the count is constant on n vertices
             return self.count
         handle = bitgen_handle(rng)
-        word = rng.bit_generator.random_raw
+        word = Words64(rng)
         c = Fraction(self.scale)
         while True:
             state = _select.ExactState(self.scale)
@@ -691,7 +691,7 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float |
     scale = _triangle_scale(c, b, n, plan)
 
     def draw_smooth(rng):
-        value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
+        value = _rounded_laplace(count, scale, Words64(rng))
         return min(max(value, 0), top)
 
     return release(draw_smooth, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,
@@ -972,7 +972,7 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float,
     def draw_smooth(rng):
         if scale == 0:  # k > n - 1: no graph on n vertices has a k-star, the count is always 0
             return 0
-        value = _rounded_laplace(count, scale, rng.bit_generator.random_raw)
+        value = _rounded_laplace(count, scale, Words64(rng))
         return min(max(value, 0), top)
 
     return release(draw_smooth, cost=Cost(plan.epsilon, plan.delta), accountant=accountant,

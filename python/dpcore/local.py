@@ -54,6 +54,7 @@ from numpy.typing import ArrayLike
 import dpcore._local as _local  # compiled kernel (no stub: mypy treats it as Any)
 from dpcore import _validation as check
 from dpcore._floats import round_up
+from dpcore._random import Words64
 from dpcore._release import Cost, release
 from dpcore.accounting import AccountantLike
 from dpcore.random import RandomStateLike
@@ -1079,12 +1080,12 @@ class _Words:
     """64-bit words from a generator, fetched in batches (order fixed: a seed reproduces)."""
 
     def __init__(self, rng):
-        self._bitgen = rng.bit_generator
+        self._words = Words64(rng)
         self._buf = []
 
     def next(self):
         if not self._buf:
-            self._buf = self._bitgen.random_raw(256).tolist()[::-1]
+            self._buf = self._words.batch(256).tolist()[::-1]
         return self._buf.pop()
 
 

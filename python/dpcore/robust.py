@@ -46,6 +46,7 @@ from dpcore import _validation as check
 from dpcore._floats import pow2_floor as _pow2_floor
 from dpcore._floats import round_down as _round_down
 from dpcore._floats import round_up as _round_up
+from dpcore._random import Words64
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, LaplaceMechanism, discrete_laplace
 from dpcore.selection import ExponentialMechanism
@@ -220,8 +221,8 @@ def smooth_sensitivity_median(x, bounds, beta):
 
 
 def _words(rng):
-    """Fresh uniformly random 64-bit integers from the generator (it holds its own lock)."""
-    return rng.bit_generator.random_raw
+    """Fresh uniformly random 64-bit integers from the generator, one per call."""
+    return Words64(rng)
 
 
 class _Uniform:
