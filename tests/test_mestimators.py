@@ -195,3 +195,45 @@ def test_docstring_examples():
 
     result = doctest.testmod(mestimators, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 10
+
+
+# ------------------------------------------------------------------------------------------------
+# a noisy histogram too sparse for its threshold (issue 25): finite estimates, a warning
+
+
+SPARSE = np.random.default_rng(2).uniform(0, 1, size=(10_000, 2))  # Lei's grid: ~3 per cell
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])  # seeds whose noisy histogram keeps no cell
+def test_estimators_are_finite_when_the_threshold_keeps_no_cell(seed):
+    rel = mestimators.perturbed_histogram(SPARSE, epsilon=1.0, bounds=[(0, 1), (0, 1)],
+                                          random_state=seed)
+    assert not np.any(rel.weights("threshold") > 0)  # the degenerate case this test is about
+    with pytest.warns(mestimators.DegenerateHistogramWarning, match="'clip' weights instead"):
+        beta = mestimators.lad_regression(rel)
+    assert np.all(np.isfinite(beta))
+    with pytest.warns(mestimators.DegenerateHistogramWarning):
+        assert 0.0 <= mestimators.median(rel) <= 1.0
+    with pytest.warns(mestimators.DegenerateHistogramWarning):
+        assert 0.0 <= mestimators.huber_location(rel, c=0.1) <= 1.0
+    with pytest.warns(mestimators.DegenerateHistogramWarning):
+        theta = mestimators.m_estimate(rel, lambda a, t: (a[:, 0] - t[0]) ** 2, [0.5])
+    assert np.isfinite(theta[0])
+
+
+def test_usable_weights_fall_back_in_order():
+    edges = [[0.0, 1.0, 2.0, 3.0]]
+    kept = mestimators.PerturbedHistogram.from_counts([0, 5, 1], edges)
+    assert mestimators.usable_weights(kept).tolist() == [0.0, 5.0, 1.0]  # no fallback, no warning
+    negative = mestimators.PerturbedHistogram.from_counts([-1, -2, 0], edges)
+    with pytest.warns(mestimators.DegenerateHistogramWarning, match="'uniform'"):
+        assert mestimators.usable_weights(negative, "raw").tolist() == [1.0, 1.0, 1.0]
+    with pytest.warns(mestimators.DegenerateHistogramWarning):
+        assert mestimators.median(negative) == 1.5  # every cell alike: the box's centre
+
+
+@pytest.mark.parametrize("theta0", [[np.nan], [np.inf, 0.0]])
+def test_m_estimate_refuses_a_non_finite_start(theta0):
+    rel = mestimators.PerturbedHistogram.from_counts([1, 2, 1], [[0.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="theta0"):
+        mestimators.m_estimate(rel, lambda a, t: (a[:, 0] - t[0]) ** 2, theta0)

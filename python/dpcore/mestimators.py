@@ -24,6 +24,11 @@ non-convex or unbounded below. Each estimator takes ``weights=`` (see
 * ``"raw"``: the noisy counts as they are: unbiased weighted criterion, but the minimiser may not
   exist (the estimators raise or return what the solver found; use with care).
 
+When the chosen rule leaves no positive total weight (at Lei's bandwidth with d = 2 a cell holds
+about sqrt(log n) / epsilon records, so on spread-out data every cell can fall below tau), the
+estimators use the next rule that does, threshold or raw -> clip -> every cell alike, and warn
+(:func:`usable_weights`): the answer is always finite, never NaN.
+
 **Bandwidth.** By default the cell width (after scaling every axis to [0, 1]) is Lei's rate
 h = (sqrt(log n) / (n epsilon))^(2 / (d + 2)), K = ceil(1 / h) cells per axis, which balances the
 discretisation bias O(h) against the noise; the estimation error is then of order
@@ -57,8 +62,10 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
 
 __all__ = [
+    "DegenerateHistogramWarning",
     "PerturbedHistogram",
     "perturbed_histogram",
+    "usable_weights",
     "lei_bandwidth",
     "m_estimate",
     "quantile",
@@ -183,7 +190,10 @@ class PerturbedHistogram:
 
     def points(self, weights="threshold", *, beta=0.05):
         """(centres, w) of the cells with nonzero weight: the weighted pseudo-data."""
-        w = self.weights(weights, beta=beta).reshape(-1)
+        return self._nonzero_cells(self.weights(weights, beta=beta))
+
+    def _nonzero_cells(self, w):
+        w = w.reshape(-1)
         keep = np.nonzero(w)[0]
         mids = [(e[:-1] + e[1:]) / 2 for e in self.edges]
         idx = np.unravel_index(keep, self.counts.shape)
@@ -335,8 +345,8 @@ def m_estimate(release: PerturbedHistogram, loss: Callable[..., Any], theta0: Ar
     from scipy import optimize
 
     release = _check_release(release)
-    pts, w = release.points(weights, beta=beta)
-    theta0 = np.atleast_1d(np.asarray(theta0, dtype=np.float64))
+    theta0 = check.finite_array(theta0, "theta0").astype(np.float64, copy=False).reshape(-1)
+    pts, w = release._nonzero_cells(usable_weights(release, weights, beta=beta))
     if method is None:
         method = "Nelder-Mead" if theta0.size <= 2 else "Powell"
     opts = {"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20_000} if method == "Nelder-Mead" else {}
@@ -348,11 +358,57 @@ def m_estimate(release: PerturbedHistogram, loss: Callable[..., Any], theta0: Ar
     return optimize.minimize(objective, theta0, method=method, options=opts).x
 
 
+class DegenerateHistogramWarning(UserWarning):
+    """The noisy histogram left no positive weight under the chosen rule; the estimate used the
+    next rule that does (see :func:`usable_weights`)."""
+
+
+#: The rules tried in turn when one leaves no positive total weight ("uniform": every cell alike).
+_FALLBACK = {"threshold": "clip", "raw": "clip", "clip": "uniform"}
+
+
+def usable_weights(release: PerturbedHistogram, weights: str = "threshold", *,
+                   beta: float = 0.05) -> np.ndarray:
+    """The release's weights under ``weights``, or, when they leave no positive total (every
+    noisy count below the threshold: a histogram too sparse for its noise), the next rule that
+    does: threshold or raw -> clip -> every cell alike (the estimate of an empty histogram: the
+    box's centre). A `DegenerateHistogramWarning` names the rule used. The estimators of this
+    module read their weights here, so they return a finite value, never NaN.
+
+    Privacy
+    -------
+    Post-processing of the release (epsilon-DP under its relation, replace-one or add/remove):
+    the fallback reads only the noisy counts. Nothing is charged.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dpcore import mestimators
+    >>> rel = mestimators.PerturbedHistogram.from_counts([-1, -2, 0], [[0.0, 1.0, 2.0, 3.0]])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", mestimators.DegenerateHistogramWarning)
+    ...     mestimators.usable_weights(rel)
+    array([1., 1., 1.])
+    """
+    release = _check_release(release)
+    w = release.weights(weights, beta=beta)
+    rule = weights
+    while not w.sum() > 0:
+        rule = _FALLBACK[rule]
+        w = np.ones(w.shape) if rule == "uniform" else release.weights(rule, beta=beta)
+    if rule != weights:
+        warnings.warn(
+            f"the noisy histogram has no positive total weight under weights={weights!r}; the "
+            f"estimate uses {rule!r} weights instead (more records per cell, a larger epsilon or a "
+            "coarser grid avoid this)", DegenerateHistogramWarning, stacklevel=3)
+    return w
+
+
 def _marginal(release, axis, weights, beta):
     axis = check.integer(axis, "axis", minimum=0)
     if axis >= release.d:
         raise ValueError(f"axis must be < d = {release.d}, got {axis}")
-    w = release.weights(weights, beta=beta)
+    w = usable_weights(release, weights, beta=beta)
     other = tuple(k for k in range(release.d) if k != axis)
     return (w.sum(axis=other) if other else w), release.edges[axis]
 
@@ -375,7 +431,8 @@ def quantile(release: PerturbedHistogram, q: ArrayLike, *, axis: int = 0,
     -------
     float
         The first point where the cumulative weight reaches q times the total weight
-        (interpolated linearly inside its cell). NaN when the total weight is not positive.
+        (interpolated linearly inside its cell). When the weights leave no positive total, those
+        of :func:`usable_weights` (with a warning).
 
     Privacy
     -------
@@ -393,8 +450,6 @@ def quantile(release: PerturbedHistogram, q: ArrayLike, *, axis: int = 0,
     q = check.probability(q, "q", open_low=False, open_high=False)
     w, e = _marginal(release, axis, weights, beta)
     total = w.sum()
-    if not total > 0:
-        return float("nan")
     target = q * total
     cum = np.cumsum(w)
     j = int(np.searchsorted(cum, target, side="left"))
@@ -464,8 +519,6 @@ def huber_location(release: PerturbedHistogram, *, c: float = 1.345, axis: int =
     mids = (e[:-1] + e[1:]) / 2
     keep = w != 0
     w, mids = w[keep], mids[keep]
-    if w.size == 0:
-        return float("nan")
     res = optimize.minimize_scalar(lambda t: float(np.dot(w, _huber(mids - t, c))),
                                    bounds=(e[0], e[-1]), method="bounded",
                                    options={"xatol": 1e-12 * (e[-1] - e[0])})
@@ -476,7 +529,7 @@ def _design(release, weights, beta):
     """Pseudo-data for regression: the last coordinate is y, the others x (with intercept)."""
     if release.d < 2:
         raise ValueError("regression needs a release over (x, y): d >= 2, got d = 1")
-    pts, w = release.points(weights, beta=beta)
+    pts, w = release._nonzero_cells(usable_weights(release, weights, beta=beta))
     X = np.column_stack([np.ones(len(pts)), pts[:, :-1]])
     return X, pts[:, -1], w
 
@@ -514,8 +567,6 @@ def lad_regression(release: PerturbedHistogram, *, weights: str = "threshold", b
         raise ValueError("lad_regression needs nonnegative weights: 'threshold' or 'clip'")
     X, y, w = _design(release, weights, beta)
     m, p = X.shape
-    if m == 0:
-        return np.full(p, np.nan)
     # min sum w (u + v)  s.t.  X beta + u - v = y,  u, v >= 0,  beta free
     cost = np.concatenate([np.zeros(p), w, w])
     from scipy import sparse
