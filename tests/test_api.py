@@ -105,3 +105,17 @@ def test_import_dpcore_loads_no_heavy_dependency():
             "{'scipy', 'sklearn', 'dask', 'pandas'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_learn_is_reachable_from_import_dpcore():
+    """`dpcore.learn` after a bare `import dpcore` (imported on first use, not before)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("sklearn", reason="dpcore.learn needs scikit-learn ('.[learn]')")
+    code = ("import sys, dpcore; before = 'dpcore.learn' in sys.modules; "
+            "print(before, dpcore.learn.LogisticRegression.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "LogisticRegression"]
+    with pytest.raises(AttributeError, match="no attribute 'not_a_module'"):
+        getattr(importlib.import_module("dpcore"), "not_a_module")

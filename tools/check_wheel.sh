@@ -40,8 +40,7 @@ echo "== install the repaired wheel, binary only, no index"
 "$python" -m venv "$work/testenv"
 "$work/testenv/bin/python" -m pip install -q --upgrade pip
 # Runtime and test dependencies come from the index; dpcore itself only from the wheelhouse.
-"$work/testenv/bin/python" -m pip install -q numpy scipy pytest pytest-benchmark mpmath hypothesis networkx \
-    scikit-learn "dask[array,dataframe]" distributed  # the test extra
+"$work/testenv/bin/python" -m pip install -q numpy scipy -r "$root/requirements/test.txt"
 "$work/testenv/bin/python" -m pip install --only-binary=:all: --no-index --find-links "$work/wheelhouse" dpcore
 
 echo "== tests against the installed wheel, outside the source tree"

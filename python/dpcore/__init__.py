@@ -18,6 +18,17 @@ from dpcore import local  # noqa: E402  (local DP: randomized response, frequenc
 from dpcore import publish  # noqa: E402  (many consistent counts: trees, streams)
 from dpcore import robust  # noqa: E402  (data-dependent noise: smooth sensitivity, PTR, SVT, ...)
 
+
+
+def __getattr__(name):
+    # dpcore.learn on first use (PEP 562): importing scikit-learn is slow and optional.
+    if name == "learn":
+        import importlib
+
+        return importlib.import_module("dpcore.learn")
+    raise AttributeError(f"module 'dpcore' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__",
     "Accountant",

@@ -1,10 +1,12 @@
-"""scikit-learn compatible private estimators (needs the optional dependency scikit-learn:
-``pip install dpcore[learn]``). ``import dpcore`` never imports this package."""
+"""scikit-learn compatible private estimators (needs the optional dependency scikit-learn: the
+``learn`` extra, ``pip install ".[learn]"`` from the source tree). ``import dpcore`` does not
+import this package; ``dpcore.learn`` does on first use."""
 try:
     import sklearn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError(
-        "dpcore.learn needs scikit-learn; install it with `pip install dpcore[learn]`"
+        "dpcore.learn needs scikit-learn: `pip install scikit-learn`, or the `learn` extra "
+        "(`pip install \".[learn]\"` from dpcore's source tree)"
     ) from exc
 
 from dpcore.learn._feature_selection import PrivateKD, SelectKBest
