@@ -513,9 +513,24 @@ def test_exact_path_equals_the_fused_kernel():
     fused = mech.release(x, random_state=dpcore.ChaCha20(9))
     noise = dpcore.discrete_laplace(mech.scale, size=x.size, random_state=dpcore.ChaCha20(9))
     np.testing.assert_array_equal(fused, _exact_grid_release(x, mech.grid, 900.0, noise))
-    # beyond the double range the exact sum rounds to infinity
-    assert _exact_grid_release(np.array([1.7976931348623157e308]), 2.0**970, math.inf,
-                               np.array([2**60])) [0] == math.inf
+    # beyond the double range the exact sum saturates at the largest double, with a warning
+    with pytest.warns(RuntimeWarning, match="saturated"):
+        out = _exact_grid_release(np.array([1.7976931348623157e308, -1.7976931348623157e308, 1.0]),
+                                  2.0**970, math.inf, np.array([2**60, -(2**60), 0]))
+    assert out.tolist() == [1.7976931348623157e308, -1.7976931348623157e308, 0.0]
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_release_near_the_double_range_is_never_infinite(kind):
+    """Issue 25: laplace(+-1.8e308, sensitivity=1e300) returned +-inf in about half the draws."""
+    top = np.full(40, 1.7976931348623157e308) * np.resize([1, -1], 40)
+    with pytest.warns(RuntimeWarning, match="saturated"):
+        if kind == "laplace":
+            out = dpcore.laplace(top, sensitivity=1e300, epsilon=1.0, random_state=5)
+        else:
+            out = dpcore.gaussian(top, sensitivity=1e300, rho=1.0, random_state=5)
+    assert np.all(np.isfinite(out))
+    assert np.any(np.abs(out) == 1.7976931348623157e308)
 
 
 def test_discrete_gaussian_exact_path_large_sigma():

@@ -330,3 +330,19 @@ def test_estimator_fits_and_varies_under_every_generator(name, kind):
     make, X, y = ESTIMATORS[name]
     fitted = {_fitted(make(random_state=generator(kind, seed)).fit(X, y)) for seed in range(12)}
     assert len(fitted) > 1
+
+
+@pytest.mark.parametrize("delta, warns", [(0.5, True), (0.02, True), (0.01, False), (1e-6, False)])
+def test_large_delta_warns(delta, warns):
+    """Issue 25: a delta of the order of 1/n (e.g. 0.5) is a weak guarantee; it warns, once per
+    release, and the release still happens."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = dpcore.gaussian(1.0, sensitivity=1.0, epsilon=1.0, delta=delta, random_state=1)
+    assert np.isfinite(out)
+    found = [w for w in caught if issubclass(w.category, dpcore.PrivacyWarning)]
+    assert len(found) == (1 if warns else 0)
+    if warns:
+        assert "delta" in str(found[0].message) and "large" in str(found[0].message)

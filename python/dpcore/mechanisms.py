@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 import math
+import sys
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -78,16 +80,23 @@ def _fits_fast_path(flat, grid, bound=math.inf):
 
 def _exact_grid_release(flat, grid, bound, noise):
     """grid * (rint(clip(v) / grid) + k) for each value v and integer noise k, in exact rational
-    arithmetic, rounded once to the nearest double (inf beyond the double range): the same
-    release as the fused kernels, for values of any magnitude. Rounding half to even, as rint."""
+    arithmetic, rounded once to the nearest double: the same release as the fused kernels, for
+    values of any magnitude. Rounding half to even, as rint. A result beyond the double range
+    saturates at the largest finite double, with a RuntimeWarning (post-processing of the
+    release: it depends on the output only)."""
     g = Fraction(grid)
     out = np.empty(flat.size, dtype=np.float64)
+    saturated = 0
     for i, (v, k) in enumerate(zip(flat.tolist(), noise.tolist())):
         units = round(Fraction(min(max(v, -bound), bound)) / g) + k
         try:
             out[i] = float(units * g)
-        except OverflowError:  # beyond the largest double: rounds to infinity
-            out[i] = math.copysign(math.inf, units)
+        except OverflowError:  # rounds beyond the largest double
+            saturated += 1
+            out[i] = math.copysign(sys.float_info.max, units)
+    if saturated:
+        warnings.warn(f"{saturated} released value(s) beyond the double range saturated at "
+                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=5)
     return out
 
 
@@ -173,7 +182,8 @@ class LaplaceMechanism:
         if scale > MAX_DISCRETE_LAPLACE_SCALE:
             raise ValueError(
                 f"the noise scale is {scale:.3g} grid units, above the supported "
-                f"{MAX_DISCRETE_LAPLACE_SCALE:.3g}; pass a coarser granularity"
+                f"{MAX_DISCRETE_LAPLACE_SCALE:.3g}: epsilon is too small for this sensitivity and "
+                "grid (use a larger epsilon, or a coarser granularity where the release takes one)"
             )
         eps_eff = float(sens_units / Fraction(scale))
         return cls("discrete", sensitivity, epsilon, size, grid, scale, bound, 1.0, eps_eff, 0.0)
@@ -285,6 +295,8 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
     float or ndarray
         Noisy value(s), same shape as ``value``. ``"discrete"`` outputs are multiples of the
         grid; ``"snapping"`` outputs are multiples of Lambda (times the power of two unit) or +-B.
+        A ``"discrete"`` output beyond the double range saturates at +-1.7976931348623157e308
+        with a RuntimeWarning (post-processing), never +-inf.
 
     Raises
     ------
@@ -404,8 +416,9 @@ class GaussianMechanism:
             sigma = math.nextafter(sens_units / math.sqrt(2.0 * rho_target), math.inf)
         if sigma > MAX_DISCRETE_GAUSSIAN_SIGMA:
             raise ValueError(
-                f"sigma is {sigma:.3g} grid units, above the supported {MAX_DISCRETE_GAUSSIAN_SIGMA:.3g}; "
-                "pass a coarser granularity"
+                f"sigma is {sigma:.3g} grid units, above the supported {MAX_DISCRETE_GAUSSIAN_SIGMA:.3g}: "
+                "the privacy parameters are too small for this sensitivity and grid (use a larger "
+                "epsilon or rho, or a coarser granularity where the release takes one)"
             )
         rho_eff = sens_units**2 / (2.0 * sigma**2)
         return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta)
@@ -460,7 +473,8 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
     Returns
     -------
     float or ndarray
-        Same shape as ``value``; every output is a multiple of the grid.
+        Same shape as ``value``; every output is a multiple of the grid. An output beyond the
+        double range saturates at +-1.7976931348623157e308 with a RuntimeWarning, never +-inf.
 
     Raises
     ------

@@ -9,14 +9,20 @@ never costs budget, and a release is never made unpaid.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore.accounting import PrivacyWarning
 from dpcore.random import check_random_state
 
-__all__ = ["Cost", "check_accountant", "public_arithmetic", "release"]
+__all__ = ["Cost", "LARGE_DELTA", "check_accountant", "public_arithmetic", "release"]
+
+#: A release with a larger delta warns (PrivacyWarning): for any data set of 100 or more records,
+#: delta above 1/n admits releasing a record outright.
+LARGE_DELTA = 0.01
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,11 @@ class Cost:
         object.__setattr__(
             self, "delta", check.probability(self.delta, "delta", open_low=False)
         )
+        if self.delta > LARGE_DELTA:
+            warnings.warn(
+                f"delta = {self.delta:g} is large: an (epsilon, delta)-DP release may publish a "
+                "whole record with probability delta; use delta well below 1/n (e.g. 1e-6)",
+                PrivacyWarning, stacklevel=3)
 
     def charge(self, accountant, label):
         """Charge ``accountant`` (if not None) for this cost, once."""

@@ -116,8 +116,13 @@ def check_classes(classes, name="classes"):
     """The public label set, sorted and unique, with at least 2 labels (or None)."""
     if classes is None:
         return None
-    classes = np.unique(np.asarray(classes))
-    if classes.ndim != 1 or classes.size < 2:
+    given = np.asarray(classes)
+    if given.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d list of labels, got shape {given.shape}")
+    classes = np.unique(given)
+    if classes.size != given.size:
+        raise ValueError(f"{name} must not repeat a label (a public list of distinct labels)")
+    if classes.size < 2:
         raise ValueError(f"{name} must hold at least 2 distinct labels, got {classes.size}")
     return classes
 
@@ -182,6 +187,9 @@ def bounds_array(bounds, name, d):
             raise ValueError(f"{name} must be scalars or arrays of length n_features = {d}") from None
     if lower.ndim > 1 or np.any(lower >= upper):
         raise ValueError(f"{name} must satisfy lower < upper for every feature")
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(upper - lower)):
+            raise ValueError(f"{name} are too wide: upper - lower overflows; rescale the data")
     return lower, upper
 
 
