@@ -213,10 +213,50 @@ def test_publish_errors_are_one_line(tmp_path, capsys, extra, match):
     assert match in err and "\n" not in err
 
 
-def test_publish_does_not_quote_a_bad_cell(tmp_path, capsys):
-    path = _column_csv(tmp_path, [1.0, "secret-value-17", 3.0])
+def _publish_counts(path, capsys, seed=6):
+    main(["publish", str(path), "--column", "age", "--range", "0", "10", "--bins", "5",
+          "--epsilon", "1", "--json", "--seed", str(seed)])
+    captured = capsys.readouterr()
+    return json.loads(captured.out)["counts"], captured
+
+
+def test_publish_counts_a_bad_cell_as_outside_the_range(tmp_path, capsys):
+    """One public rule for every cell (issue 25): blank, unparsable, NaN, infinite, over-long or
+    huge cells are not counted, exactly as a number outside the range; the release happens and
+    quotes no cell."""
+    bad = ["", "secret-value-17", "nan", "inf", "-inf", "1e300", "9" * 80]
+    mixed, captured = _publish_counts(_column_csv(tmp_path, [1.0, *bad, 3.0]), capsys)
+    assert "secret" not in captured.out + captured.err
+    outside, _ = _publish_counts(_column_csv(tmp_path, [1.0, *([50.0] * len(bad)), 3.0]), capsys)
+    assert mixed == outside  # the same seed: the same release
+
+
+def test_publish_unknown_column_is_refused_before_reading_rows(tmp_path, capsys, monkeypatch):
+    from dpcore import cli
+
+    monkeypatch.setattr(cli, "_read_rows", lambda path: pytest.fail("rows read"))
+    path = _column_csv(tmp_path, [1.0, 2.0])
     with pytest.raises(SystemExit):
-        main(["publish", str(path), "--column", "age", "--range", "0", "10", "--bins", "5",
+        main(["publish", str(path), "--column", "nope", "--range", "0", "10", "--bins", "5",
               "--epsilon", "1"])
-    err = capsys.readouterr().err
-    assert "must hold numbers" in err and "secret" not in err
+    assert "no column 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["", "age\n"])
+def test_publish_releases_an_empty_file_like_any_other(tmp_path, capsys, text):
+    path = tmp_path / "empty.csv"
+    path.write_text(text)
+    counts, _ = _publish_counts(path, capsys)
+    assert len(counts) == 5 and any(c != 0 for c in counts)  # noise on the zero counts
+
+
+def test_interrupt_is_one_line_not_a_traceback(monkeypatch, capsys):
+    from dpcore import cli
+
+    def interrupted(*args, **kwargs):
+        """Stand-in for the demo, interrupted by Ctrl-C."""
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_demo", interrupted)
+    assert main(["demo"]) == 130
+    assert capsys.readouterr().err.strip() == "dpcore demo: interrupted"

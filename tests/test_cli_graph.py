@@ -31,6 +31,17 @@ def test_graph_writes_edges_and_json_summary(ring, tmp_path, capsys):
     assert "seed" in captured.err and "progress" not in captured.err
 
 
+def test_graph_to_stdout_keeps_the_json_apart(ring, capsys):
+    """-o - --json: the edge list alone on stdout, the JSON summary alone on stderr (no
+    progress line mixed into it)."""
+    assert main(["graph", str(ring), "-o", "-", "--epsilon", "1.0", "--steps", "3000",
+                 "--nodes", "30", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.err)
+    edges = np.loadtxt(captured.out.splitlines(), dtype=int).reshape(-1, 2)
+    assert edges.shape[0] == summary["synthetic_edges"]
+
+
 def test_graph_text_summary_progress_and_labels(tmp_path, capsys):
     path = tmp_path / "names.txt"
     path.write_text("alice bob\nbob carol\ncarol alice\ncarol dave\n")

@@ -195,3 +195,53 @@ def test_2d_y_error_quotes_no_row_count():
     with pytest.raises(ValueError, match="1d array") as info:
         GaussianNB(bounds=(-1, 1), classes=[0, 1]).fit(_X, y)
     assert "300" not in str(info.value)
+
+
+@pytest.mark.parametrize("classes, match", [([0, 1, 1], "must not repeat a label"),
+                                            ([[0, 1], [2, 3]], "1-d list"),
+                                            ([4], "at least 2 distinct")])
+@pytest.mark.parametrize("make", [
+    lambda c, acc: GaussianNB(bounds=(-1, 1), classes=c, accountant=acc),
+    lambda c, acc: LogisticRegression(data_norm=2.0, classes=c, accountant=acc),
+    lambda c, acc: dpcore.learn.DecisionTreeClassifier(bounds=(-1, 1), classes=c, accountant=acc),
+    lambda c, acc: dpcore.learn.SelectKBest(2, bounds=(-1, 1), classes=c, accountant=acc),
+])
+def test_bad_public_classes_are_refused_before_the_charge(make, classes, match):
+    acc = dpcore.Accountant(10.0)
+    with pytest.raises(ValueError, match=match):
+        make(classes, acc).fit(_X, _yc)
+    assert acc.history == []
+
+
+def test_budget_running_out_in_cross_validation_says_why():
+    """Issue 25: the folds refused by the accountant score NaN and the warning names the
+    refused charge (scikit-learn's FitFailedWarning carries BudgetExceeded's message)."""
+    from sklearn.exceptions import FitFailedWarning
+    from sklearn.model_selection import cross_val_score
+
+    acc = dpcore.Accountant(1.5)
+    clf = LogisticRegression(epsilon=0.5, data_norm=2.0, classes=[0, 1], accountant=acc)
+    with pytest.warns(FitFailedWarning, match=r"(?s)BudgetExceeded.*over the budget"):
+        scores = cross_val_score(clf, _X, _yc, cv=5)
+    assert np.isnan(scores).sum() == 2 and acc.spent[0] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("make, fit_y", [
+    (lambda acc: dpcore.learn.KMeans(n_clusters=10**10, bounds=(-1, 1), accountant=acc), False),
+    (lambda acc: dpcore.learn.KMeans(n_clusters=2**26, bounds=(-1, 1), accountant=acc), False),
+    (lambda acc: dpcore.learn.DecisionTreeClassifier(bounds=(-1e308, 1e308), classes=[0, 1],
+                                                     accountant=acc), True),
+    (lambda acc: dpcore.learn.DecisionTreeClassifier(bounds=(0.0, 1e-320), classes=[0, 1],
+                                                     accountant=acc), True),
+    (lambda acc: GaussianNB(bounds=(-1e308, 1e308), classes=[0, 1], accountant=acc), True),
+    (lambda acc: LinearRegression(bounds_X=(-1e308, 1e308), bounds_y=(-1, 1), accountant=acc),
+     "regression"),
+])
+def test_unusable_public_sizes_and_bounds_are_refused_before_the_charge(make, fit_y):
+    """Issue 25: these used to be charged, then fail (MemoryError, ZeroDivisionError)."""
+    acc = dpcore.Accountant(10.0)
+    est = make(acc)
+    y = _yr if fit_y == "regression" else (_yc if fit_y else None)
+    with pytest.raises(ValueError, match="n_clusters|bounds"):
+        est.fit(_X, y)
+    assert acc.history == []

@@ -296,3 +296,12 @@ def test_spread_bound_leaves_room_for_large_epsilon():
         random_state=0).fit(X)
     eps_exact = 2 * 2 * _pca._MAX_SPREAD_EXACT / n / 0.9 * (1 - 1e-9)
     PCA(2, epsilon=eps_exact, data_norm=1.0, random_state=0).fit(X)
+
+
+def test_set_output_pandas_names_the_components():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(100, 4)) / 4, columns=list("abcd"))
+    pca = PCA(2, epsilon=1.0, data_norm=1.0, random_state=0).set_output(transform="pandas")
+    out = pca.fit_transform(X)
+    assert list(out.columns) == ["pca0", "pca1"]
+    np.testing.assert_array_equal(out.to_numpy(), pca.set_output(transform="default").transform(X))

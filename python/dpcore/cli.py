@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from importlib import resources
 
@@ -55,6 +56,39 @@ def _public_parameters(args):
         args.epsilon_split = check.probability(args.epsilon_split, "--epsilon-split")
     if getattr(args, "steps", None) is not None:
         args.steps = check.integer(args.steps, "--steps", minimum=0)
+
+
+def _read_header(path):
+    """The column names of a CSV or Parquet file (the public schema), read before any row; an
+    empty file has none."""
+    if str(path).endswith((".parquet", ".pq")):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ValueError("reading Parquet needs pyarrow (pip install pyarrow)") from None
+        return list(pq.read_schema(path).names)
+    with open(path, newline="") as handle:
+        return next(csv.reader(handle), None)
+
+
+#: ``dpcore publish``: a cell longer than this, or not a finite number, counts as outside the
+#: range (one public rule for every cell: no outcome is decided by a record's value).
+MAX_CELL_CHARS = 64
+
+
+def _cell_number(cell):
+    """A cell's value under the public rule: a finite number, else NaN (outside every range)."""
+    if cell is None:
+        return math.nan
+    if not isinstance(cell, str):
+        cell = str(cell)
+    if len(cell) > MAX_CELL_CHARS:
+        return math.nan
+    try:
+        value = float(cell)
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def _read_rows(path):
@@ -210,7 +244,7 @@ def run_graph(args):
     rel = release_hrg(
         edges, n_nodes=n_nodes, epsilon=args.epsilon, epsilon_split=args.epsilon_split,
         n_steps=args.steps, simplify=args.simplify, random_state=args.seed,
-        progress=not args.quiet,
+        progress=not (args.quiet or args.json),  # JSON: nothing else on its stream
     )
     out = sys.stdout if args.output == "-" else open(args.output, "w")
     try:
@@ -275,16 +309,12 @@ def run_publish(args):
     bins = check.integer(args.bins, "--bins", minimum=1)
     lower, upper = check.bounds_pair(tuple(args.range), "--range")
     ranges = _parse_ranges(args.ranges, bins) if args.ranges else []
-    rows = _read_rows(args.input)
-    if rows and args.column not in rows[0]:
+    header = _read_header(args.input)
+    if header is not None and args.column not in header:
         raise ValueError(f"the input has no column {args.column!r}")
-    try:
-        values = np.array([float(row[args.column]) for row in rows], dtype=np.float64)
-    except (TypeError, ValueError):
-        # the offending cell is private: name the column only
-        raise ValueError(f"column {args.column!r} must hold numbers") from None
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"column {args.column!r} must not contain NaN or infinite values")
+    rows = _read_rows(args.input)  # an empty file is released like any other (n = 0 is private)
+    values = np.array([_cell_number(row.get(args.column)) for row in rows], dtype=np.float64)
+    values = values[~np.isnan(values)]  # outside every range: not counted, as out-of-range values
     acc = Accountant(args.epsilon)
     rel = hierarchical_histogram(values, bins=bins, range=(lower, upper), epsilon=args.epsilon,
                                  branching=args.branching, random_state=args.seed,
@@ -345,13 +375,16 @@ def build_parser():
                           "set is public and must not be taken from the edges")
     vertices.add_argument("--node-list", help="file of the public vertex labels, one per line")
     graph.add_argument("--simplify", action="store_true", help="drop self-loops and repeated edges")
-    graph.add_argument("--json", action="store_true", help="machine-readable summary")
+    graph.add_argument("--json", action="store_true", help="machine-readable summary, alone on "
+                       "its stream (stdout, or stderr with -o -); no progress")
     graph.add_argument("--quiet", action="store_true", help="no progress on stderr")
     graph.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     publish = sub.add_parser("publish", help="release a consistent histogram of a CSV column",
                              description=run_publish.__doc__.splitlines()[0])
     publish.add_argument("input", help="CSV (or Parquet, with pyarrow) with a header row")
-    publish.add_argument("--column", required=True, help="the numeric column to count")
+    publish.add_argument("--column", required=True, help="the numeric column to count; a cell "
+                         f"that is not a finite number (or longer than {MAX_CELL_CHARS} characters) "
+                         "counts as outside the range, like a number outside it: not counted")
     publish.add_argument("--range", type=float, nargs=2, required=True, metavar=("LOWER", "UPPER"),
                          help="public value range; records outside it are not counted")
     publish.add_argument("--bins", type=int, required=True, help="number of equal-width bins")
@@ -387,6 +420,9 @@ def main(argv=None):
             run_publish(args)
     except CommandError:
         raise
+    except KeyboardInterrupt:
+        print(f"dpcore {command}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, TypeError) as exc:
         _fail(command, exc)
     except (ArithmeticError, MemoryError) as exc:  # a last line of defence: never a traceback

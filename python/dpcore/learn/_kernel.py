@@ -77,6 +77,11 @@ class RandomFourierFeatures(_base.SharedStateCloneMixin, TransformerMixin, BaseE
         self.frequencies_ = rng.normal(0.0, np.sqrt(2.0 * gamma), size=(X.shape[1], D))
         return self
 
+    def get_feature_names_out(self, input_features=None):
+        """Output column names ("randomfourierfeatures0", ...), which also enables ``set_output``."""
+        check_is_fitted(self)
+        return np.array([f"randomfourierfeatures{i}" for i in range(2 * self.frequencies_.shape[1])], dtype=object)
+
     def transform(self, X):
         """The feature map, shape (n_samples, 2 n_components)."""
         check_is_fitted(self)

@@ -15,10 +15,13 @@ from dpcore._release.sums import IntegerNoise, split_budget
 from dpcore.learn import _base
 from dpcore.robust import sample_aggregate
 
-__all__ = ["KMeans", "MAX_HISTOGRAM_CELLS"]
+__all__ = ["KMeans", "MAX_CENTRE_VALUES", "MAX_HISTOGRAM_CELLS"]
 
 #: Most cells of the noisy histogram that ``init="histogram"`` releases (public cap).
 MAX_HISTOGRAM_CELLS = 2**14
+#: Largest n_clusters * n_features (the centres and their noisy sums: 2 GiB of float64 at the
+#: limit), checked before anything is charged.
+MAX_CENTRE_VALUES = 2**27
 #: Most bins per feature of that histogram.
 MAX_HISTOGRAM_BINS = 64
 _INITS = ("auto", "histogram", "sphere")
@@ -74,7 +77,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of clusters k, >= 1.
+        Number of clusters k, >= 1, with k * n_features <= ``MAX_CENTRE_VALUES`` (2**27).
     epsilon : float, default=1.0
         Privacy parameter of the whole fit, > 0.
     bounds : (lower, upper), default=None
@@ -197,7 +200,10 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         """Every parameter, checked before anything is charged (also for each candidate of a
         grid search). Returns (epsilon, k, max_iter, init, init_fraction, (lower, upper))."""
         epsilon = _base.check_epsilon(self.epsilon)
-        k = check.integer(self.n_clusters, "n_clusters", minimum=1)
+        k = check.integer(self.n_clusters, "n_clusters", minimum=1, maximum=MAX_CENTRE_VALUES)
+        if n_features is not None and k * n_features > MAX_CENTRE_VALUES:
+            raise ValueError(f"n_clusters * n_features must be <= {MAX_CENTRE_VALUES} (memory of "
+                             f"the centres), got {k} * {n_features}")
         max_iter = None if self.max_iter is None else check.integer(self.max_iter, "max_iter",
                                                                     minimum=1)
         if self.method not in _METHODS:
@@ -208,9 +214,6 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         if not 0.0 < fraction < 1.0:
             raise ValueError(f"init_fraction must be in (0, 1), got {self.init_fraction!r}")
         bounds = _base.bounds_array(self.bounds, "bounds", n_features)
-        with np.errstate(over="ignore"):
-            if not np.all(np.isfinite(bounds[1] - bounds[0])):
-                raise ValueError("bounds are too wide: upper - lower overflows; rescale the data")
         init = self.init
         if isinstance(init, str):
             if init not in _INITS:

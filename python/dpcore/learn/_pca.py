@@ -335,6 +335,12 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         # rotate to the eigenbasis of the small k x k estimate (post-processing) for ordering
         return Y[:, order], var[order]
 
+    def get_feature_names_out(self, input_features=None):
+        """Output column names ("pca0", ...), which also enables ``set_output``."""
+        from sklearn.utils.validation import check_is_fitted
+        check_is_fitted(self, "components_")
+        return np.array([f"pca{i}" for i in range(self.components_.shape[0])], dtype=object)
+
     def transform(self, X):
         """Project X on the components: (X - mean_) @ components_.T."""
         from sklearn.utils.validation import check_is_fitted

@@ -399,7 +399,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         split_eps = round_down(Fraction(epsilon) / (2 * levels))
         if split_eps <= 0:
             raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
-        if not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0]))):
+        with np.errstate(over="ignore"):
+            narrow = not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0])))
+        if narrow:
             raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
         if n_features is not None and depth:
             k = 2 if classes is None else classes.size
