@@ -10,16 +10,13 @@ level d + 1. The last level holds the leaves.
 No randomness is drawn here: the caller (dpcore.publish) validates every argument and passes
 the exact integer noise it drew, so the kernels are deterministic functions of their inputs.
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 import numpy as np
 
 
-cdef extern from *:
-    """
-    static inline int dpc_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    """
-    int dpc_ctz64(unsigned long long x) noexcept nogil
+cdef extern from "dpc_bits.h" nogil:
+    int dpc_ctz64(uint64_t w)
 
 
 cdef enum:
@@ -160,7 +157,7 @@ def counter_extend(int64_t[::1] psum,  # IN/OUT exact dyadic block sums, one per
             elif x > bound:
                 x = bound
             t += 1
-            i = dpc_ctz64(<unsigned long long>t)
+            i = dpc_ctz64(<uint64_t>t)
             s = x
             dropped = 0
             for j in range(i):

@@ -43,8 +43,14 @@ cdef extern from "chacha20.h" nogil:
     double dpc_chacha20_next_double(void *st)
     uint64_t dpc_mul64(uint64_t a, uint64_t b, uint64_t *lo)
     uint64_t dpc_div128_sat(uint64_t hi, uint64_t lo, uint64_t d)
-    int dpc_clz64(uint64_t w)
     void dpc_chacha20_refill_fn(dpc_chacha20_state *st)
+
+
+cdef extern from "dpc_bits.h" nogil:
+    int dpc_clz64(uint64_t w)
+    int dpc_ctz64(uint64_t w)
+    int dpc_clz64_portable(uint64_t w)
+    int dpc_ctz64_portable(uint64_t w)
 
 
 dpc_chacha20_init_dispatch()
@@ -692,6 +698,25 @@ def _bit_helpers(x):
         r[i] = dpc_rint(xv[i])
         u[i] = dpc_ulp(xv[i]) if 0.0 < xv[i] < 1.7976931348623157e308 else 0.0
     return fl, ri, ul
+
+
+def _zero_counts(words):
+    """(clz, ctz, clz portable, ctz portable): the leading and trailing zero counts of each
+    nonzero 64-bit word by dpc_bits.h's helpers (the build's: builtin, MSVC bit scan or loop) and
+    by its portable loops, as int arrays."""
+    cdef const uint64_t[::1] w = np.ascontiguousarray(words, dtype=np.uint64)
+    cdef Py_ssize_t i, n = w.shape[0]
+    for i in range(n):
+        if w[i] == 0:
+            raise ValueError("words must be nonzero")
+    out = np.empty((4, n), dtype=np.intc)
+    cdef int[:, ::1] o = out
+    for i in range(n):
+        o[0, i] = dpc_clz64(w[i])
+        o[1, i] = dpc_ctz64(w[i])
+        o[2, i] = dpc_clz64_portable(w[i])
+        o[3, i] = dpc_ctz64_portable(w[i])
+    return out[0], out[1], out[2], out[3]
 
 
 def _bounded(random_state, uint64_t m, Py_ssize_t n):

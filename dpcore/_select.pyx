@@ -36,8 +36,11 @@ from dpcore._crlog cimport dp_log_dd
 from dpcore import _exact
 
 
+cdef extern from "dpc_bits.h" nogil:
+    int dpc_clz64(uint64_t w)
+
+
 cdef extern from "select_simd.h" nogil:
-    int sel_clz64(uint64_t w)
     double sel_log(double x)
     double sel_exp(double x)
     double sel_word_uniform(uint64_t w)
@@ -591,7 +594,7 @@ cdef Py_ssize_t exact_run(bitgen_t *bg, const double *u, Py_ssize_t start, Py_ss
             dhi = d
         if w != 0:
             # G(R) <= -ln(w 2^-64) <= (leading zeros of w + 1) ln 2, as -ln(1 - x) >= x.
-            coarse = (sel_clz64(w) + 1) * LN2_UP
+            coarse = (dpc_clz64(w) + 1) * LN2_UP
             if up_sum(dhi, coarse) < best.glo:
                 counts.coarse += 1
                 continue

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "dpc_bits.h"
+#include "dpc_cpu.h"
 
 #define DPC_CHACHA_BUF_BLOCKS 16
 
@@ -196,16 +197,14 @@ DPC_MAYBE_UNUSED static void dpc_chacha20_init_dispatch(void)
 #endif
 #if defined(DPC_CHACHA_HAVE_X8)
 #if defined(DPC_CHACHA_X8_RUNTIME_CHECK)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) lanes = 8;
+    if (dpc_cpu_has_avx2()) lanes = 8;
 #else
     lanes = 8;
 #endif
 #endif
 #if defined(DPC_CHACHA_HAVE_X16)
 #if defined(DPC_CHACHA_X16_RUNTIME_CHECK)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) lanes = 16;
+    if (dpc_cpu_has_avx512f()) lanes = 16;
 #else
     lanes = 16;
 #endif
@@ -378,8 +377,6 @@ static inline uint64_t dpc_words_next(dpc_words *src)
 /* Non-inline refill, whose address `random_words` stores. */
 DPC_MAYBE_UNUSED static void dpc_chacha20_refill_fn(dpc_chacha20_state *st) { dpc_chacha20_refill(st); }
 
-static inline int dpc_clz64(uint64_t w);
-
 /*
  * Mironov's U* (Mironov, CCS 2012, Section 5.2; the reference description is random_ustar in _random.pyx), with
  * the double assembled from its bit fields instead of ldexp, plus the random bits of the last
@@ -534,21 +531,6 @@ static inline uint64_t dpc_div128_sat(uint64_t hi, uint64_t lo, uint64_t d)
         }
         return q;
     }
-#endif
-}
-
-/* Number of leading zero bits of w != 0. */
-static inline int dpc_clz64(uint64_t w)
-{
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(DPC_PORTABLE_C)
-    return __builtin_clzll(w);
-#else
-    int n = 0;
-    while (!(w & 0x8000000000000000ull)) {
-        w <<= 1;
-        n++;
-    }
-    return n;
 #endif
 }
 

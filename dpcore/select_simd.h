@@ -8,10 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <float.h>
+#include "dpc_bits.h"
 #include "dpc_cpu.h"
-#if defined(_MSC_VER)
-#include <intrin.h>
-#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SEL_INLINE static inline __attribute__((always_inline))
@@ -21,22 +19,6 @@
 
 SEL_INLINE uint64_t sel_asu64(double x) { uint64_t u; memcpy(&u, &x, sizeof u); return u; }
 SEL_INLINE double sel_asdbl(uint64_t u) { double x; memcpy(&x, &u, sizeof x); return x; }
-
-/* Leading zeros of a nonzero word. */
-SEL_INLINE int sel_clz64(uint64_t w)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_clzll(w);
-#elif defined(_MSC_VER) && defined(_M_X64)
-    unsigned long i;
-    _BitScanReverse64(&i, w);
-    return 63 - (int)i;
-#else
-    int n = 0;
-    while (!(w >> 63)) { w <<= 1; n++; }
-    return n;
-#endif
-}
 
 /* ln 2 = LN2_HI + LN2_LO; LN2_HI is a multiple of 2^-42, so k * LN2_HI is exact for
    |k| < 2^11. */

@@ -24,7 +24,7 @@ echo "== sdist contents"
 sdist="$(ls "$work"/dist/dpcore-*.tar.gz)"
 listing="$(tar -tzf "$sdist")"
 for f in dpcore/_random.pyx dpcore/_random.pxd dpcore/_noise.pyx dpcore/_crlog.pyx dpcore/_crlog.pxd dpcore/_select.pyx \
-         dpcore/chacha20.h dpcore/crlog.h dpcore/dpc_bits.h setup.py pyproject.toml README.md; do
+         dpcore/chacha20.h dpcore/crlog.h dpcore/dpc_bits.h dpcore/dpc_cpu.h setup.py pyproject.toml README.md; do
     grep -q "/$f\$" <<<"$listing" || { echo "sdist lacks $f"; exit 1; }
 done
 if grep -q '^[^/]*/dpcore/.*\.c$' <<<"$listing"; then
