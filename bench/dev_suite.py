@@ -21,7 +21,7 @@ alpha of the averaged objective on the unit-ball rows [x, 1] / sqrt(2):
 * ``1/n``: the previous rule (C = 1 on the unit-ball rows);
 * ``C=1``: 1 / (n s^2), scikit-learn's C = 1 in the caller's units;
 * ``prior P``: :func:`dpcore.learn.auto_alpha` with its weight-norm prior set to P (the library
-  uses :data:`dpcore.learn._linear.WEIGHT_NORM_PRIOR_SQ`).
+  uses :data:`dpcore.learn._erm_calibration.WEIGHT_NORM_PRIOR_SQ`).
 
 ``intercept``: LogisticRegression and LinearSVC (objective perturbation, ``alpha="auto"``) with
 the intercept column's constant ``intercept_scaling`` from 1 down to 1/16 (run after ``alpha``,
@@ -48,7 +48,7 @@ import learn_accuracy as la  # noqa: E402
 
 from dpcore.learn import GaussianNB, LinearSVC, LogisticRegression, auto_alpha  # noqa: E402
 from dpcore.learn import _naive_bayes  # noqa: E402
-from dpcore.learn._linear import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
+from dpcore.learn._erm_calibration import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 ROW_SCALE = math.sqrt(2.0)          # data_norm = 1 with an intercept

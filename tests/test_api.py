@@ -8,7 +8,8 @@ import re
 import pytest
 
 # Modules that need the optional scikit-learn: their tests skip, with the reason, without it.
-NEEDS_SKLEARN = {"dpcore.learn", "dpcore.learn._pca", "dpcore.learn._linear",
+NEEDS_SKLEARN = {"dpcore.learn", "dpcore.learn._pca", "dpcore.learn._erm",
+                 "dpcore.learn._erm_calibration", "dpcore.learn._functional",
                  "dpcore.learn._naive_bayes", "dpcore.learn._kernel", "dpcore.learn._search",
                  "dpcore.learn._tree", "dpcore.learn._kmeans", "dpcore.learn._feature_selection"}
 NEEDS_DASK = {"dpcore.distributed"}
@@ -82,7 +83,8 @@ def test_privacy_check_can_fail():
 # doctest reads the names defined in a module, not those it re-exports: the learners' own
 # modules and the kernel holding ChaCha20 are listed too.
 DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m != "dpcore.learn"] + [
-    "dpcore.distributed", "dpcore.learn._linear", "dpcore.learn._naive_bayes",
+    "dpcore.distributed", "dpcore.learn._erm", "dpcore.learn._erm_calibration",
+    "dpcore.learn._functional", "dpcore.learn._naive_bayes",
     "dpcore.learn._kernel", "dpcore.learn._search", "dpcore.learn._tree",
     "dpcore.learn._kmeans", "dpcore.learn._feature_selection", "dpcore._random",
 ]

@@ -8,7 +8,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from dpcore.learn._feature_selection import PrivateKD, SelectKBest  # noqa: E402
 from dpcore.learn._kernel import RandomFourierFeatures  # noqa: E402
 from dpcore.learn._kmeans import KMeans  # noqa: E402
-from dpcore.learn._linear import LinearRegression, LinearSVC, LogisticRegression  # noqa: E402
+from dpcore.learn._erm import LinearSVC, LogisticRegression  # noqa: E402
+from dpcore.learn._functional import LinearRegression  # noqa: E402
 from dpcore.learn._naive_bayes import GaussianNB  # noqa: E402
 from dpcore.learn._search import PrivateGridSearch  # noqa: E402
 from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier  # noqa: E402
@@ -74,7 +75,8 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("module", ["_linear", "_naive_bayes", "_kernel", "_search"])
+@pytest.mark.parametrize("module", ["_erm", "_erm_calibration", "_functional", "_naive_bayes",
+                                    "_kernel", "_search"])
 def test_docstring_examples(module):
     import doctest
     import importlib
@@ -90,8 +92,9 @@ def test_learners_have_privacy_section(cls):
     import inspect
     import re
 
-    import dpcore.learn._linear as a
+    import dpcore.learn._erm as a
+    import dpcore.learn._functional as d
     import dpcore.learn._naive_bayes as b
     import dpcore.learn._search as c
-    obj = getattr(a, cls, None) or getattr(b, cls, None) or getattr(c, cls)
+    obj = getattr(a, cls, None) or getattr(d, cls, None) or getattr(b, cls, None) or getattr(c, cls)
     assert re.search(r"^Privacy\n-------\n", inspect.getdoc(obj), flags=re.MULTILINE)

@@ -7,7 +7,7 @@ pytest.importorskip("sklearn")
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from dpcore.learn._kernel import RandomFourierFeatures  # noqa: E402
-from dpcore.learn._linear import LinearSVC  # noqa: E402
+from dpcore.learn._erm import LinearSVC  # noqa: E402
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
 # set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.

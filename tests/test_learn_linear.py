@@ -14,17 +14,18 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import dpcore  # noqa: E402
 from _gof import ALPHA  # noqa: E402
-from dpcore.learn import _linear, _optimise  # noqa: E402
-from dpcore.learn._linear import (  # noqa: E402
-    LinearRegression,
-    LinearSVC,
-    LogisticRegression,
+from dpcore.learn import _erm, _erm_calibration, _optimise  # noqa: E402
+from dpcore.learn._erm import LinearSVC, LogisticRegression  # noqa: E402
+from dpcore.learn._erm_calibration import (  # noqa: E402
     auto_alpha,
-    functional_mechanism_noise_norm,
-    functional_mechanism_sensitivity,
     multinomial_perturbation_calibration,
     objective_perturbation_calibration,
     output_perturbation_beta,
+)
+from dpcore.learn._functional import (  # noqa: E402
+    LinearRegression,
+    functional_mechanism_noise_norm,
+    functional_mechanism_sensitivity,
 )
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
@@ -130,7 +131,7 @@ def test_objective_perturbation_bound_is_tight_for_huber(h, epsilon, alpha, n):
     # records keep b on one side of 0, so ||b|| moves by the full 2). The log density ratio
     # then approaches epsilon; a calibration charging less than either part would exceed it.
     c = 1.0 / (2 * h)
-    loss = _linear._make_huber(h)
+    loss = _erm._make_huber(h)
     eps_p, delta = objective_perturbation_calibration(epsilon, n, alpha, c)
     lam = alpha + delta
 
@@ -174,7 +175,7 @@ def test_calibration_rejects_bad_epsilon(bad):
 
 @pytest.mark.parametrize("h", [0.1, 0.5, 1.0])
 def test_huber_loss_derivatives(h):
-    f = _linear._make_huber(h)
+    f = _erm._make_huber(h)
     z = np.linspace(-3, 4, 2001)
     loss, d1, d2 = f(z)
     eps = 1e-6
@@ -186,9 +187,9 @@ def test_huber_loss_derivatives(h):
 
 def test_logistic_loss_derivatives():
     z = np.linspace(-30, 30, 2001)
-    loss, d1, d2 = _linear._logistic(z)
+    loss, d1, d2 = _erm._logistic(z)
     eps = 1e-6
-    num = (_linear._logistic(z + eps)[0] - _linear._logistic(z - eps)[0]) / (2 * eps)
+    num = (_erm._logistic(z + eps)[0] - _erm._logistic(z - eps)[0]) / (2 * eps)
     assert np.allclose(d1, num, atol=1e-6)
     assert np.all(np.abs(d1) <= 1.0) and np.all(d2 <= 0.25)
 
@@ -200,7 +201,7 @@ N_DRAWS = 20000
 
 @pytest.mark.parametrize("d, scale", [(1, 1.0), (5, 2.0), (30, 0.1)])
 def test_noise_vector_norm_is_gamma(d, scale):
-    b = _linear._noise_vector(d, scale, np.random.default_rng(1), size=N_DRAWS)
+    b = _erm._noise_vector(d, scale, np.random.default_rng(1), size=N_DRAWS)
     r = np.linalg.norm(b, axis=1)
     assert stats.kstest(r, stats.gamma(d, scale=scale).cdf).pvalue > ALPHA
     # power: the law a "Laplace norm" or a 5 % scale error would give is rejected
@@ -211,7 +212,7 @@ def test_noise_vector_norm_is_gamma(d, scale):
 
 @pytest.mark.parametrize("d", [2, 5, 30])
 def test_noise_vector_direction_is_uniform(d):
-    b = _linear._noise_vector(d, 1.0, np.random.default_rng(2), size=N_DRAWS)
+    b = _erm._noise_vector(d, 1.0, np.random.default_rng(2), size=N_DRAWS)
     u = b / np.linalg.norm(b, axis=1)[:, None]
     # a coordinate of a uniform unit vector: u_1^2 ~ Beta(1/2, (d - 1)/2), sign symmetric
     for j in (0, d - 1):
@@ -229,13 +230,13 @@ def test_noise_vector_direction_is_uniform(d):
 def test_fit_draws_noise_at_the_calibrated_scale(monkeypatch, cancer, method):
     X, y = cancer
     seen = []
-    real = _linear._noise_vector
+    real = _erm._noise_vector
 
     def spy(d, scale, rng, size=None):
         seen.append((d, scale))
         return real(d, scale, rng, size)
 
-    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    monkeypatch.setattr(_erm, "_noise_vector", spy)
     n, eps, alpha, tol = X.shape[0], 0.7, 0.01, 1e-6
     LogisticRegression(epsilon=eps, data_norm=5.0, alpha=alpha, method=method, tol=tol,
                        random_state=0).fit(X, y)
@@ -326,13 +327,13 @@ def test_multinomial_is_one_model_at_the_whole_epsilon(monkeypatch):
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     seen = []
-    real = _linear._noise_vector
+    real = _erm._noise_vector
 
     def spy(d, scale, rng, size=None):
         seen.append((d, scale))
         return real(d, scale, rng, size)
 
-    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    monkeypatch.setattr(_erm, "_noise_vector", spy)
     acc = dpcore.Accountant(1e6)
     clf = LogisticRegression(epsilon=1e6, data_norm=8.0, alpha=1e-4, classes=range(10),
                              random_state=0, accountant=acc).fit(X, y)
@@ -378,7 +379,7 @@ def test_multinomial_minimiser_reaches_the_tolerance_at_calibrated_noise():
     labels = rng.integers(0, k, size=n)
     eps_p, delta = multinomial_perturbation_calibration(2.0, n, 1.0 / n, k)
     lam = 1.0 / n + delta
-    B = _linear._noise_vector(k * d, 2 * math.sqrt(2) / eps_p, np.random.default_rng(1))
+    B = _erm._noise_vector(k * d, 2 * math.sqrt(2) / eps_p, np.random.default_rng(1))
     W = _optimise.minimise_multinomial(Xs, labels, k, lam, B, tol, 100)
     S = Xs @ W.T
     P = np.exp(S - S.max(axis=1, keepdims=True))
@@ -448,7 +449,7 @@ def test_softmax_output_perturbation_noise_law(monkeypatch):
         s = math.sqrt(2.0)                       # rows [x, 1] / sqrt(2)
         return np.hstack([clf.coef_, clf.intercept_[:, None]]) * s
 
-    monkeypatch.setattr(_linear, "_noise_vector", lambda p, scale, rng, size=None: np.zeros(p))
+    monkeypatch.setattr(_erm, "_noise_vector", lambda p, scale, rng, size=None: np.zeros(p))
     W_star = fit(0)
     monkeypatch.undo()
     scale = (2 * math.sqrt(2) / (n * alpha) + 2 * tol) / eps
@@ -583,7 +584,7 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
     n, d = X.shape[0], X.shape[1] + 1
     c = 0.25 if make is LogisticRegression else 1.0     # LinearSVC: h = 0.5
     # objective: intercept column data_norm / 8 ("auto"); else the column 1
-    t = 3.0 * _linear.INTERCEPT_SCALING_RATIO if method == "objective" else 1.0
+    t = 3.0 * _erm.INTERCEPT_SCALING_RATIO if method == "objective" else 1.0
     assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=math.hypot(3.0, t),
                                        curvature=c)
     # the same model as the explicit value, draw for draw
@@ -636,7 +637,7 @@ def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
     soft = LogisticRegression(epsilon=3.0, data_norm=3.0, classes=[0, 1, 2],
                               random_state=0).fit(X, y)
     assert soft.multi_class_ == "multinomial"
-    row_scale = math.hypot(3.0, 3.0 * _linear.INTERCEPT_SCALING_RATIO)
+    row_scale = math.hypot(3.0, 3.0 * _erm.INTERCEPT_SCALING_RATIO)
     assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=row_scale, k=3)
     soft_out = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output",
                                   multi_class="multinomial", classes=[0, 1, 2],
@@ -885,13 +886,13 @@ def test_gd_multinomial_releases_the_softmax_gradient(monkeypatch):
     X, _ = _blobs()
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     seen = []
-    real = _linear.gaussian
+    real = _erm.gaussian
 
     def spy(value, **kw):
         seen.append((np.shape(value), kw["sensitivity"], kw["rho"]))
         return real(value, **kw)
 
-    monkeypatch.setattr(_linear, "gaussian", spy)
+    monkeypatch.setattr(_erm, "gaussian", spy)
     acc = dpcore.Accountant(2.0, 1e-6)
     clf = LogisticRegression(epsilon=2.0, delta=1e-6, method="gd", data_norm=3.0,
                              classes=[0, 1, 2], n_steps=20, random_state=1,
@@ -944,7 +945,7 @@ def test_auto_alpha_positive_and_finite_or_refused(n, d, epsilon, row_scale):
     # Review finding (fixed): auto_alpha returned inf or 0, or raised ZeroDivisionError, at
     # extreme public inputs. Now: a finite alpha > 0, or a ValueError that says to pass alpha.
     try:
-        alpha = _linear.auto_alpha("objective", n, d, epsilon, row_scale=row_scale)
+        alpha = _erm_calibration.auto_alpha("objective", n, d, epsilon, row_scale=row_scale)
     except ValueError as exc:
         assert "pass alpha" in str(exc)
     else:
@@ -954,9 +955,9 @@ def test_auto_alpha_positive_and_finite_or_refused(n, d, epsilon, row_scale):
 def test_unrepresentable_auto_alpha_and_calibration_are_refused_before_the_charge():
     X = np.random.default_rng(0).normal(size=(50, 3))  # insecure-ok: test data
     y = np.arange(50) % 2
-    for est in (_linear.LogisticRegression(epsilon=1e-160, data_norm=1.0, classes=[0, 1]),
+    for est in (_erm.LogisticRegression(epsilon=1e-160, data_norm=1.0, classes=[0, 1]),
                 # c / (n alpha) so large that no epsilon is left, and exp(epsilon/2) overflows
-                _linear.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, classes=[0, 1])):
+                _erm.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, classes=[0, 1])):
         acc = dpcore.Accountant(epsilon=1e4)
         est.set_params(accountant=acc)
         with pytest.raises(ValueError, match="alpha"):

@@ -10,7 +10,7 @@ pytest.importorskip("sklearn")
 
 from scipy import special  # noqa: E402
 
-from dpcore.learn import _linear, _optimise  # noqa: E402
+from dpcore.learn import _erm, _optimise  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
 
@@ -57,9 +57,9 @@ def _binary_grad(d1, Z, lam, b, w):
 
 
 LOSSES = {
-    "logistic": (_linear._logistic, _d1_logistic),
-    "huber 0.5": (_linear._make_huber(0.5), _d1_huber(0.5)),
-    "huber 0.1": (_linear._make_huber(0.1), _d1_huber(0.1)),
+    "logistic": (_erm._logistic, _d1_logistic),
+    "huber 0.5": (_erm._make_huber(0.5), _d1_huber(0.5)),
+    "huber 0.1": (_erm._make_huber(0.1), _d1_huber(0.1)),
 }
 
 
@@ -97,7 +97,7 @@ def test_warm_start_from_a_subsample(monkeypatch):
     Z, y = _rows(rng, 5000, 8)
     Z *= y[:, None]
     starts = _spy_newton(monkeypatch)
-    _optimise.minimise_binary(_linear._logistic, Z, 1e-4, np.zeros(8), TOL, 100)
+    _optimise.minimise_binary(_erm._logistic, Z, 1e-4, np.zeros(8), TOL, 100)
     # the subsample is solved first from 0, the full objective from its minimiser
     assert len(starts) == 2
     assert np.all(starts[0] == 0) and np.linalg.norm(starts[1]) > 0.1
@@ -115,7 +115,7 @@ def test_unrepresentative_subsample_falls_back_to_zero(monkeypatch):
     Z /= np.maximum(np.linalg.norm(Z, axis=1), 1.0)[:, None]
     lam = 1.0 / n
     starts = _spy_newton(monkeypatch)
-    w = _optimise.minimise_binary(_linear._logistic, Z, lam, np.zeros(d), TOL, 100)
+    w = _optimise.minimise_binary(_erm._logistic, Z, lam, np.zeros(d), TOL, 100)
     assert len(starts) == 2 and starts[0][0] == 0 and starts[1].tolist() == [0.0] * d
     assert _certified(_binary_grad(_d1_logistic, Z, lam, np.zeros(d), w), lam)
 
@@ -135,7 +135,7 @@ def test_float64_hessian_when_lam_is_below_float32_rounding(monkeypatch):
     for lam in (1e-2, 1e-9):
         calls.clear()
         b = _noise(rng, 5, True)
-        w = _optimise.minimise_binary(_linear._logistic, Z, lam, b, 1e-3, 100)
+        w = _optimise.minimise_binary(_erm._logistic, Z, lam, b, 1e-3, 100)
         assert _certified(_binary_grad(_d1_logistic, Z, lam, b, w), lam, 1e-3)
         assert calls and all((dtype == np.float32) == small for dtype, small in calls)
         # float32 throughout at the large lam, float64 at least at the start at the tiny one
@@ -189,7 +189,7 @@ def test_too_few_iterations_raise():
     Z, y = _rows(rng, 5000, 8)
     Z *= y[:, None]
     with pytest.raises(RuntimeError, match="did not reach tol within max_iter"):
-        _optimise.minimise_binary(_linear._logistic, Z, 1e-4, np.zeros(8), TOL, 1)
+        _optimise.minimise_binary(_erm._logistic, Z, 1e-4, np.zeros(8), TOL, 1)
     labels = (y > 0).astype(int) + (Z[:, 0] > 0)
     with pytest.raises(RuntimeError, match="did not reach tol within max_iter"):
         _optimise.minimise_multinomial(Z, labels, 3, 1e-4, np.zeros((3, 8)), TOL, 1)
@@ -222,7 +222,7 @@ def test_newton_certificate_is_exact_when_rounding_exceeds_tol_lam():
     lam, tol = 1e-12, 1e-6
     b = np.array([1e6])
     try:
-        w = _optimise.minimise_binary(_linear._logistic, Z, lam, b, tol, 100)
+        w = _optimise.minimise_binary(_erm._logistic, Z, lam, b, tol, 100)
     except RuntimeError:
         return
     wq = Fraction(float(w[0]))

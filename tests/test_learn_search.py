@@ -6,7 +6,7 @@ pytest.importorskip("sklearn")
 
 import dpcore  # noqa: E402
 from dpcore.learn import _search  # noqa: E402
-from dpcore.learn._linear import LogisticRegression  # noqa: E402
+from dpcore.learn._erm import LogisticRegression  # noqa: E402
 from dpcore.learn._search import PrivateGridSearch  # noqa: E402
 
 
@@ -75,16 +75,16 @@ def test_errors(data):
 def test_candidates_never_share_noise(monkeypatch, data):
     # the template's int seed must not be reused by every candidate (shared noise across the
     # parts would let one fit reveal another's noise)
-    from dpcore.learn import _linear
+    from dpcore.learn import _erm
     X, y = data
     drawn = []
-    real = _linear._noise_vector
+    real = _erm._noise_vector
 
     def spy(d, scale, rng, size=None):
         drawn.append(real(d, scale, rng, size))
         return drawn[-1]
 
-    monkeypatch.setattr(_linear, "_noise_vector", spy)
+    monkeypatch.setattr(_erm, "_noise_vector", spy)
     PrivateGridSearch(LogisticRegression(data_norm=4.0, random_state=0), {"alpha": [0.01, 0.01]},
                       epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     assert len(drawn) == 2 and not np.allclose(drawn[0], drawn[1])
@@ -94,7 +94,7 @@ def test_pipeline_with_random_fourier_features(data):
     from sklearn.pipeline import make_pipeline
 
     from dpcore.learn._kernel import RandomFourierFeatures
-    from dpcore.learn._linear import LinearSVC
+    from dpcore.learn._erm import LinearSVC
     X, y = data
     acc = dpcore.Accountant(2.0)
     pipe = make_pipeline(RandomFourierFeatures(gamma=0.1, n_components=50, random_state=0),

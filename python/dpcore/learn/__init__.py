@@ -9,20 +9,21 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "(`pip install \".[learn]\"` from dpcore's source tree)"
     ) from exc
 
-from dpcore.learn._feature_selection import PrivateKD, SelectKBest
-from dpcore.learn._kernel import RandomFourierFeatures
-from dpcore.learn._kmeans import KMeans
-from dpcore.learn._linear import (
-    LinearRegression,
-    LinearSVC,
-    LogisticRegression,
+from dpcore.learn._erm import LinearSVC, LogisticRegression
+from dpcore.learn._erm_calibration import (
     auto_alpha,
-    functional_mechanism_noise_norm,
-    functional_mechanism_sensitivity,
     multinomial_perturbation_calibration,
     objective_perturbation_calibration,
     output_perturbation_beta,
 )
+from dpcore.learn._feature_selection import PrivateKD, SelectKBest
+from dpcore.learn._functional import (
+    LinearRegression,
+    functional_mechanism_noise_norm,
+    functional_mechanism_sensitivity,
+)
+from dpcore.learn._kernel import RandomFourierFeatures
+from dpcore.learn._kmeans import KMeans
 from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB, gaussian_nb_budget
 from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch

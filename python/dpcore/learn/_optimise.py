@@ -3,9 +3,9 @@
 :func:`newton` is a damped Newton method that returns only a point whose float64 gradient
 norm, plus the rounding allowance of its final sum, is at most ``tol * lam``; on a
 ``lam``-strongly convex objective that point is within ``tol`` of the unique minimiser, which
-is what the privacy analyses of the linear classifiers in :mod:`dpcore.learn._linear` rely on. :func:`minimise_binary` and
+is what the privacy analyses of the linear classifiers in :mod:`dpcore.learn._erm` rely on. :func:`minimise_binary` and
 :func:`minimise_multinomial` supply its objectives (the losses themselves live in
-``_linear``).
+``_erm``).
 
 Only the gradient and the objective value must be exact; the Newton steps need not be. So
 both objectives start from the minimiser of a subsample of the rows (when n is large), the

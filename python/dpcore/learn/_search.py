@@ -109,7 +109,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     --------
     >>> import numpy as np
     >>> import dpcore
-    >>> from dpcore.learn._linear import LogisticRegression
+    >>> from dpcore.learn import LogisticRegression
     >>> from dpcore.learn._search import PrivateGridSearch
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(6000, 3)); y = (X[:, 0] - X[:, 2] > 0).astype(int)

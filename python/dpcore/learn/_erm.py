@@ -1,328 +1,46 @@
-"""Private linear models: regularised ERM (CMS 2011) and the functional mechanism (Zhang et al. 2012).
+"""Private linear classifiers by regularised ERM (CMS 2011; Bassily-Smith-Thakurta 2014).
 
 :class:`LogisticRegression` and :class:`LinearSVC` minimise a regularised empirical risk and are
-made private by output perturbation (CMS 2011, Algorithm 1) or objective perturbation
-(Algorithm 2). :class:`LinearRegression` perturbs the coefficients of the least-squares objective
-(the functional mechanism). Calibration lives in small pure functions
-(:func:`output_perturbation_beta`, :func:`objective_perturbation_calibration`,
-:func:`functional_mechanism_sensitivity`) that tests check against hand-derived values.
+made private by output perturbation (CMS 2011, Algorithm 1), objective perturbation
+(Algorithm 2) or noisy projected gradient descent. Their calibration lives in small pure
+functions in :mod:`dpcore.learn._erm_calibration`; the certified optimiser in
+:mod:`dpcore.learn._optimise`.
 """
 from __future__ import annotations
 
-from abc import ABCMeta, abstractmethod
-
 import math
+from abc import ABCMeta, abstractmethod
+from fractions import Fraction
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
-
-from fractions import Fraction
 
 from dpcore import _validation as check
 from dpcore._floats import round_down
+from dpcore._release import Cost, release
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
+from dpcore.learn._erm_calibration import (
+    auto_alpha,
+    multinomial_perturbation_calibration,
+    objective_perturbation_calibration,
+)
 from dpcore.learn._optimise import minimise_binary, minimise_multinomial, softmax_rows
-from dpcore._release import Cost, release
-from dpcore.mechanisms import LaplaceMechanism, gaussian
-
-# LinearRegression with an intercept spends this share of epsilon on sum y alone (sensitivity 2
-# against the FM's 2 (d^2 + 4d)): the intercept then costs little R^2 even when the slopes
-# are drowned in noise, and the slopes keep 80% of the budget.
-TARGET_SUM_SHARE = 0.2
+from dpcore.mechanisms import gaussian
 
 __all__ = [
     "LogisticRegression",
     "LinearSVC",
-    "LinearRegression",
-    "auto_alpha",
-    "output_perturbation_beta",
-    "objective_perturbation_calibration",
-    "multinomial_perturbation_calibration",
-    "functional_mechanism_sensitivity",
-    "functional_mechanism_noise_norm",
 ]
 
 _METHODS = ("objective", "output", "gd")
-
-
-# --------------------------------------------------------------------------------------------
-# Calibration (pure functions)
-# --------------------------------------------------------------------------------------------
-
-def output_perturbation_beta(n, alpha, epsilon):
-    """Rate beta of the output-perturbation noise density ~ exp(-beta ||b||) (CMS 2011, Alg. 1).
-
-    The exact minimiser of (1/n) sum ell + (alpha/2)||w||^2 with a 1-Lipschitz loss and
-    ||x|| <= 1 has L2 sensitivity 2 / (n alpha) under replace-one neighbours, so
-    beta = n alpha epsilon / 2 (the norm of the noise vector is Gamma(d, 1/beta)).
-
-    >>> output_perturbation_beta(100, 0.1, 1.0)
-    5.0
-    """
-    n = check.integer(n, "n", minimum=1)
-    alpha = check.positive(alpha, "alpha")
-    epsilon = check.positive(epsilon, "epsilon")
-    return n * alpha * epsilon / 2.0
-
-
-def _leftover(epsilon, log_term):
-    """epsilon - log_term, one ulp lower if the float subtraction rounded it up (so that
-    epsilon' + log_term <= epsilon as evaluated)."""
-    eps_p = epsilon - log_term
-    return math.nextafter(eps_p, -math.inf) if eps_p + log_term > epsilon else eps_p
-
-
-def _split_with_delta(epsilon, alpha, log_term, lam_half):
-    """(epsilon', Delta) given the log-determinant term as a function of the regulariser and
-    ``lam_half()``, the regulariser at which that term is epsilon / 2 (called only when needed:
-    it overflows for huge epsilon): Delta = 0 while the term leaves epsilon' >= epsilon / 2,
-    else Delta = lam_half() - alpha and epsilon' = epsilon / 2."""
-    eps_p = _leftover(epsilon, log_term(alpha))
-    if eps_p >= epsilon / 2.0:
-        return eps_p, 0.0
-    try:
-        delta = max(lam_half() - alpha, 0.0)
-    except OverflowError:   # exp(epsilon / 2) overflows: the regulariser needed is ~0
-        delta = 0.0
-    # the log term as evaluated, so that epsilon' + log term <= epsilon in floating point too
-    eps_p = min(epsilon / 2.0, epsilon - log_term(alpha + delta))
-    if not eps_p > 0.0:
-        raise ValueError("objective perturbation cannot be calibrated: the curvature bound "
-                         "over n alpha leaves no epsilon for the noise; raise alpha (or h)")
-    return eps_p, delta
-
-
-def objective_perturbation_calibration(epsilon, n, alpha, c):
-    """(epsilon', Delta) of objective perturbation (CMS 2011, Algorithm 2, tighter log term).
-
-    The minimiser f of the perturbed objective determines the noise, b(f) = -n grad J(f), so
-    the output density is the noise density at b(f) times |det grad b(f)| = det A(f), with
-    A(f) = n (alpha + Delta) I + sum_i ell''(z_i^T f) z_i z_i^T. Replacing one record changes
-    ||b(f)|| by at most 2 (|ell'| <= 1, rows of norm <= 1), which costs epsilon' with noise
-    density ~ exp(-(epsilon'/2) ||b||), and changes A(f) from A0 + H to A0 + H' with A0 the
-    common part (>= n (alpha + Delta) I) and H, H' positive semi-definite of rank one and norm
-    <= c. As det(A0 + H') >= det(A0), the ratio of determinants is at most
-    det(A0 + H) / det(A0) = 1 + ell'' z^T A0^-1 z <= 1 + c / (n (alpha + Delta)) (matrix
-    determinant lemma). So epsilon' = epsilon - log(1 + c/(n alpha)) with Delta = 0. CMS 2011
-    (proof of Theorem 9) bound the same ratio by the square, (1 + c/(n alpha))^2, through the
-    two eigenvalues of H - H'; the single factor is exact for this one-sided comparison.
-    When that leaves epsilon' < epsilon / 2, Delta = c / (n (exp(epsilon/2) - 1)) - alpha (> 0
-    then) brings the log term down to epsilon / 2 and epsilon' = epsilon / 2 (CMS switch only
-    when epsilon' <= 0, which leaves a tiny epsilon', hence huge noise, when the log term is
-    just below epsilon). ||b|| ~ Gamma(d, 2/epsilon'), direction uniform.
-
-    Parameters
-    ----------
-    epsilon : float
-        Target privacy parameter, > 0.
-    n : int
-        Number of records (public under replace-one neighbours), >= 1.
-    alpha : float
-        Regularisation strength Lambda of the averaged objective, > 0.
-    c : float
-        Bound on the second derivative of the loss, > 0 (1/4 logistic, 1/(2h) Huber).
-
-    Returns
-    -------
-    (float, float)
-        epsilon' and Delta.
-
-    Examples
-    --------
-    >>> eps_p, delta = objective_perturbation_calibration(1.0, 1000, 0.01, 0.25)
-    >>> round(eps_p, 6), delta
-    (0.975307, 0.0)
-    """
-    epsilon = check.positive(epsilon, "epsilon")
-    n = check.integer(n, "n", minimum=1)
-    alpha = check.positive(alpha, "alpha")
-    c = check.positive(c, "c")
-    return _split_with_delta(epsilon, alpha, lambda lam: math.log1p(c / (n * lam)),
-                             lambda: c / (n * math.expm1(epsilon / 2.0)))
-
-
-def multinomial_perturbation_calibration(epsilon, n, alpha, k):
-    """(epsilon', Delta) of objective perturbation for the k-class softmax (multinomial) model.
-
-    Same argument as :func:`objective_perturbation_calibration`, for W in R^(k x d) and
-    ell(W; x, y) = logsumexp(W x) - (W x)_y on rows of norm <= 1:
-
-    * the gradient (p - e_y) x^T has Frobenius norm <= ||p - e_y|| <= sqrt(2), so replacing a
-      record moves b(W) by at most 2 sqrt(2): noise density ~ exp(-epsilon' ||B|| / (2 sqrt 2))
-      costs epsilon';
-    * the Hessian (diag(p) - p p^T) kron x x^T is positive semi-definite with rank <= k - 1 and
-      trace (1 - ||p||^2) ||x||^2 <= 1 - 1/k, so with A0 >= n (alpha + Delta) I the ratio of
-      determinants is at most the product of (1 + mu_a) over <= k - 1 eigenvalues mu_a summing
-      to <= (1 - 1/k) / (n (alpha + Delta)), hence (AM-GM) at most
-      (1 + 1 / (k n (alpha + Delta)))^(k - 1); it is attained at W = 0 (uniform p).
-
-    epsilon' = epsilon - (k - 1) log(1 + 1/(k n alpha)) with Delta = 0 when that is at least
-    epsilon / 2; otherwise Delta = 1 / (k n (exp(epsilon / (2 (k - 1))) - 1)) - alpha makes the
-    log term epsilon / 2 and epsilon' = epsilon / 2. ||B|| ~ Gamma(k d, 2 sqrt(2) / epsilon').
-    Compared with k one-vs-rest models at epsilon / k each, the per-class noise is about
-    sqrt(k / 2) times smaller.
-
-    Parameters
-    ----------
-    epsilon : float
-        Target privacy parameter, > 0.
-    n : int
-        Number of records (public under replace-one neighbours), >= 1.
-    alpha : float
-        Regularisation strength Lambda of the averaged objective, > 0.
-    k : int
-        Number of classes, >= 2.
-
-    Returns
-    -------
-    (float, float)
-        epsilon' and Delta.
-
-    Examples
-    --------
-    >>> eps_p, delta = multinomial_perturbation_calibration(5.0, 1000, 0.001, 10)
-    >>> round(eps_p, 4), delta
-    (4.1422, 0.0)
-    """
-    epsilon = check.positive(epsilon, "epsilon")
-    n = check.integer(n, "n", minimum=1)
-    alpha = check.positive(alpha, "alpha")
-    k = check.integer(k, "k", minimum=2)
-
-    return _split_with_delta(epsilon, alpha, lambda lam: (k - 1) * math.log1p(1.0 / (k * n * lam)),
-                             lambda: 1.0 / (k * n * math.expm1(epsilon / (2.0 * (k - 1)))))
-
-
-# The squared norm of a typical weight vector (per class) on unit-ball rows: margins up to
-# about 2, probabilities 0.12-0.88. It sets how hard "auto" shrinks against the perturbation;
-# chosen with `bench/dev_suite.py alpha` (data sets disjoint from the bench's test splits), where
-# 3 to 5 did best and equally well.
-WEIGHT_NORM_PRIOR_SQ = 4.0
 
 # The intercept column's constant as a fraction of data_norm: the features keep 99% of the unit
 # norm, so their signal stands higher above the isotropic noise than with [x, data_norm]. On
 # `bench/dev_suite.py intercept`, 1/4, 1/8 and 1/16 were ahead of 1 in 59-60 of 64 cells and
 # behind in none (mean +0.025 to +0.026; 1/8 the best).
 INTERCEPT_SCALING_RATIO = 0.125
-
-
-def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
-    """The regularisation ``alpha="auto"`` picks, from public values only (no data).
-
-    ``"objective"``: alpha = 1 / (n s^2) + E||b||^2 / (n^2 4 m). The first term is
-    scikit-learn's default C = 1 (penalty (1/2)||w||^2 against the summed loss) in the caller's
-    units, s being ``row_scale``, the public factor that maps rows to the unit ball. The
-    second is the ridge shrinkage against the perturbation: the noise adds b^T w / n to the
-    averaged objective, a per-coordinate variance sigma^2 = E||b||^2 / (p n^2) over p
-    coordinates, and for a prior of variance tau^2 per coordinate the risk-minimising ridge is
-    sigma^2 / tau^2; with tau^2 = 4 m / p, i.e. squared weight norm 4 for each of the m weight
-    vectors (:data:`WEIGHT_NORM_PRIOR_SQ`), that is the term above. E||b||^2 = p (p + 1) theta^2
-    for the Gamma(p, theta) noise norm, with epsilon' from the calibration at the first term:
-    binary, p = d, theta = 2 / epsilon', m = 1; softmax, p = k d, theta = 2 sqrt(2) /
-    epsilon', m = k. The second term fades as 1 / n^2, so large data sets get C = 1.
-    ``"gd"``: alpha = 1/n (C = 1 on the unit-ball rows), which keeps the projection radius
-    1 / alpha, and with it the iterates, moderate.
-    ``"output"``: the released minimiser moves by a uniform-direction vector of norm about
-    2 d / (n alpha epsilon) (Gamma(d, 2 / (n alpha epsilon))), i.e. about
-    2 sqrt(d) / (n alpha epsilon) along the unit-norm row of a record; alpha =
-    2 sqrt(d) / (n epsilon) keeps that change of a margin at about 1. For the softmax model
-    the noise on W is Gamma(k d, 2 sqrt(2) / (n alpha epsilon)) in Frobenius norm, and the
-    same reasoning gives alpha = 2 sqrt(2) sqrt(k d) / (n epsilon).
-
-    Parameters
-    ----------
-    method : {"objective", "output", "gd"}
-    n : int
-        Number of records (public under replace-one neighbours).
-    d : int
-        Number of weights per class (features, plus one with an intercept).
-    epsilon : float
-        Epsilon of one model (epsilon / k for k one-vs-rest models).
-    row_scale : float, default=1.0
-        The public factor s the rows are divided by (sqrt(data_norm^2 + t^2) with an
-        intercept column t).
-    curvature : float, default=0.25
-        Bound c on the loss's second derivative (1/4 logistic, 1/(2h) Huber); binary only.
-    k : int, default=1
-        1 for a binary model, else the number of classes of one softmax model.
-
-    >>> round(auto_alpha("objective", 400, 31, 1.0, row_scale=2 ** 0.5) * 400, 3)
-    7.516
-    >>> round(auto_alpha("objective", 10 ** 6, 31, 1.0, row_scale=2 ** 0.5) * 10 ** 6, 3)
-    0.503
-    >>> round(auto_alpha("output", 400, 31, 1.0), 4)
-    0.0278
-    """
-    if method == "output":
-        lipschitz, p = (1.0, d) if k == 1 else (math.sqrt(2.0), k * d)
-        alpha = 2.0 * lipschitz * math.sqrt(p) / n / epsilon
-    elif method == "gd":
-        alpha = 1.0 / n
-    else:
-        stat = 1.0 / n / row_scale / row_scale   # not n s^2: that overflows for huge s
-        if not 0.0 < stat < math.inf:
-            raise ValueError(f"alpha='auto' is not representable for row scale {row_scale!r} "
-                             "(data_norm): pass alpha")
-        if k == 1:
-            eps_p, _ = objective_perturbation_calibration(epsilon, n, stat, curvature)
-            p, theta = d, 2.0 / eps_p
-        else:
-            eps_p, _ = multinomial_perturbation_calibration(epsilon, n, stat, k)
-            p, theta = k * d, 2.0 * math.sqrt(2.0) / eps_p
-        t = theta / n   # a product, not ** 2, so that an overflow is inf (refused below)
-        alpha = stat + p * (p + 1) * (t * t) / (WEIGHT_NORM_PRIOR_SQ * k)
-    if not 0.0 < alpha < math.inf:
-        raise ValueError(f"alpha='auto' is not representable for epsilon={epsilon!r} with "
-                         f"n={n}: pass alpha")
-    return alpha
-
-
-def functional_mechanism_sensitivity(d, intercept=False):
-    """L1 sensitivity (replace-one) of the least-squares coefficients released by the FM.
-
-    With every coordinate of x and y in [-1, 1], one record adds 2|y x_j| to the d linear
-    coefficients and |x_j x_k| (j, k ordered pairs, i.e. x_j^2 on the diagonal and 2|x_j x_k|
-    for j < k) to the quadratic ones: at most 2d + d^2 in L1. With an intercept the d sums
-    2 sum x_j (the cross terms with the constant column) are released too, 2d more; the
-    constant n is public and sum y is released separately (see :class:`LinearRegression`).
-    Replacing a record moves the vector by at most twice the per-record bound:
-    Delta = 2 (d^2 + 2d), or 2 (d^2 + 4d) with the intercept terms. (Zhang et al. 2012 state
-    2 (d + 1)^2, which also counts the y^2 constant that is not released here.)
-
-    >>> functional_mechanism_sensitivity(3)
-    30.0
-    >>> functional_mechanism_sensitivity(3, intercept=True)
-    42.0
-    """
-    d = check.integer(d, "d", minimum=1)
-    return 2.0 * (d * d + (4 if intercept else 2) * d)
-
-
-def functional_mechanism_noise_norm(p, sensitivity, epsilon):
-    """A bound on the spectral norm of the functional mechanism's noise on the quadratic.
-
-    ``LinearRegression(eigen_floor="auto")`` raises every positive eigenvalue of the noisy
-    quadratic to at least this value: below it an eigenvalue is indistinguishable from noise.
-    The noise E is symmetric, Laplace(b) on the diagonal and Laplace(b) / 2 off it, with
-    b = sensitivity / epsilon. Its spectral norm is about sqrt(2 p) b for large p (Wigner's
-    semicircle edge) and below tau = 3 sqrt(p) b with probability >= 0.95 for every p >= 2
-    (simulated in tests/test_learn_linear.py); tau is returned. Public values only.
-
-    Parameters
-    ----------
-    p : int
-        Size of the quadratic (features, plus one with an intercept).
-    sensitivity, epsilon : float
-        L1 sensitivity of the released coefficients and the epsilon they were released with.
-
-    >>> round(functional_mechanism_noise_norm(10, 280.0, 1.0), 1)
-    2656.3
-    """
-    p = check.integer(p, "p", minimum=1)
-    return 3.0 * math.sqrt(p) * check.positive(sensitivity, "sensitivity") \
-        / check.positive(epsilon, "epsilon")
 
 
 def _noise_vector(d, scale, rng, size=None):
@@ -777,7 +495,7 @@ class LogisticRegression(_PrivateERMClassifier):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpcore.learn._linear import LogisticRegression
+    >>> from dpcore.learn import LogisticRegression
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = (X[:, 0] + X[:, 1] > 0).astype(int)
     >>> clf = LogisticRegression(epsilon=1.0, data_norm=3.0, classes=[0, 1], random_state=0)
@@ -884,7 +602,7 @@ class LinearSVC(_PrivateERMClassifier):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpcore.learn._linear import LinearSVC
+    >>> from dpcore.learn import LinearSVC
     >>> rng = np.random.default_rng(1)  # insecure-ok: example data, not noise
     >>> X = rng.normal(size=(2000, 2)); y = np.where(X[:, 0] > 0, "a", "b")
     >>> svc = LinearSVC(epsilon=1.0, data_norm=3.0, classes=["a", "b"], random_state=0)
@@ -915,200 +633,3 @@ class LinearSVC(_PrivateERMClassifier):
 
     def _loss(self):
         return _make_huber(check.positive(self.h, "h"))
-
-
-# --------------------------------------------------------------------------------------------
-# Functional mechanism
-# --------------------------------------------------------------------------------------------
-
-class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimator):
-    """Least-squares linear regression with epsilon-DP by the functional mechanism.
-
-    Features are clipped to ``bounds_X`` and labels to ``bounds_y`` and mapped affinely to
-    [-1, 1]. The objective sum_i (y_i - x_i^T w - c)^2 is a polynomial in (w, c) whose
-    coefficients are sums over the records: sum y x, sum x x^T and, with an intercept c,
-    sum x, sum y and n. Its coefficients in w (and sum x) get exact discrete Laplace noise for
-    the L1 sensitivity :func:`functional_mechanism_sensitivity` with 80% of epsilon; sum y,
-    whose sensitivity is only 2, gets its own noise with the remaining 20%
-    (``TARGET_SUM_SHARE``), and n is public. The intercept is profiled out
-    (c = (sum y - w^T sum x) / n) and the noisy quadratic in w is minimised after dropping its
-    non-positive eigen-directions and raising small eigenvalues to ``eigen_floor``.
-    Without an intercept only sum y x and sum x x^T are released, with all of epsilon.
-
-    Parameters
-    ----------
-    epsilon : float, default=1.0
-        Privacy parameter, > 0.
-    bounds_X : (lower, upper), default=None
-        Public per-feature bounds (scalars or arrays of length n_features). Required.
-    bounds_y : (lower, upper), default=None
-        Public bounds of the target. Required.
-    fit_intercept : bool, default=True
-    alpha : float, default=0.0
-        Ridge term alpha ||w||^2 added to the noisy quadratic (post-processing; in the [-1, 1]
-        units, on the summed objective; the intercept is not shrunk), >= 0. At small epsilon
-        the noise dominates the quadratic; a ridge of the order of the noise scale
-        (``functional_mechanism_sensitivity(d) / epsilon``) tames it; it is public and
-        data-independent, so any choice keeps the guarantee.
-    eigen_floor : float or "auto", default="auto"
-        Spectral post-processing of the noisy quadratic M in w: eigen-directions with
-        eigenvalue <= 0 are dropped (the objective is unbounded there) and positive eigenvalues
-        are raised to at least ``eigen_floor * Delta / epsilon_fm`` (a multiple of the Laplace
-        noise scale; epsilon_fm is 80% of epsilon with an intercept, else epsilon),
-        which stops nearly flat noisy directions from blowing the solution up. >= 0; 0 keeps
-        plain trimming. ``"auto"``: the floor is :func:`functional_mechanism_noise_norm`, a
-        95% bound on the noise's spectral norm (3 sqrt(d) noise scales): no direction is
-        trusted more than the noise allows. Public and data-independent (post-processing).
-    random_state : None, int, numpy Generator or BitGenerator, default=None
-    accountant : dpcore.Accountant, default=None
-
-    Attributes
-    ----------
-    coef_ : ndarray, shape (n_features,)
-    intercept_ : float
-    noisy_coefficients_ : ndarray
-        The released vector: noisy [-2 sum y x (d), sum x_j^2 (d), 2 sum x_j x_k for j < k
-        (row-major upper triangle), and with an intercept 2 sum x_j (d)], in the [-1, 1] units.
-    noisy_target_sum_ : float or None
-        With an intercept, the released noisy sum y (in the [-1, 1] units); else None.
-    sensitivity_ : float
-        The L1 sensitivity of ``noisy_coefficients_``,
-        :func:`functional_mechanism_sensitivity` (d, intercept=fit_intercept).
-    eigen_floor_ : float
-        The floor used, in the units of M (``"auto"`` resolved).
-    n_trimmed_ : int
-        Number of non-positive eigen-directions of the noisy quadratic that were dropped.
-
-    Privacy
-    -------
-    epsilon-DP under replace-one neighbours (the number of records n is public: the intercept
-    uses it), for X and y clipped to the public bounds. Two exact discrete Laplace releases on
-    power-of-two grids (the rounding to the grid is charged to the sensitivity, as in
-    :func:`dpcore.laplace`): the FM coefficients (sensitivity_, 80% of epsilon with an
-    intercept) and sum y (sensitivity 2, 20%); their effective epsilons, at most ``epsilon``
-    in total, are charged once before either is drawn. Everything after (ridge term, dropping
-    and flooring eigen-directions, profiling out the intercept, the minimisation, the map
-    back to the raw units) is post-processing. The sums are computed in floating point; with
-    n records their rounding error is of order n * 2^-53 relative, not charged.
-
-    References
-    ----------
-    .. [ZZX12] J. Zhang, Z. Zhang, X. Xiao, Y. Yang, M. Winslett, "Functional mechanism:
-       regression analysis under differential privacy", PVLDB 5(11) (2012) 1364-1375.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dpcore.learn._linear import LinearRegression
-    >>> rng = np.random.default_rng(0)  # insecure-ok: example data, not noise
-    >>> X = rng.uniform(-1, 1, size=(20000, 2)); y = np.clip(0.5 * X[:, 0] - 0.3 * X[:, 1], -1, 1)
-    >>> reg = LinearRegression(epsilon=1.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0)
-    >>> np.round(reg.fit(X, y).coef_, 1)
-    array([ 0.5, -0.3])
-    """
-
-    def __init__(self, *, epsilon=1.0, bounds_X=None, bounds_y=None, fit_intercept=True, alpha=0.0,
-                 eigen_floor="auto", random_state=None, accountant=None):
-        self.epsilon = epsilon
-        self.bounds_X = bounds_X
-        self.bounds_y = bounds_y
-        self.fit_intercept = fit_intercept
-        self.alpha = alpha
-        self.eigen_floor = eigen_floor
-        self.random_state = random_state
-        self.accountant = accountant
-
-    def _check_params(self, n_samples=None, n_features=None):
-        """Every parameter, checked before anything is charged (also for each candidate of a
-        grid search). Returns (epsilon, alpha, eigen_floor, (lx, ux), (ly, uy))."""
-        epsilon = _base.check_epsilon(self.epsilon)
-        alpha = check.nonnegative(self.alpha, "alpha")
-        if isinstance(self.eigen_floor, str) and self.eigen_floor != "auto":
-            raise ValueError(f"eigen_floor must be a number >= 0 or 'auto', got {self.eigen_floor!r}")
-        eigen_floor = "auto" if self.eigen_floor == "auto" \
-            else check.nonnegative(self.eigen_floor, "eigen_floor")
-        _base.check_bool(self.fit_intercept, "fit_intercept")
-        if self.bounds_X is None:
-            raise ValueError("bounds_X is required: give public feature bounds (lower, upper); "
-                             "they are never inferred from the data")
-        if self.bounds_y is None:
-            raise ValueError("bounds_y is required: give public target bounds (lower, upper); "
-                             "they are never inferred from the data")
-        bx = _base.bounds_array(self.bounds_X, "bounds_X", n_features)
-        by = check.bounds_pair(self.bounds_y, "bounds_y")
-        _base.check_n(n_samples)
-        return epsilon, alpha, eigen_floor, bx, by
-
-    def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
-        self._check_params()
-        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
-        d = X.shape[1]
-        epsilon, alpha, eigen_floor, (lx, ux), (ly, uy) = self._check_params(X.shape[0], d)
-        if self.fit_intercept:
-            mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
-            my, hy = (ly + uy) / 2.0, (uy - ly) / 2.0
-        else:
-            mx, hx = np.zeros(d), np.maximum(np.abs(lx), np.abs(ux))
-            my, hy = 0.0, max(abs(ly), abs(uy))
-        Xs = (np.clip(X, lx, ux) - mx) / hx
-        ys = (np.clip(y, ly, uy) - my) / hy
-        n = Xs.shape[0]   # public under replace-one neighbours
-        iu = np.triu_indices(d, k=1)
-        Q = Xs.T @ Xs
-        coeffs = [-2.0 * (Xs.T @ ys), np.diag(Q), 2.0 * Q[iu]]
-        sens = functional_mechanism_sensitivity(d, intercept=self.fit_intercept)
-        eps_fm = epsilon
-        if self.fit_intercept:
-            coeffs.append(2.0 * Xs.sum(axis=0))
-            eps_y = epsilon * TARGET_SUM_SHARE
-            eps_fm = round_down(Fraction(epsilon) - Fraction(eps_y))   # the two sum to <= epsilon
-        parts = [(sens, eps_fm, np.concatenate(coeffs))]
-        if self.fit_intercept:
-            parts.append((2.0, eps_y, np.array([ys.sum()])))
-        # |every coefficient| <= 2 n, so the grid keeps them in range
-        mechs = [(LaplaceMechanism.calibrate(sensitivity=sv, epsilon=ev, size=v.size,
-                                             granularity=_base.laplace_grid(sv, ev)), v)
-                 for sv, ev, v in parts]
-        noisy = release(lambda rng: [np.asarray(m.release(v, random_state=rng), dtype=float)
-                                     for m, v in mechs],
-                        cost=Cost(epsilon),   # each part's effective epsilon <= its share
-                        accountant=self.accountant, random_state=self.random_state,
-                        label="LinearRegression(functional mechanism)")
-        fm = noisy[0]
-        self.noisy_coefficients_ = fm
-        self.noisy_target_sum_ = float(noisy[1][0]) if self.fit_intercept else None
-        self.sensitivity_ = sens
-        # the noisy objective w^T A w + g^T w (+ const) over the slopes
-        g = fm[:d]
-        A = np.diag(fm[d:2 * d])
-        A[iu] = fm[2 * d:2 * d + iu[0].size] / 2.0
-        A = np.triu(A) + np.triu(A, 1).T
-        if self.fit_intercept:
-            # profile out the intercept c = (sum y - w^T sum x) / n (n is public)
-            sx, sy = fm[-d:] / 2.0, self.noisy_target_sum_
-            A -= np.outer(sx, sx) / n
-            g = g + 2.0 * sy * sx / n
-        A[np.diag_indices(d)] += alpha
-        vals, vecs = np.linalg.eigh(A)
-        keep = vals > 0
-        floor = functional_mechanism_noise_norm(d, sens, eps_fm) if eigen_floor == "auto" \
-            else eigen_floor * sens / eps_fm
-        vals = np.where(keep, np.maximum(vals, floor), vals)
-        # minimise on the positive eigenspace: w = -1/2 A^+ g
-        wf = -0.5 * (vecs[:, keep] @ ((vecs[:, keep].T @ g) / vals[keep]))
-        self.n_trimmed_ = int(np.sum(~keep))
-        self.eigen_floor_ = floor
-        self.coef_ = hy * wf / hx
-        if self.fit_intercept:
-            c = (sy - wf @ sx) / n
-            self.intercept_ = float(my + hy * (c - np.sum(wf * mx / hx)))
-        else:
-            self.intercept_ = 0.0
-        return self
-
-    def predict(self, X):
-        """Predicted targets."""
-        check_is_fitted(self)
-        X = _base.validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_ + self.intercept_
