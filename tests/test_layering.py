@@ -2,11 +2,12 @@
 
 * No module uses an underscore name of another dpcore module (imported by name, or reached as an
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
-  ``_release`` (with its submodules), ``learn._base``, ``_exact`` (the exact slow paths behind
-  the kernels' fast decisions), ``_progress`` (the progress bar), ``_edges`` (graph input
-  checks), ``learn._optimise`` (the certified Newton optimiser of the linear models),
-  ``learn._erm_calibration`` (the ERM classifiers' calibration from public values) and the
-  compiled kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+  ``_release`` (with its submodules), ``_exact`` (the exact slow paths behind the kernels' fast
+  decisions), ``_progress`` (the progress bar), ``_edges`` (graph input checks) and the compiled
+  kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+* Inside a subpackage (``dpcore.learn``, ``dpcore.local``, ...), one concept split over several
+  modules, the modules may use each other's private modules and names (e.g. ``learn._base``,
+  ``local._epsilon``); nothing outside the subpackage may.
 * The import graph (module-level and function-level imports alike) has no cycle.
 """
 import ast
@@ -17,9 +18,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
-SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base",
-          "dpcore._exact", "dpcore._progress", "dpcore._edges", "dpcore.learn._optimise",
-          "dpcore.learn._erm_calibration"}
+SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore._exact",
+          "dpcore._progress", "dpcore._edges"}
 
 
 def module_name(path):
@@ -85,6 +85,12 @@ def private_module_part(module):
     return None
 
 
+def same_subpackage(name, module):
+    """``name`` lies in the subpackage that holds ``module`` (dpcore itself is not one)."""
+    parent = module.rsplit(".", 1)[0]
+    return parent != "dpcore" and (name == parent or name.startswith(parent + "."))
+
+
 def boundary_violations(name):
     found = []
     module_aliases = {}
@@ -95,9 +101,11 @@ def boundary_violations(name):
         own_private_submodule = (
             is_package(name) and private is not None and private.rsplit(".", 1)[0] == name
         )
-        if private and not is_shared(private) and not own_private_submodule:
+        if private and not (is_shared(private) or own_private_submodule
+                            or same_subpackage(name, private)):
             found.append(f"{name}:{lineno} imports private module {module}")
-        if imported is not None and is_private(imported) and not is_shared(module):
+        if (imported is not None and is_private(imported) and not is_shared(module)
+                and not (private and same_subpackage(name, private))):
             found.append(f"{name}:{lineno} imports {imported} from {module}")
     tree = ast.parse(MODULES[name].read_text())
     for node in ast.walk(tree):  # names bound to dpcore modules
@@ -115,7 +123,8 @@ def boundary_violations(name):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in module_aliases and is_private(node.attr)):
             target = module_aliases[node.value.id]
-            if not is_shared(target) and target != name:
+            inside = private_module_part(target) and same_subpackage(name, target)
+            if not is_shared(target) and target != name and not inside:
                 found.append(f"{name}:{node.lineno} uses {target}.{node.attr}")
     return found
 
@@ -178,6 +187,15 @@ def test_the_checks_catch_what_they_forbid(tmp_path, monkeypatch):
         path = tmp_path / (name.split(".")[-1] + ".py")
         path.write_text(text)
         monkeypatch.setitem(MODULES, name, path)
+    fake_outside = tmp_path / "fake_c.py"
+    fake_outside.write_text("from dpcore.local._epsilon import _check_epsilon\n")
+    monkeypatch.setitem(MODULES, "dpcore.fake_c", fake_outside)
+    fake_sibling = tmp_path / "fake_d.py"
+    fake_sibling.write_text("from dpcore.local._epsilon import _check_epsilon\n")
+    monkeypatch.setitem(MODULES, "dpcore.local.fake_d", fake_sibling)
+    assert any("imports private module dpcore.local._epsilon" in f
+               for f in boundary_violations("dpcore.fake_c"))
+    assert boundary_violations("dpcore.local.fake_d") == []
     found = boundary_violations("dpcore.fake_a")
     assert any("imports _Grid from dpcore.stats" in f for f in found)
     assert any("uses dpcore.stats._rank_utility" in f for f in found)

@@ -11,6 +11,7 @@ import doctest
 import importlib
 import inspect
 import math
+import pkgutil
 import re
 from fractions import Fraction
 
@@ -24,6 +25,7 @@ from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import local
+from dpcore.local import _epsilon, _frequency, _planar
 
 mpmath.mp.dps = 80
 TWO_64 = 2**64
@@ -40,7 +42,7 @@ def exp_exact(eps):
 @pytest.mark.parametrize("x", [Fraction(0), Fraction(1, 2**24), Fraction(1, 3), Fraction(1), Fraction(7, 2),
                                Fraction(44), Fraction(90)])
 def test_exp_lower_is_a_tight_lower_bound(x):
-    lower = local._exp_lower(x)
+    lower = _epsilon._exp_lower(x)
     true = mpmath.exp(mpmath.mpf(x.numerator) / x.denominator)
     assert mpmath.mpf(lower.numerator) / lower.denominator <= true
     assert (true - mpmath.mpf(lower.numerator) / lower.denominator) / true < mpmath.mpf(2) ** -150
@@ -72,7 +74,7 @@ def test_unary_and_hashing_laws_match_e_epsilon(eps):
     half = mpmath.sqrt(e)
     assert abs(mpmath.mpf(sue.p.numerator) / sue.p.denominator - half / (half + 1)) <= mpmath.mpf(2) ** -63
     olh = local.frequency_oracle("local_hashing", k=50, epsilon=eps)
-    assert olh.q == Fraction(1, olh.g) and local._is_prime(olh.g)
+    assert olh.q == Fraction(1, olh.g) and _frequency._is_prime(olh.g)
     for o in (oue, sue, olh):
         # the worst likelihood ratio of the report, recomputed from p and q
         worst = o.p * (1 - o.q) / ((1 - o.p) * o.q) if o.mechanism.endswith("unary") else \
@@ -89,8 +91,8 @@ def test_hash_range_is_the_best_prime_near_e_eps_plus_one():
     eps = 3.0
     best = local.frequency_oracle("local_hashing", k=10, epsilon=eps).g
     for g in range(2, 60):
-        if local._is_prime(g):
-            assert local._olh_variance(eps, best) <= local._olh_variance(eps, g)
+        if _frequency._is_prime(g):
+            assert _frequency._olh_variance(eps, best) <= _frequency._olh_variance(eps, g)
 
 
 def test_is_prime_against_a_sieve():
@@ -99,8 +101,8 @@ def test_is_prime_against_a_sieve():
     sieve[:2] = False
     for i in range(2, int(n**0.5) + 1):
         sieve[i * i::i] = False
-    assert [local._is_prime(i) for i in range(n)] == sieve.tolist()
-    assert local._is_prime(2**31 - 1) and not local._is_prime(2**31 - 3) and local._is_prime(2**61 - 1)
+    assert [_frequency._is_prime(i) for i in range(n)] == sieve.tolist()
+    assert _frequency._is_prime(2**31 - 1) and not _frequency._is_prime(2**31 - 3) and _frequency._is_prime(2**61 - 1)
 
 
 @pytest.mark.parametrize("eps", [2.0**-24, 0.25, 1.0, 6.0, 500.0])
@@ -215,7 +217,7 @@ def test_local_hashing_law():
     oracle = local.frequency_oracle("local_hashing", k=k, epsilon=eps)
     g = rep.g
     assert g == oracle.g == 7
-    assert rep.seeds.shape == (n, local._hash_digits(k, g) + 1)
+    assert rep.seeds.shape == (n, _frequency._hash_digits(k, g) + 1)
     checks = []
     # every seed coordinate uniform on Z_g
     for t in range(rep.seeds.shape[1]):
@@ -589,9 +591,17 @@ def test_public_functions_documented():
 
 
 def test_doctests():
-    module = importlib.import_module("dpcore.local")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0
+    """doctest reads only the names a module defines, not those a package re-exports: run the
+    package and every module of it (the examples live in the family modules)."""
+    names = ["dpcore.local"] + [f"dpcore.local.{m.name}" for m in pkgutil.iter_modules(local.__path__)]
+    attempted = {}
+    for name in names:
+        module = importlib.import_module(name)
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        attempted[name] = result.attempted
+    assert sum(attempted.values()) > 0
+    assert all(attempted[f"dpcore.local.{m}"] > 0 for m in ("_frequency", "_numeric", "_planar"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -643,11 +653,11 @@ def test_planar_laplace_fine_grid_law():
 ])
 @pytest.mark.parametrize("exact", [False, True])
 def test_bernoulli_exp_planar_exact(lam, inv_scale, d, exact, monkeypatch):
-    monkeypatch.setattr(local, "_FORCE_EXACT", exact)
+    monkeypatch.setattr(_planar, "_FORCE_EXACT", exact)
     n = 20_000 if not exact else 5_000
-    words = local._Words(dpcore.default_rng(sum(d) + 1))
+    words = _planar._Words(dpcore.default_rng(sum(d) + 1))
     n2, taxi = d[0] ** 2 + d[1] ** 2, abs(d[0]) + abs(d[1])
-    hits = sum(local._bernoulli_exp_planar(words, n2, taxi, lam, inv_scale) for _ in range(n))
+    hits = sum(_planar._bernoulli_exp_planar(words, n2, taxi, lam, inv_scale) for _ in range(n))
     p = math.exp(-(float(lam) * math.sqrt(n2) - taxi * float(inv_scale)))
     if p == 1.0:
         assert hits == n
@@ -719,7 +729,7 @@ def test_planar_fast_path_matches_exact_path(eps, grid, monkeypatch):
     """The double-precision pre-decisions change nothing: same words, same outputs."""
     points = np.zeros((3000, 2))
     fast = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
-    monkeypatch.setattr(local, "_FORCE_EXACT", True)
+    monkeypatch.setattr(_planar, "_FORCE_EXACT", True)
     exact = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
     np.testing.assert_array_equal(fast, exact)
 
@@ -806,7 +816,7 @@ def test_randomizers_laws_under_every_generator(kind):
 def test_planar_words_are_64_bit_under_every_generator(kind):
     """The accept test refines a uniform 64 bits at a time: words must fill all 64 bits (MT19937's
     random_raw gives 32, and the old reader never returned under it)."""
-    words = local._Words(generator(kind, 63))
+    words = _planar._Words(generator(kind, 63))
     top = [words.next() >> 60 for _ in range(1600)]  # the top nibble: uniform on 0..15
     assert chisquare_pvalue(np.bincount(top, minlength=16), np.full(16, 1 / 16)) > ALPHA
     misread = [int(w) >> 60 for w in np.random.MT19937(63).random_raw(1600)]

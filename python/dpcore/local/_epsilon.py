@@ -1,0 +1,65 @@
+"""The local epsilon: its range check and exact rational lower bounds of e^epsilon.
+
+Every law of the frequency oracles (:mod:`dpcore.local._frequency`) and of Duchi's mechanism
+(:mod:`dpcore.local._numeric`) is calibrated against a rigorous rational lower bound L <=
+e^epsilon computed here, so the likelihood ratio the kernels draw never exceeds e^epsilon (see
+the :mod:`dpcore.local` docstring).
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import lru_cache
+
+from dpcore import _validation as check
+
+#: Smallest local epsilon accepted: below it the 64-bit thresholds cannot separate the laws.
+MIN_EPSILON = 2.0**-24
+
+# e^90 > 2**128 exceeds every likelihood ratio the 64-bit thresholds can express, so epsilon is
+# capped there for the calibration (a lower bound of e^90 is a lower bound of e^epsilon).
+_EXP_CAP = Fraction(90)
+_EXP_BITS = 192  # working precision of the lower bound of e^x
+
+
+@lru_cache(maxsize=256)
+def _exp_lower(x: Fraction) -> Fraction:
+    """A rational L with L <= e^x (x >= 0 rational), within a relative 2**-170 for x <= 90.
+
+    e^x = (e^y)^(2**s) with y = x / 2**s <= 1/2. The Taylor polynomial of e^y has positive
+    terms, so truncating it gives a lower bound; every rounding (to a multiple of
+    2**-_EXP_BITS) rounds down, and squaring a lower bound of a positive number gives a lower
+    bound of its square.
+    """
+    s = 0
+    while x > Fraction(1, 2) * 2**s:
+        s += 1
+    y = x / 2**s
+    term = Fraction(1)
+    total = Fraction(1)
+    for j in range(1, 40):  # remainder < 2**-190 for y <= 1/2
+        term = term * y / j
+        total += term
+    scale = 2**_EXP_BITS
+    t = total.numerator * scale // total.denominator
+    for _ in range(s):
+        t = t * t // scale
+    return Fraction(t, scale)
+
+
+def _check_epsilon(epsilon):
+    epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
+    if epsilon < MIN_EPSILON:
+        raise ValueError(
+            f"epsilon must be >= MIN_EPSILON = 2**-24 for the local mechanisms, got {epsilon!r}"
+        )
+    return epsilon
+
+
+def _e_lower(epsilon):
+    return _exp_lower(min(Fraction(epsilon), _EXP_CAP))
+
+
+def _ratio_epsilon(ratio, epsilon):
+    """log(ratio) as a float, never reported above epsilon (ratio <= e^epsilon is proven)."""
+    return min(math.log(ratio.numerator) - math.log(ratio.denominator), epsilon)

@@ -1,0 +1,326 @@
+"""Planar Laplace on a grid (geo-indistinguishability, [ABCP13]), sampled exactly.
+
+The offsets are exact discrete Laplace proposals accepted by an exact Bernoulli(exp(-gamma))
+with gamma irrational, decided on exact enclosures from 64-bit words read through
+:class:`dpcore._random.Words64`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpcore import _validation as check
+from dpcore._floats import round_up
+from dpcore._random import Words64
+from dpcore._release import Cost, release
+from dpcore.accounting import AccountantLike
+from dpcore.random import RandomStateLike
+
+__all__ = ["planar_laplace", "PlanarLaplaceMechanism"]
+
+#: Largest |coordinate| / grid accepted (grid indices and outputs stay exact in doubles).
+MAX_GRID_INDEX = 2.0**50
+
+
+class _Words:
+    """64-bit words from a generator, fetched in batches (order fixed: a seed reproduces)."""
+
+    def __init__(self, rng):
+        self._words = Words64(rng)
+        self._buf = []
+
+    def next(self):
+        if not self._buf:
+            self._buf = self._words.batch(256).tolist()[::-1]
+        return self._buf.pop()
+
+
+def _uniform_below(words, enclosure, first):
+    """True with probability exactly r, for r in [0, 1] known through ``enclosure(bits)`` ->
+    (lo, hi) with lo <= r <= hi and hi - lo <= about 2**-bits.
+
+    A real uniform U is read 64 bits at a time (``first`` is its first word): after P bits it
+    lies in [a / 2**P, (a + 1) / 2**P); U < r is decided once that cell lies below lo or at/above
+    hi. For an irrational r this happens with probability one; a rational r has lo == hi.
+    """
+    a, bits = first, 64
+    while True:
+        lo, hi = enclosure(bits + 4)
+        cell = Fraction(1, 2**bits)
+        if (a + 1) * cell <= lo:
+            return True
+        if a * cell >= hi:
+            return False
+        a = (a << 64) | words.next()
+        bits += 64
+
+
+def _sqrt_enclosure(n, bits):
+    """(lo, hi) with lo <= sqrt(n) <= hi for an integer n >= 0, hi - lo <= 2**-bits (exact when
+    n is a perfect square)."""
+    s = math.isqrt(n << (2 * bits))
+    lo = Fraction(s, 2**bits)
+    return (lo, lo) if s * s == n << (2 * bits) else (lo, Fraction(s + 1, 2**bits))
+
+
+# Fast path of the planar acceptance test: gamma is first computed in doubles. While lam
+# sqrt(n2) < 2**20 and taxi / s < 2**21, each of the few roundings errs by at most 2**-53 of
+# a number below 2**21, so |gamma_double - gamma| < 2**-29 and |r_double - r| < 2**-28 for r =
+# gamma / (M K); a uniform whose first 64 bits put it more than _FAST_MARGIN away from r_double
+# is decided by them alone, exactly as the exact comparison would decide it. Otherwise the same
+# word goes on to the exact comparison (the law is the exact one either way).
+_FAST_MARGIN = 2.0**-26
+_FAST_LIMIT = 2.0**20
+_FORCE_EXACT = False  # test hook: every decision through the exact enclosures
+
+
+def _bernoulli_exp_planar(words, n2, taxi, lam, inv_scale):
+    """Exact Bernoulli(exp(-gamma)) with gamma = lam sqrt(n2) - taxi inv_scale >= 0 (irrational
+    in general): exp(-gamma) = exp(-gamma / M)**M with an integer M >= gamma, each factor by
+    Canonne-Kamath-Steinke's series (K = 1, 2, ... while Bernoulli(c / K); success iff K odd),
+    every Bernoulli(c / K) decided on the uniform's first word when the double estimate of
+    c / K is clearly away from it, else by `_uniform_below` on an exact enclosure."""
+    offset = taxi * inv_scale
+
+    def gamma(bits):
+        lo, hi = _sqrt_enclosure(n2, bits)
+        return lam * lo - offset, lam * hi - offset
+
+    main, off = float(lam) * math.sqrt(n2), taxi * float(inv_scale)
+    in_range = main < _FAST_LIMIT and off < 2 * _FAST_LIMIT
+    if in_range:
+        g = main - off
+        m = max(1, math.ceil(g + _FAST_MARGIN))  # >= gamma: the error is below the margin
+    else:
+        m = max(1, math.ceil(gamma(16)[1]))
+    fast = in_range and not _FORCE_EXACT
+    for _ in range(m):
+        k = 1
+        while True:
+            a = words.next()
+            if fast:
+                r = g / (m * k)
+                if (a + 1) * 2.0**-64 <= r - _FAST_MARGIN:
+                    k += 1
+                    continue
+                if a * 2.0**-64 >= r + _FAST_MARGIN:
+                    break
+            if not _uniform_below(words, lambda b, k=k: tuple(x / (m * k) for x in gamma(b)), a):
+                break
+            k += 1
+        if k % 2 == 0:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class PlanarLaplaceMechanism:
+    """Calibration of the planar Laplace mechanism on a grid.
+
+    Attributes
+    ----------
+    epsilon : float
+        Geo-indistinguishability parameter (per unit of distance).
+    grid : float
+        Grid spacing u (a power of two); outputs are u * (integer, integer).
+    decay : fractions.Fraction
+        lambda = epsilon * u: P(offset d) is proportional to exp(-lambda ||d||_2) on Z^2.
+    proposal_scale : float
+        The discrete Laplace scale s >= sqrt(2) / lambda of the rejection sampler's proposal.
+    epsilon_ldp : float or None
+        With ``bounds``: epsilon * (diameter + sqrt(2) u) rounded up, the plain epsilon-LDP
+        guarantee over the box (what an accountant is charged).
+    """
+
+    epsilon: float
+    grid: float
+    decay: Fraction
+    proposal_scale: float
+    epsilon_ldp: float | None
+
+    @classmethod
+    def calibrate(cls, *, epsilon: float, grid: float,
+                  bounds: tuple[tuple[float, float], tuple[float, float]] | None = None
+                  ) -> PlanarLaplaceMechanism:
+        """Validate the parameters; compute lambda, the proposal scale and the LDP epsilon."""
+        epsilon = check.positive(epsilon, "epsilon")
+        if epsilon > check.MAX_EPSILON:
+            raise ValueError(f"epsilon must be <= {check.MAX_EPSILON!r}, got {epsilon!r}")
+        grid = check.positive(grid, "grid")
+        if math.frexp(grid)[0] != 0.5:
+            raise ValueError(f"grid must be a power of two (e.g. 2.0**-10), got {grid!r}")
+        lam = Fraction(epsilon) * Fraction(grid)
+        # s: the smallest double with s**2 lam**2 >= 2, i.e. 1/s <= lam / sqrt(2).
+        s = math.sqrt(2.0) / float(lam) if lam > 2**-1000 else math.inf
+        if not (math.isfinite(s) and s <= 2.0**40):
+            raise ValueError(
+                "epsilon * grid is too small (the noise would span more than 2**40 grid cells); "
+                "use a coarser grid or a larger epsilon"
+            )
+        while Fraction(s) ** 2 * lam**2 < 2:
+            s = math.nextafter(s, math.inf)
+        s = max(s, 2.0**-30)  # a tiny scale only means almost no noise in grid units
+        eps_ldp = None
+        if bounds is not None:
+            (x0, x1), (y0, y1) = _check_box(bounds)
+            d2 = (Fraction(x1) - Fraction(x0)) ** 2 + (Fraction(y1) - Fraction(y0)) ** 2
+            num, den = d2.numerator, d2.denominator
+            diameter_up = Fraction(math.isqrt(num * den * 4**64) + 1, den * 2**64)  # >= sqrt(d2)
+            root2_up = Fraction(math.isqrt(2 * 4**64) + 1, 2**64)
+            eps_ldp = round_up(Fraction(epsilon) * (diameter_up + root2_up * Fraction(grid)))
+        return cls(epsilon, grid, lam, s, eps_ldp)
+
+
+def _check_box(bounds):
+    try:
+        bx, by = bounds
+    except (TypeError, ValueError):
+        raise TypeError("bounds must be ((x_min, x_max), (y_min, y_max))") from None
+    return check.bounds_pair(bx, "bounds[0]"), check.bounds_pair(by, "bounds[1]")
+
+
+def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
+                   bounds: tuple[tuple[float, float], tuple[float, float]] | None = None,
+                   random_state: RandomStateLike = None, accountant: AccountantLike | None = None
+                   ) -> np.ndarray:
+    """Privatise one location per user with the planar Laplace mechanism on a public grid.
+
+    Each location is snapped to the nearest point of the grid u Z^2 and moved by a random
+    offset d in Z^2 (in grid units) with P(d) proportional to exp(-epsilon u ||d||_2): the
+    planar Laplace of Andres et al. restricted to the grid, drawn exactly. Outputs are grid
+    points, so no low-order bit depends on the input.
+
+    Parameters
+    ----------
+    points : array_like of float, shape (n, 2) or (2,)
+        One location per user (Euclidean coordinates, e.g. metres in a local projection).
+        NaN, infinities and coordinates beyond 2**50 grid steps are an error.
+    epsilon : float
+        Geo-indistinguishability level per unit of distance, > 0 (e.g. ln(4) / 200 for
+        "ln 4 within 200 m").
+    grid : float
+        Public grid spacing u, a power of two (e.g. 2.0**3 metres). Smaller is more accurate;
+        the snapping adds sqrt(2) u to the distances in the guarantee.
+    bounds : ((x_min, x_max), (y_min, y_max)), optional
+        A public box every location lies in (points outside are an error). Needed for a plain
+        epsilon-LDP statement and for charging an accountant.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
+    accountant : dpcore.Accountant, optional
+        Requires ``bounds``; charged ``epsilon_ldp`` once (see Privacy) before anything is drawn.
+
+    Returns
+    -------
+    ndarray of float, shape (n, 2) or (2,)
+        Grid points u * (i, j), exact doubles.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, non-finite or out-of-range coordinates, points outside ``bounds``,
+        epsilon or grid out of range, an accountant without ``bounds``.
+    TypeError
+        Non-numeric arguments, a bad ``random_state`` or ``accountant``.
+
+    Privacy
+    -------
+    epsilon geo-indistinguishability (epsilon d-privacy) per user, up to the snapping: for any
+    two locations x, x' of one user and every output z, P(z | x) <= exp(epsilon (d(x, x') +
+    sqrt(2) u)) P(z | x'), d the Euclidean distance; exactly exp(epsilon d(x, x')) for locations
+    on the grid. Proof: the law of z - c (c = u rint(x / u), exact since u is a power of two) is
+    the same for every c, so the ratio is exp(epsilon u (||z/u - c'/u|| - ||z/u - c/u||)) <=
+    exp(epsilon ||c - c'||), and ||c - c'|| <= d(x, x') + sqrt(2) u. With ``bounds`` of
+    diameter D this is epsilon (D + sqrt(2) u)-LDP (rounded up: ``epsilon_ldp``), and that is
+    what an accountant is charged, once (the per-user local epsilon; parallel composition across
+    users). Without ``bounds`` there is no finite plain epsilon, and an accountant is refused.
+
+    Notes
+    -----
+    Sampling is exact: proposals are two independent exact discrete Laplace integers of scale
+    s >= sqrt(2) / (epsilon u) (P proportional to exp(-(|d1| + |d2|) / s)), accepted with
+    probability exp(-(epsilon u ||d|| - (|d1| + |d2|) / s)) <= 1 (||d||_1 <= sqrt(2) ||d||_2),
+    decided by the Canonne-Kamath-Steinke Bernoulli(exp(-gamma)) series with each comparison
+    made on an exact enclosure of the irrational gamma (integer square roots), refined until it
+    decides. About 1.3 proposals per point. The acceptance test runs in Python (tens of
+    microseconds per point) and is not constant-time.
+
+    References
+    ----------
+    .. [ABCP13] M. E. Andres, N. E. Bordenabe, K. Chatzikokolakis, C. Palamidessi,
+       "Geo-indistinguishability: differential privacy for location-based systems", CCS 2013.
+
+    Examples
+    --------
+    >>> from dpcore import local
+    >>> z = local.planar_laplace([[100.0, 250.0], [3.0, 4.0]], epsilon=0.01, grid=8.0,
+    ...                          random_state=0)
+    >>> z.shape, bool((z % 8.0 == 0).all())
+    ((2, 2), True)
+    """
+    pts = check.finite_array(points, "points")
+    if pts.shape == (2,):
+        single = True
+        pts = pts.reshape(1, 2)
+    else:
+        single = False
+        if pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"points must have shape (n, 2) or (2,), got {pts.ndim} dimensions / "
+                             f"{pts.shape[-1] if pts.ndim else 0} columns")
+    mech = PlanarLaplaceMechanism.calibrate(epsilon=epsilon, grid=grid, bounds=bounds)
+    if bounds is not None:
+        (x0, x1), (y0, y1) = _check_box(bounds)
+        inside = (pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)
+        if not inside.all():
+            raise ValueError("every point must lie inside bounds; some point is outside")
+    elif accountant is not None:
+        raise ValueError(
+            "an accountant needs bounds: geo-indistinguishability has no finite plain epsilon "
+            "over the unbounded plane (give the public box the locations lie in)"
+        )
+    scaled = pts / mech.grid  # exact: the grid is a power of two (barring underflow, checked)
+    if np.abs(scaled).max(initial=0.0) >= MAX_GRID_INDEX:
+        raise ValueError("points must lie within 2**50 grid steps of the origin; some point is farther")
+    if np.any((pts != 0) & (scaled * mech.grid != pts)):
+        raise ValueError("grid is too fine for these coordinates (points / grid is not exact)")
+    centres = np.rint(scaled).astype(np.int64)
+    if centres.size == 0:
+        return pts.reshape((2,) if single else (0, 2)).copy()
+
+    def draw(rng):
+        offsets = _planar_offsets(centres.shape[0], mech, rng)
+        out = (centres + offsets).astype(np.float64) * mech.grid  # exact: |index| < 2**51
+        return out[0] if single else out
+
+    # Without bounds no accountant reaches this point (refused above), so nothing is charged.
+    cost = Cost(epsilon=mech.epsilon_ldp if mech.epsilon_ldp is not None else 0.0)
+    return release(draw, cost=cost, accountant=accountant, random_state=random_state,
+                   label="local.planar_laplace")
+
+
+def _planar_offsets(n, mech, rng):
+    """n exact draws of d in Z^2 with P(d) proportional to exp(-lambda ||d||_2)."""
+    from dpcore import _noise
+
+    lam = mech.decay
+    inv_scale = 1 / Fraction(mech.proposal_scale)
+    words = _Words(rng)
+    out = np.empty((n, 2), dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        batch = max(2 * pending.size, 16)
+        proposals = np.empty(2 * batch, dtype=np.int64)
+        _noise.discrete_laplace_into(proposals, mech.proposal_scale, rng)
+        proposals = proposals.reshape(batch, 2)
+        filled = 0
+        for d1, d2 in proposals.tolist():
+            if filled == pending.size:
+                break
+            if _bernoulli_exp_planar(words, d1 * d1 + d2 * d2, abs(d1) + abs(d2), lam, inv_scale):
+                out[pending[filled]] = (d1, d2)
+                filled += 1
+        pending = pending[filled:]
+    return out
