@@ -2,6 +2,7 @@
 binary-tree mechanism)."""
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ContinualCounter"]
 
-#: Events and horizons are kept so that bound * horizon < 2**62: int64 sums never overflow.
+#: Events and horizons are kept so that max_increment * horizon < 2**62: int64 sums never
+#: overflow.
 _MAX_TOTAL = 2**62
 
 
@@ -32,21 +34,25 @@ class ContinualCounter:
         Privacy parameter for the whole output sequence, > 0.
     horizon : int
         Public maximum number of events T >= 1; the counter refuses events beyond it.
-    bound : int, default=1
-        Public bound: each event is an integer count clipped to [0, bound] (0/1 events: 1).
+    max_increment : int, default=1
+        Public: the most one event adds to the count; each event is an integer clipped to
+        [0, max_increment] (0/1 events: 1).
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
         tests and reproducibility only.
     accountant : dpcore.Accountant, optional
         Charged ``epsilon`` once, here, for all T releases; if the budget would be overspent it
         raises ``BudgetExceeded`` and no counter is made.
+    bound : int, optional
+        Deprecated name of ``max_increment`` (with a DeprecationWarning; removed in the next
+        release).
 
     Attributes
     ----------
     levels : int
         Levels of dyadic blocks, floor(log2 T) + 1: each event is in that many blocks.
     noise : IntegerNoise
-        Per-block discrete Laplace noise, scale bound * levels / epsilon (rounded up).
+        Per-block discrete Laplace noise, scale max_increment * levels / epsilon (rounded up).
     t : int
         Events received so far.
     count : int
@@ -55,20 +61,21 @@ class ContinualCounter:
     Raises
     ------
     ValueError
-        epsilon <= 0, horizon < 1, bound < 1, bound * horizon >= 2**62, a scale beyond the
-        exact sampler's range.
+        epsilon <= 0, horizon < 1, max_increment < 1, max_increment * horizon >= 2**62, a
+        scale beyond the exact sampler's range.
     TypeError
-        Non-integer horizon or bound.
+        Non-integer horizon or max_increment; both max_increment and bound given.
 
     Privacy
     -------
     Pure epsilon-DP for the whole sequence of T releases under event-level add/remove (or
-    change) of one event's value within [0, bound]. Event t is in exactly one dyadic block per
-    level (blocks that are ever released: levels = floor(log2 T) + 1 of them), so the vector of
-    all block sums has L1 sensitivity bound * levels; each block gets independent discrete
-    Laplace noise of scale bound * levels / epsilon (rounded up) when it closes. The release
-    at step t sums the noisy blocks of t's binary decomposition (post-processing). Events are
-    clipped to [0, bound], never rejected by value. Charged: ``epsilon`` once, at construction.
+    change) of one event's value within [0, max_increment]. Event t is in exactly one dyadic
+    block per level (blocks that are ever released: levels = floor(log2 T) + 1 of them), so the
+    vector of all block sums has L1 sensitivity max_increment * levels; each block gets
+    independent discrete Laplace noise of scale max_increment * levels / epsilon (rounded up)
+    when it closes. The release at step t sums the noisy blocks of t's binary decomposition
+    (post-processing). Events are clipped to [0, max_increment], never rejected by value.
+    Charged: ``epsilon`` once, at construction.
 
     Notes
     -----
@@ -86,20 +93,28 @@ class ContinualCounter:
     (600, True)
     """
 
-    def __init__(self, epsilon: float, horizon: int, *, bound: int = 1,
+    def __init__(self, epsilon: float, horizon: int, *, max_increment: int = 1,
                  random_state: RandomStateLike = None,
-                 accountant: AccountantLike | None = None) -> None:
+                 accountant: AccountantLike | None = None, bound: int | None = None) -> None:
+        if bound is not None:
+            warnings.warn("ContinualCounter(bound=...) is deprecated and will be removed in the "
+                          "next release: pass the same value as max_increment=...",
+                          DeprecationWarning, stacklevel=2)
+            if max_increment != 1:
+                raise TypeError("ContinualCounter takes max_increment or its deprecated name "
+                                "bound, not both")
+            max_increment = bound
         epsilon = check.positive(epsilon, "epsilon")
         horizon = check.integer(horizon, "horizon", minimum=1)
-        bound = check.integer(bound, "bound", minimum=1)
-        if bound * horizon >= _MAX_TOTAL:
-            raise ValueError(f"bound * horizon must be < 2**62, got bound={bound}, "
-                             f"horizon={horizon}")
+        max_increment = check.integer(max_increment, "max_increment", minimum=1)
+        if max_increment * horizon >= _MAX_TOTAL:
+            raise ValueError(f"max_increment * horizon must be < 2**62, got "
+                             f"max_increment={max_increment}, horizon={horizon}")
         self.epsilon = epsilon
         self.horizon = horizon
-        self.bound = bound
+        self.max_increment = max_increment
         self.levels = horizon.bit_length()
-        self.noise = IntegerNoise.calibrate("laplace", bound * self.levels, epsilon, 0.0)
+        self.noise = IntegerNoise.calibrate("laplace", max_increment * self.levels, epsilon, 0.0)
         self._rng = release(lambda rng: rng, cost=Cost(epsilon), accountant=accountant,
                             random_state=random_state, label="publish.ContinualCounter")
         self._psum = np.zeros(self.levels, dtype=np.int64)
@@ -107,6 +122,14 @@ class ContinualCounter:
         self._one = np.zeros(3, dtype=np.int64)  # event, noise, release of update()
         self.t = 0
         self.count = 0
+
+    @property
+    def bound(self) -> int:
+        """Deprecated name of ``max_increment`` (with a DeprecationWarning; removed in the next
+        release)."""
+        warnings.warn("ContinualCounter.bound is deprecated and will be removed in the next "
+                      "release: read max_increment", DeprecationWarning, stacklevel=2)
+        return self.max_increment
 
     @property
     def node_variance(self) -> float:
@@ -126,8 +149,8 @@ class ContinualCounter:
         return float(out) if out.ndim == 0 else out
 
     def extend(self, events: ArrayLike) -> np.ndarray:
-        """Feed events (1-d integers or bools, each clipped to [0, bound]); returns the count
-        released after each of them (int64)."""
+        """Feed events (1-d integers or bools, each clipped to [0, max_increment]); returns the
+        count released after each of them (int64)."""
         ev = check.real_array(events, "events")
         if not (np.issubdtype(ev.dtype, np.integer) or ev.dtype == np.bool_):
             raise TypeError(f"events must be integers or bools, got dtype {ev.dtype}")
@@ -137,18 +160,19 @@ class ContinualCounter:
             raise ValueError(f"events would exceed horizon = {self.horizon} "
                              f"({self.t} events received, {ev.size} given)")
         if ev.dtype == np.uint64:  # large unsigned values would wrap in int64: clip first
-            ev = np.minimum(ev, self.bound)
+            ev = np.minimum(ev, self.max_increment)
         ev = np.ascontiguousarray(ev, dtype=np.int64)
         out = np.empty(ev.size, dtype=np.int64)
         if ev.size:
             draws = self.noise.draw(ev.size, self._rng)
             self.count = int(_publish.counter_extend(self._psum, self._noisy, self.t,
-                                                     self.count, ev, self.bound, draws, out))
+                                                     self.count, ev, self.max_increment, draws,
+                                                     out))
             self.t += ev.size
         return out
 
     def update(self, event: int) -> int:
-        """Feed one event (an integer or bool, clipped to [0, bound]); returns the count
+        """Feed one event (an integer or bool, clipped to [0, max_increment]); returns the count
         released after it."""
         if isinstance(event, (bool, np.bool_)):
             event = int(event)
@@ -157,11 +181,11 @@ class ContinualCounter:
             raise ValueError(f"events would exceed horizon = {self.horizon} "
                              f"({self.t} events received, 1 given)")
         # the one-event path without extend's array checks: the same draw, the same kernel
-        self._one[0] = min(max(event, 0), self.bound)
+        self._one[0] = min(max(event, 0), self.max_increment)
         _noise.discrete_laplace_into(self._one[1:2], self.noise.scale, self._rng)
         self.count = int(_publish.counter_extend(self._psum, self._noisy, self.t, self.count,
-                                                 self._one[0:1], self.bound, self._one[1:2],
-                                                 self._one[2:3]))
+                                                 self._one[0:1], self.max_increment,
+                                                 self._one[1:2], self._one[2:3]))
         self.t += 1
         return self.count
 
