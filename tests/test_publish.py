@@ -355,7 +355,7 @@ def test_counter_reuses_block_noise():
 
 
 def test_counter_update_extend_and_state():
-    c = publish.ContinualCounter(2.0, 10, bound=3, random_state=0)
+    c = publish.ContinualCounter(2.0, 10, max_increment=3, random_state=0)
     assert (c.levels, c.noise.scale) == (4, 6.0)
     outs = [c.update(v) for v in [1, True, 5, -2]]  # 5 clipped to 3, -2 to 0
     assert c.t == 4 and c.count == outs[-1]
@@ -380,7 +380,7 @@ def test_counter_update_extend_and_state():
 
 
 def test_counter_clips_huge_unsigned_events():
-    c = publish.ContinualCounter(1e6, 4, bound=1, random_state=0)  # noise 0 w.p. ~1
+    c = publish.ContinualCounter(1e6, 4, max_increment=1, random_state=0)  # noise 0 w.p. ~1
     out = c.extend(np.array([2**63 + 5, 1, 0, 1], dtype=np.uint64))
     np.testing.assert_array_equal(out, [1, 2, 2, 3])
 
@@ -391,8 +391,9 @@ def test_counter_argument_errors_charge_nothing():
         (dict(epsilon=0.0, horizon=10), ValueError, "epsilon must be > 0"),
         (dict(epsilon=1.0, horizon=0), ValueError, "horizon must be >= 1"),
         (dict(epsilon=1.0, horizon=10.0), TypeError, "horizon must be an integer"),
-        (dict(epsilon=1.0, horizon=10, bound=0), ValueError, "bound must be >= 1"),
-        (dict(epsilon=1.0, horizon=2**40, bound=2**30), ValueError, "bound \\* horizon"),
+        (dict(epsilon=1.0, horizon=10, max_increment=0), ValueError, "max_increment must be >= 1"),
+        (dict(epsilon=1.0, horizon=2**40, max_increment=2**30), ValueError,
+         "max_increment \\* horizon"),
         (dict(epsilon=1e-14, horizon=10), ValueError, "epsilon"),
     ]:
         with pytest.raises(exc, match=msg):
@@ -577,8 +578,8 @@ def test_quadtree_argument_errors_and_accountant():
 
 def test_counter_update_equals_extend():
     events = np.random.default_rng(4).integers(0, 3, 300)
-    a = publish.ContinualCounter(1.0, 300, bound=2, random_state=12)
-    b = publish.ContinualCounter(1.0, 300, bound=2, random_state=12)
+    a = publish.ContinualCounter(1.0, 300, max_increment=2, random_state=12)
+    b = publish.ContinualCounter(1.0, 300, max_increment=2, random_state=12)
     one_by_one = [a.update(int(e)) for e in events]
     g = rng(12)  # the counter's generator, seeded alike: one draw per update
     z = [dpcore.discrete_laplace(a.noise.scale, random_state=g) for _ in range(300)]
@@ -589,6 +590,21 @@ def test_counter_update_equals_extend():
     assert a.levels == 9 and a.t == 300
     with pytest.raises(ValueError, match="exceed horizon = 300"):
         a.update(1)
+
+
+def test_counter_bound_is_a_deprecated_name_of_max_increment():
+    """The old keyword (and attribute) still work for one release, with a DeprecationWarning,
+    and give the same counter: same noise, same releases for the same seed."""
+    events = np.random.default_rng(6).integers(0, 5, 200)
+    new = publish.ContinualCounter(1.0, 200, max_increment=3, random_state=21)
+    with pytest.warns(DeprecationWarning, match="max_increment"):
+        old = publish.ContinualCounter(1.0, 200, bound=3, random_state=21)
+    assert old.noise == new.noise and old.max_increment == 3
+    np.testing.assert_array_equal(old.extend(events), new.extend(events))
+    with pytest.warns(DeprecationWarning, match="max_increment"):
+        assert old.bound == 3
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="not both"):
+        publish.ContinualCounter(1.0, 200, max_increment=2, bound=3)
 
 
 def test_hierarchical_nonnegative_counts():

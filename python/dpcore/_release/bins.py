@@ -1,5 +1,7 @@
 """Public bin grids and noisy cell counts: the layer under every histogram release
-(:mod:`dpcore.stats`, :mod:`dpcore.mestimators`, :mod:`dpcore.distributed`).
+(:mod:`dpcore.stats`, :mod:`dpcore.mestimators`, :mod:`dpcore.distributed`,
+:mod:`dpcore.publish`), with the index arithmetic the publishing families share (complete trees
+over the bins, boxes of cells).
 
 Privacy
 -------
@@ -18,21 +20,68 @@ from dpcore import _histogram, _noise
 from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
 
-__all__ = ["MAX_HISTOGRAM_CELLS", "OUTSIDE", "RELATIONS", "BinGrid", "add_cell_noise",
-           "arith_edges", "histogram_noise", "nonnegative_least_squares", "postprocess_counts",
-           "sample_2d"]
+__all__ = ["MAX_BRANCHING", "MAX_HISTOGRAM_CELLS", "OUTSIDE", "RELATIONS", "BinGrid",
+           "add_cell_noise", "arith_edges", "box_queries", "histogram_noise",
+           "nonnegative_least_squares", "postprocess_counts", "pow2_at_least", "sample_2d",
+           "tree_levels"]
 
 OUTSIDE = ("drop", "clip")
 RELATIONS = ("add_remove", "replace")
 #: Largest number of histogram cells, checked before anything is allocated or charged: 2**28
 #: cells take 2 GiB as int64 counts (and as much again for the noise).
 MAX_HISTOGRAM_CELLS = 2**28
+#: Largest branching factor accepted (beyond it the tree is a flat histogram plus a root).
+MAX_BRANCHING = 2**16
 
 
 def arith_edges(lower, upper, bins):
     """j * step + lower for j < bins, each operation rounded once (as the kernel computes them)."""
     step = (upper - lower) / bins
     return np.arange(bins, dtype=np.float64) * step + lower
+
+
+def tree_levels(n_leaves: int, branching: int) -> int:
+    """Levels (root and leaves included) of the smallest complete ``branching``-ary tree with
+    at least ``n_leaves`` leaves: 1 + ceil(log_branching(n_leaves)).
+
+    Privacy
+    -------
+    Arithmetic on public sizes: reads no data, releases and charges nothing. A record counts
+    once per level, so a hierarchical histogram's L1 sensitivity is this number of levels.
+    """
+    n_leaves = check.integer(n_leaves, "n_leaves", minimum=1)
+    branching = check.integer(branching, "branching", minimum=2, maximum=MAX_BRANCHING)
+    levels, width = 1, 1
+    while width < n_leaves:  # integer arithmetic: no log rounding at exact powers
+        width *= branching
+        levels += 1
+    return levels
+
+
+def pow2_at_least(n):
+    """The smallest power of two >= n (1 for n <= 1): an axis padded to a complete binary tree."""
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def box_queries(lo, hi, shape, what):
+    """Integer boxes [lo, hi) in a grid of ``shape``: 1-d grids take scalars/arrays, d-dim grids
+    arrays whose last axis has length d. Returns (lo, hi) as int64 arrays of shape (..., d)."""
+    d = len(shape)
+    lo_a = check.real_array(lo, "lo")
+    hi_a = check.real_array(hi, "hi")
+    for arr, name in ((lo_a, "lo"), (hi_a, "hi")):
+        if not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
+            raise TypeError(f"{name} must be integer {what} indices, got dtype {arr.dtype}")
+        if d > 1 and (arr.ndim == 0 or arr.shape[-1] != d):
+            raise ValueError(f"{name} must end in an axis of length {d} (one index per axis), "
+                             f"got shape {arr.shape}")
+    lo_b, hi_b = np.broadcast_arrays(lo_a, hi_a)
+    if d == 1:
+        lo_b, hi_b = lo_b[..., None], hi_b[..., None]
+    limit = np.array(shape)
+    if np.any(lo_b < 0) or np.any(hi_b > limit) or np.any(lo_b > hi_b):
+        raise ValueError(f"ranges must satisfy 0 <= lo <= hi <= shape = {tuple(shape)}")
+    return lo_b.astype(np.int64), hi_b.astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
