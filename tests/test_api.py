@@ -80,11 +80,14 @@ def test_privacy_check_can_fail():
 
 
 # doctest reads the names defined in a module, not those it re-exports: the learners' own
-# modules and the kernel holding ChaCha20 are listed too.
-DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m != "dpcore.learn"] + [
+# modules, robust's family modules and the kernel holding ChaCha20 are listed too.
+PACKAGES = ("dpcore.learn", "dpcore.robust")
+DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.distributed", "dpcore.learn._linear", "dpcore.learn._naive_bayes",
     "dpcore.learn._kernel", "dpcore.learn._search", "dpcore.learn._tree",
     "dpcore.learn._kmeans", "dpcore.learn._feature_selection", "dpcore._random",
+    "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
+    "dpcore.robust._svt",
 ]
 
 

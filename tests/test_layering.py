@@ -4,9 +4,10 @@
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
   ``_release`` (with its submodules), ``learn._base``, ``_exact`` (the exact slow paths behind
   the kernels' fast decisions), ``_progress`` (the progress bar), ``_edges`` (graph input
-  checks), ``learn._optimise`` (the certified Newton optimiser of the linear models) and the
-  compiled kernels
-  (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+  checks), ``_smooth`` (the smooth-sensitivity grid, exact samplers and plans of ``robust`` and
+  ``graph_stats``), ``learn._optimise`` (the certified Newton optimiser of the linear models)
+  and the compiled kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own
+  private submodules.
 * The import graph (module-level and function-level imports alike) has no cycle.
 """
 import ast
@@ -18,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
 SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore.learn._base",
-          "dpcore._exact", "dpcore._progress", "dpcore._edges", "dpcore.learn._optimise"}
+          "dpcore._exact", "dpcore._progress", "dpcore._edges", "dpcore.learn._optimise",
+          "dpcore._smooth"}
 
 
 def module_name(path):
