@@ -1137,6 +1137,16 @@ def test_all_names_exist():
         assert hasattr(robust, name)
 
 
+def test_renamed_constants_keep_their_values_and_old_names():
+    """Issue 26: robust's namesakes of the library-wide GRID_BITS (36) and MAX_EPSILON (2**40)
+    were renamed; the calibrated values are unchanged and the old names are aliases."""
+    assert (robust.SMOOTH_GRID_BITS, robust.MIN_SMOOTH_EPSILON, robust.MAX_SMOOTH_EPSILON) == \
+        (40, 2.0**-20, 2.0**10)
+    assert (robust.GRID_BITS, robust.MIN_EPSILON, robust.MAX_EPSILON) == \
+        (robust.SMOOTH_GRID_BITS, robust.MIN_SMOOTH_EPSILON, robust.MAX_SMOOTH_EPSILON)
+    assert dpcore.stats.GRID_BITS == 36
+
+
 def test_docstring_examples():
     for module in (_median, _aggregate, _ptr, _svt):  # doctest reads the modules defining them
         failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

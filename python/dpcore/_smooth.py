@@ -38,7 +38,8 @@ __all__ = ["SMOOTH_GRID_BITS", "MIN_SMOOTH_EPSILON", "MAX_SMOOTH_EPSILON", "LIPS
 SMOOTH_GRID_BITS = 40
 #: Smallest epsilon accepted by the smooth-sensitivity releases (keeps beta far above rounding).
 MIN_SMOOTH_EPSILON = 2.0**-20
-#: Largest epsilon accepted by them (keeps exp(epsilon) and the calibration finite).
+#: Largest epsilon accepted by them and by robust's other releases (keeps exp(epsilon) and the
+#: calibration finite); the library-wide limit is ``dpcore._validation.MAX_EPSILON`` = 2**40.
 MAX_SMOOTH_EPSILON = 2.0**10
 #: Upper bound on sup_z 4 |z|**3 / (1 + z**4) = 3**(3/4) (the log-density's Lipschitz constant of
 #: the noise law 1 / (1 + z**4)); 2.2796**4 >= 27 is checked in the tests.

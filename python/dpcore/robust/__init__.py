@@ -47,17 +47,28 @@ from dpcore.robust._svt import SparseVectorPlan, above_threshold, sparse_vector
 __all__ = [
     "smooth_sensitivity_median", "median", "trimmed_mean", "sample_aggregate", "ptr_median",
     "ptr_iqr", "ptr_trimmed_mean", "PTRResult", "sparse_vector", "above_threshold",
-    "SmoothMedianPlan", "SparseVectorPlan", "GRID_BITS", "MIN_EPSILON", "MAX_EPSILON",
-    "AGGREGATE_GRID", "WIDEN",
+    "SmoothMedianPlan", "SparseVectorPlan", "SMOOTH_GRID_BITS", "MIN_SMOOTH_EPSILON",
+    "MAX_SMOOTH_EPSILON", "AGGREGATE_GRID", "WIDEN",
+    # deprecated aliases, removed in the next release
+    "GRID_BITS", "MIN_EPSILON", "MAX_EPSILON",
 ]
 
-#: Records are rounded to a grid of 2**-GRID_BITS of the bounds' width (and outputs lie on it).
-GRID_BITS = _smooth.SMOOTH_GRID_BITS
+#: Records are rounded to a grid of 2**-SMOOTH_GRID_BITS of the bounds' width (and outputs lie
+#: on it). Finer than the library's automatic noise grids (``dpcore.stats.GRID_BITS`` = 36).
+SMOOTH_GRID_BITS = _smooth.SMOOTH_GRID_BITS
 #: Smallest epsilon accepted by the smooth-sensitivity releases (keeps beta far above rounding).
-MIN_EPSILON = _smooth.MIN_SMOOTH_EPSILON
-#: Largest epsilon accepted by them (keeps exp(epsilon) and the calibration finite).
-MAX_EPSILON = _smooth.MAX_SMOOTH_EPSILON
+MIN_SMOOTH_EPSILON = _smooth.MIN_SMOOTH_EPSILON
+#: Largest epsilon accepted by the releases here (keeps exp(epsilon) and the calibration
+#: finite); the library-wide limit is 2**40.
+MAX_SMOOTH_EPSILON = _smooth.MAX_SMOOTH_EPSILON
 #: Default number of public grid points the aggregation's quartiles are chosen from.
 AGGREGATE_GRID = _aggregate.AGGREGATE_GRID
 #: The winsorizing interval is [q1 - WIDEN iqr, q3 + WIDEN iqr] (Smith 2011's widening).
 WIDEN = _aggregate.WIDEN
+
+#: Deprecated alias of :data:`SMOOTH_GRID_BITS` (removed in the next release).
+GRID_BITS = SMOOTH_GRID_BITS
+#: Deprecated alias of :data:`MIN_SMOOTH_EPSILON` (removed in the next release).
+MIN_EPSILON = MIN_SMOOTH_EPSILON
+#: Deprecated alias of :data:`MAX_SMOOTH_EPSILON` (removed in the next release).
+MAX_EPSILON = MAX_SMOOTH_EPSILON
