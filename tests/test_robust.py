@@ -207,7 +207,7 @@ def test_subnormal_delta_is_validated_not_a_crash():
                                   random_state=rng(1), accountant=acc),
         lambda acc: robust.trimmed_mean(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-320,
                                         random_state=rng(1), accountant=acc),
-        lambda acc: robust.ptr_median(x, bounds=(0.0, 10.0), bound=1.0, epsilon=1.0,
+        lambda acc: robust.ptr_median(x, bounds=(0.0, 10.0), sensitivity_bound=1.0, epsilon=1.0,
                                       delta=1e-320, random_state=rng(1), accountant=acc),
     ]
     for call in calls:
@@ -765,7 +765,7 @@ def test_ptr_distance_is_a_lower_bound_and_moves_by_at_most_one_exhaustively(kin
 
 X_PTR = np.arange(41.0)  # median 20; LS within k replacements is k + 1: g = floor(b) for b < 20
 # bounds far out, so the clamp to them has probability < e**-50 (noise scale 19)
-PTR_KW = dict(bounds=(-1000.0, 1000.0), bound=9.5, epsilon=1.0, delta=1e-2)
+PTR_KW = dict(bounds=(-1000.0, 1000.0), sensitivity_bound=9.5, epsilon=1.0, delta=1e-2)
 N_PTR = 20_000
 
 
@@ -836,7 +836,7 @@ def test_ptr_trimmed_mean_on_cauchy_is_within_twice_the_standard_error():
     private, plain = [], []
     for rep in range(200):
         x = g.standard_cauchy(n)
-        r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), bound=20 / n, epsilon=1.0,
+        r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), sensitivity_bound=20 / n, epsilon=1.0,
                                     delta=1e-6, random_state=rng(700 + rep))
         assert r.released
         private.append(r.value)
@@ -850,8 +850,8 @@ def test_ptr_trimmed_mean_on_cauchy_is_within_twice_the_standard_error():
 def test_ptr_refusal_is_charged_and_explicit():
     acc = dpcore.Accountant(10.0, 1e-2)
     x = np.array([0.0, 0.0, 50.0, 100.0, 100.0])  # median's LS is 50: g = 0
-    out = robust.ptr_median(x, bounds=(0.0, 100.0), bound=1.0, epsilon=1.0, delta=1e-6,
-                            accountant=acc, random_state=rng(2))
+    out = robust.ptr_median(x, bounds=(0.0, 100.0), sensitivity_bound=1.0, epsilon=1.0,
+                            delta=1e-6, accountant=acc, random_state=rng(2))
     assert out == robust.PTRResult(True, None) and not out.released
     (entry,) = acc.history
     assert (entry.epsilon, entry.delta) == (1.0, 1e-6)
@@ -862,7 +862,7 @@ def test_ptr_refusal_is_charged_and_explicit():
 def test_ptr_with_a_bound_no_data_set_exceeds_always_releases():
     x = np.arange(10.0)
     for seed in range(20):
-        r = robust.ptr_median(x, bounds=(0, 10), bound=10.0, epsilon=1.0, delta=1e-9,
+        r = robust.ptr_median(x, bounds=(0, 10), sensitivity_bound=10.0, epsilon=1.0, delta=1e-9,
                               random_state=rng(seed))
         assert r.released
 
@@ -870,7 +870,7 @@ def test_ptr_with_a_bound_no_data_set_exceeds_always_releases():
 def test_ptr_iqr_and_exact_sum():
     x = np.linspace(0.0, 100.0, 10_001)
     # each quartile's ball maximum is (k + 1) 0.01: g = 24 for b = 0.5, the cut is 8 at epsilon 4
-    r = robust.ptr_iqr(x, bounds=(0.0, 100.0), bound=0.5, epsilon=4.0, delta=1e-6,
+    r = robust.ptr_iqr(x, bounds=(0.0, 100.0), sensitivity_bound=0.5, epsilon=4.0, delta=1e-6,
                        random_state=rng(3))
     assert r.released and abs(r.value - 50.0) < 0.5
     units = np.array([2**41, 2**41 - 1, 7] * 1000, dtype=np.int64)
@@ -1029,11 +1029,14 @@ RELEASES = {
     "trimmed_mean/delta": (lambda **o: robust.trimmed_mean(
         X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-7, trim=0.25), **o}), (EPS, 1e-7)),
     "ptr_median": (lambda **o: robust.ptr_median(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "ptr_iqr": (lambda **o: robust.ptr_iqr(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "ptr_trimmed_mean": (lambda **o: robust.ptr_trimmed_mean(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "sparse_vector": (lambda **o: robust.sparse_vector(
         **{**dict(queries=X1, threshold=5.0, epsilon=EPS, max_positives=3), **o}), (EPS, 0.0)),
     "above_threshold": (lambda **o: robust.above_threshold(
@@ -1055,10 +1058,11 @@ BAD = {
                       dict(queries="abc"), dict(queries=3.0), dict(queries=[[1.0]])],
     "above_threshold": [dict(sensitivity=-1.0), dict(queries=[math.nan])],
     "trimmed_mean": [dict(trim=0.5), dict(trim="a"), dict(bounds=None), dict(delta=0.0)],
-    "ptr_median": [dict(bound=0.0), dict(bound=None), dict(delta=0.0), dict(delta=None),
-                   dict(bounds=None), dict(bounds=(5, 5))],
-    "ptr_iqr": [dict(bound=-1.0), dict(delta=1.0)],
-    "ptr_trimmed_mean": [dict(trim=0.5), dict(trim=-0.1), dict(trim=math.nan), dict(bound=math.inf)],
+    "ptr_median": [dict(sensitivity_bound=0.0), dict(sensitivity_bound=None), dict(delta=0.0),
+                   dict(delta=None), dict(bounds=None), dict(bounds=(5, 5))],
+    "ptr_iqr": [dict(sensitivity_bound=-1.0), dict(delta=1.0)],
+    "ptr_trimmed_mean": [dict(trim=0.5), dict(trim=-0.1), dict(trim=math.nan),
+                         dict(sensitivity_bound=math.inf)],
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon=math.inf),
               dict(epsilon="1"), dict(random_state="seed"), dict(random_state=1.5),
@@ -1090,6 +1094,21 @@ def test_release_charges_once_the_documented_cost(name):
     (entry,) = acc.history
     assert (entry.epsilon, entry.delta) == (eps, delta)
     assert entry.label.startswith("robust.")
+
+
+@pytest.mark.parametrize("name", ["ptr_median", "ptr_iqr", "ptr_trimmed_mean"])
+def test_ptr_old_keyword_bound_warns_and_gives_the_same_release(name):
+    """Issue 26: the proposed sensitivity bound was called ``bound`` (elsewhere in dpcore a clamp
+    bound); the old keyword still works for one release, with a DeprecationWarning, and gives
+    the same release for the same seed."""
+    release = getattr(robust, name)
+    kw = dict(bounds=(0, 10), epsilon=1.0, delta=1e-6)
+    new = release(X1, sensitivity_bound=3.0, random_state=rng(5), **kw)
+    with pytest.warns(DeprecationWarning, match="sensitivity_bound"):
+        old = release(X1, bound=3.0, random_state=rng(5), **kw)
+    assert old == new and new.released
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="sensitivity_bound"):
+        release(X1, bound=3.0, sensitivity_bound=3.0, random_state=rng(5), **kw)
 
 
 def test_budget_exceeded_draws_nothing():

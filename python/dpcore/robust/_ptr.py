@@ -3,7 +3,9 @@ set whose local sensitivity exceeds the caller's proposed bound, then release wi
 bound, or refuse (:class:`PTRResult`): the median, the interquartile range and the trimmed mean."""
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -101,7 +103,7 @@ def _bound_units(bound, grid):
     return min(bound / grid.step, 2.0 * (grid.hi - grid.lo))
 
 
-def _ptr_plan(epsilon, delta, bound, name="bound"):
+def _ptr_plan(epsilon, delta, bound, name="sensitivity_bound"):
     epsilon = _epsilon(epsilon)
     delta = _delta(delta)
     bound = check.positive(bound, name)
@@ -126,7 +128,7 @@ def _ptr_plan(epsilon, delta, bound, name="bound"):
 
 def _ptr(label, distance, value, release_sensitivity, eps_release, scale, cut, clamp, epsilon,
          delta, random_state, accountant):
-    with public_arithmetic("bound and epsilon"):
+    with public_arithmetic("sensitivity_bound and epsilon"):
         lap = LaplaceMechanism.calibrate(sensitivity=release_sensitivity, epsilon=eps_release)
 
     def draw(rng):
@@ -141,16 +143,16 @@ def _ptr(label, distance, value, release_sensitivity, eps_release, scale, cut, c
 
 
 _PTR_PRIVACY = """The test: g is a lower bound on the number of records to replace before reaching a
-    data set whose local sensitivity exceeds ``bound`` (infinite when no data set of n records
+    data set whose local sensitivity exceeds b (infinite when no data set of n records
     does; computed on the clipped records rounded to the grid of 2**-40 of the width, a
     per-record map). It satisfies |g(x) - g(y)| <= 1 for
     neighbours (it is the first k where a maximum over the k-ball of the data exceeds the bound,
-    and the k-ball of x lies in the (k + 1)-ball of y), and g(x) >= 1 implies LS(x) <= bound.
+    and the k-ball of x lies in the (k + 1)-ball of y), and g(x) >= 1 implies LS(x) <= b.
     The mechanism draws Z ~ DLap(2 / epsilon) (exact) and refuses when g + Z < cut, with cut the
     smallest integer >= 1 such that P(Z >= cut) < delta (decided with a 2**-40 relative margin):
     an (epsilon / 2)-DP test. When g(x) >= 1,
-    every neighbour's statistic is within ``bound`` and the value is released with
-    :func:`dpcore.laplace`'s exact discrete mechanism at epsilon / 2 (sensitivity ``bound``);
+    every neighbour's statistic is within b and the value is released with
+    :func:`dpcore.laplace`'s exact discrete mechanism at epsilon / 2 (sensitivity b);
     when g(x) = 0 the test passes with probability < delta. Together: (epsilon, delta)-DP under
     **replace-one** neighbours (n is public; the local sensitivities are those of a fixed n)
     (Dwork, Lei 2009; Dwork, Roth 2014, Section 7.3). Records are clipped to ``bounds``. Both
@@ -158,10 +160,34 @@ _PTR_PRIVACY = """The test: g is a lower bound on the number of records to repla
     ``(epsilon, delta)``, once, whether it releases or refuses."""
 
 
-def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountant=None):
-    """Propose-test-release median: release med(x) + Laplace(bound / (epsilon / 2)) if the data
-    are privately found far from any data set whose median's local sensitivity exceeds the
-    proposed ``bound``, else refuse.
+def _ptr_release(function):
+    """A public PTR release: its docstring's ``{privacy}`` filled in with the shared Privacy
+    text, and the keyword ``bound`` (the old name of ``sensitivity_bound``; ``bound`` elsewhere in
+    dpcore is a clamp bound) still accepted for one release, with a DeprecationWarning."""
+    if function.__doc__:  # None under python -OO
+        function.__doc__ = function.__doc__.replace("{privacy}", _PTR_PRIVACY)
+
+    @functools.wraps(function)
+    def ptr_release(*args, **kwargs):
+        if "bound" in kwargs:
+            warnings.warn(f"{function.__name__}(bound=...) is deprecated and will be removed in "
+                          "the next release; use sensitivity_bound=...", DeprecationWarning,
+                          stacklevel=2)
+            if "sensitivity_bound" in kwargs:
+                raise TypeError(f"{function.__name__}() got both sensitivity_bound and its "
+                                "deprecated name bound; pass sensitivity_bound only")
+            kwargs["sensitivity_bound"] = kwargs.pop("bound")
+        return function(*args, **kwargs)
+
+    return ptr_release
+
+
+@_ptr_release
+def ptr_median(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=None,
+               accountant=None):
+    """Propose-test-release median: release med(x) + Laplace(b / (epsilon / 2)) if the data are
+    privately found far from any data set whose median's local sensitivity exceeds the proposed
+    bound b = ``sensitivity_bound``, else refuse.
 
     Parameters
     ----------
@@ -171,9 +197,10 @@ def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountan
     bounds : (float, float)
         Public (lower, upper); records are clipped to it (required: a data set at distance k may
         move the median's neighbours up to the bounds).
-    bound : float
+    sensitivity_bound : float
         The proposed bound b > 0 on the local sensitivity (public: choose it without looking at
-        the data, e.g. from n and the expected spread).
+        the data, e.g. from n and the expected spread). Its old name ``bound`` is deprecated
+        (accepted with a DeprecationWarning until the next release).
     epsilon : float
         In [2**-20, 2**10]; half for the test, half for the release.
     delta : float
@@ -193,8 +220,8 @@ def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountan
     Raises
     ------
     ValueError, TypeError
-        Invalid records, bounds, bound, epsilon or delta (naming the parameter), before the
-        charge.
+        Invalid records, bounds, sensitivity_bound, epsilon or delta (naming the parameter),
+        before the charge.
 
     Privacy
     -------
@@ -207,14 +234,14 @@ def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountan
     >>> import numpy as np
     >>> from dpcore import robust
     >>> x = np.linspace(0.0, 100.0, 10_001)
-    >>> r = robust.ptr_median(x, bounds=(0.0, 100.0), bound=1.0, epsilon=1.0, delta=1e-6,
-    ...                       random_state=0)
+    >>> r = robust.ptr_median(x, bounds=(0.0, 100.0), sensitivity_bound=1.0, epsilon=1.0,
+    ...                       delta=1e-6, random_state=0)
     >>> r.refused, bool(abs(r.value - 50.0) < 5)
     (False, True)
     """
     records = _records(x)
     grid = _Grid.of(bounds)
-    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, bound)
+    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, sensitivity_bound)
     units = grid.units(records)
     m = (units.size + 1) // 2
     distance = _median_distance(units, grid, _bound_units(bound, grid))
@@ -223,15 +250,17 @@ def ptr_median(x, *, bounds, bound, epsilon, delta, random_state=None, accountan
                 (grid.lower, grid.upper), epsilon, delta, random_state, accountant)
 
 
-def ptr_iqr(x, *, bounds, bound, epsilon, delta, random_state=None, accountant=None):
+@_ptr_release
+def ptr_iqr(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=None, accountant=None):
     """Propose-test-release interquartile range x_(p3) - x_(p1), p1 = ceil(n / 4),
-    p3 = ceil(3 n / 4): released with Laplace(bound / (epsilon / 2)) noise if the private test
+    p3 = ceil(3 n / 4): released with Laplace(b / (epsilon / 2)) noise if the private test
     passes, else refused.
 
     Parameters
     ----------
-    x, bounds, bound, epsilon, delta, random_state, accountant
-        As in :func:`ptr_median` (``bound`` proposes a bound on the IQR's local sensitivity).
+    x, bounds, sensitivity_bound, epsilon, delta, random_state, accountant
+        As in :func:`ptr_median` (``sensitivity_bound`` proposes a bound b on the IQR's local
+        sensitivity).
 
     Returns
     -------
@@ -255,14 +284,14 @@ def ptr_iqr(x, *, bounds, bound, epsilon, delta, random_state=None, accountant=N
     >>> import numpy as np
     >>> from dpcore import robust
     >>> x = np.linspace(0.0, 100.0, 10_001)
-    >>> r = robust.ptr_iqr(x, bounds=(0.0, 100.0), bound=1.0, epsilon=1.0, delta=1e-6,
-    ...                    random_state=0)
+    >>> r = robust.ptr_iqr(x, bounds=(0.0, 100.0), sensitivity_bound=1.0, epsilon=1.0,
+    ...                    delta=1e-6, random_state=0)
     >>> r.refused, bool(abs(r.value - 50.0) < 5)
     (False, True)
     """
     records = _records(x)
     grid = _Grid.of(bounds)
-    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, bound)
+    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, sensitivity_bound)
     units = grid.units(records)
     p1, p3 = _iqr_positions(units.size)
     distance = _iqr_distance(units, grid, _bound_units(bound, grid))
@@ -271,16 +300,18 @@ def ptr_iqr(x, *, bounds, bound, epsilon, delta, random_state=None, accountant=N
                 (0.0, grid.upper - grid.lower), epsilon, delta, random_state, accountant)
 
 
-def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state=None,
-                     accountant=None):
+@_ptr_release
+def ptr_trimmed_mean(x, *, bounds, sensitivity_bound, epsilon, delta, trim=0.1,
+                     random_state=None, accountant=None):
     """Propose-test-release trimmed mean: the mean of x_(h+1), ..., x_(n-h), h = floor(trim n),
-    released with Laplace noise for the proposed ``bound`` if the private test passes.
+    released with Laplace noise for the proposed ``sensitivity_bound`` if the private test
+    passes.
 
     Parameters
     ----------
-    x, bounds, bound, epsilon, delta, random_state, accountant
-        As in :func:`ptr_median` (``bound`` proposes a bound on the trimmed mean's local
-        sensitivity; about (x_(n-h+1) - x_(h)) / (n - 2h) on the data, so a few times
+    x, bounds, sensitivity_bound, epsilon, delta, random_state, accountant
+        As in :func:`ptr_median` (``sensitivity_bound`` proposes a bound b on the trimmed mean's
+        local sensitivity; about (x_(n-h+1) - x_(h)) / (n - 2h) on the data, so a few times
         (spread of the central part) / n).
     trim : float, default=0.1
         Fraction trimmed from each end, 0 <= trim < 0.5 (at least one record must remain).
@@ -310,14 +341,14 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     >>> import numpy as np
     >>> from dpcore import robust
     >>> x = np.random.default_rng(0).standard_cauchy(10_000)  # insecure-ok: example data
-    >>> r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), bound=20 / 10_000, epsilon=1.0,
-    ...                             delta=1e-6, random_state=0)
+    >>> r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), sensitivity_bound=20 / 10_000,
+    ...                             epsilon=1.0, delta=1e-6, random_state=0)
     >>> r.refused, bool(abs(r.value) < 0.2)
     (False, True)
     """
     records = _records(x)
     grid = _Grid.of(bounds)
-    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, bound)
+    epsilon, delta, bound, eps_release, scale, cut = _ptr_plan(epsilon, delta, sensitivity_bound)
     h = _trim_count(trim, records.size)
     units = grid.units(records)
     n = units.size
@@ -331,8 +362,3 @@ def ptr_trimmed_mean(x, *, bounds, bound, epsilon, delta, trim=0.1, random_state
     return _ptr("robust.ptr_trimmed_mean", distance, value, sensitivity, eps_release, scale, cut,
                 (grid.lower, grid.upper), epsilon, delta, random_state, accountant)
 
-
-for _f in (ptr_median, ptr_iqr, ptr_trimmed_mean):
-    if _f.__doc__:  # None under python -OO
-        _f.__doc__ = _f.__doc__.replace("{privacy}", _PTR_PRIVACY)
-del _f
