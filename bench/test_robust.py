@@ -66,9 +66,9 @@ def test_smooth_kernel(benchmark, n):
 
 
 def _grid_units(x):
-    from dpcore import robust
+    from dpcore import _smooth
 
-    grid = robust._Grid.of(BOUNDS)
+    grid = _smooth._Grid.of(BOUNDS)
     return grid, grid.units(x)
 
 

@@ -80,14 +80,17 @@ def test_privacy_check_can_fail():
     assert not _has_privacy_section(undocumented)
 
 
-# doctest reads the names defined in a module, not those it re-exports: the learners' and the
-# local families' own modules and the kernel holding ChaCha20 are listed too.
-DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in ("dpcore.learn", "dpcore.local")] + [
+# doctest reads the names defined in a module, not those it re-exports: the learners', the local
+# and robust families' own modules and the kernel holding ChaCha20 are listed too.
+PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust")
+DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.distributed", "dpcore.local._frequency", "dpcore.local._numeric", "dpcore.local._planar",
     "dpcore.learn._erm", "dpcore.learn._erm_calibration", "dpcore.learn._functional",
     "dpcore.learn._naive_bayes",
     "dpcore.learn._kernel", "dpcore.learn._search", "dpcore.learn._tree",
     "dpcore.learn._kmeans", "dpcore.learn._feature_selection", "dpcore._random",
+    "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
+    "dpcore.robust._svt",
 ]
 
 

@@ -27,7 +27,7 @@ from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical, z_score
 from _generators import GENERATOR_KINDS, generator, misread_words
 
 import dpcore
-from dpcore import _graph_stats
+from dpcore import _graph_stats, _smooth
 from dpcore._random import Words64
 from dpcore import graph_stats as gs
 from dpcore.graph_stats import (
@@ -432,7 +432,7 @@ def rounded_laplace_pmf(scale):
 @pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(7, 5), Fraction(41, 4)])
 def test_rounded_laplace_law(scale):
     word = Words64(np.random.default_rng(20261125))
-    draws = np.array([gs._rounded_laplace(5, scale, word) for _ in range(8000)]) - 5
+    draws = np.array([_smooth._rounded_laplace(5, scale, word) for _ in range(8000)]) - 5
     span = int(12 * float(scale)) + 2
     support = np.arange(-span, span + 1)
     assert integer_pvalue(draws, rounded_laplace_pmf(float(scale)), support) > ALPHA
@@ -443,14 +443,14 @@ def test_rounded_laplace_law(scale):
 @pytest.mark.parametrize("kind", GENERATOR_KINDS)
 def test_rounded_laplace_law_under_every_generator(kind):
     word = Words64(generator(kind, 81))
-    draws = np.array([gs._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
+    draws = np.array([_smooth._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
     assert integer_pvalue(draws, rounded_laplace_pmf(1.4), np.arange(-20, 21)) > ALPHA
 
 
 def test_rounded_laplace_law_test_rejects_32_bit_words():
     """Power: the same test rejects the old reader's draws from an MT19937 (32-bit words)."""
     word = misread_words(81)
-    draws = np.array([gs._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
+    draws = np.array([_smooth._rounded_laplace(0, Fraction(7, 5), word) for _ in range(3000)])
     assert integer_pvalue(draws, rounded_laplace_pmf(1.4), np.arange(-20, 21)) < ALPHA
 
 

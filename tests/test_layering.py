@@ -3,8 +3,10 @@
 * No module uses an underscore name of another dpcore module (imported by name, or reached as an
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
   ``_release`` (with its submodules), ``_exact`` (the exact slow paths behind the kernels' fast
-  decisions), ``_progress`` (the progress bar), ``_edges`` (graph input checks) and the compiled
-  kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
+  decisions), ``_progress`` (the progress bar), ``_edges`` (graph input checks), ``_smooth``
+  (the smooth-sensitivity grid, exact samplers and plans of ``robust`` and ``graph_stats``) and
+  the compiled kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private
+  submodules.
 * Inside a subpackage (``dpcore.learn``, ``dpcore.local``, ...), one concept split over several
   modules, the modules may use each other's private modules and names (e.g. ``learn._base``,
   ``local._epsilon``); nothing outside the subpackage may.
@@ -19,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
 SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore._exact",
-          "dpcore._progress", "dpcore._edges"}
+          "dpcore._progress", "dpcore._edges", "dpcore._smooth"}
 
 
 def module_name(path):

@@ -116,8 +116,8 @@ RELEASES = {
     "robust.trimmed_mean": (lambda **o: robust.trimmed_mean(
         X1, **_kw(dict(bounds=(0, 10), epsilon=EPS), o)), (EPS, 0.0), [dict(trim=0.7)]),
     "robust.ptr_median": (lambda **o: robust.ptr_median(
-        X1, **_kw(dict(bounds=(0, 10), bound=1.0, epsilon=EPS, delta=1e-6), o)), (EPS, 1e-6),
-        [dict(delta=0.0), dict(bound=-1.0)]),
+        X1, **_kw(dict(bounds=(0, 10), sensitivity_bound=1.0, epsilon=EPS, delta=1e-6), o)),
+        (EPS, 1e-6), [dict(delta=0.0), dict(sensitivity_bound=-1.0)]),
     "publish.hierarchical_histogram": (lambda **o: publish.hierarchical_histogram(
         X1, **_kw(dict(bins=64, range=(0, 10), epsilon=EPS), o)), (EPS, 0.0),
         [dict(bins=0), dict(range=None), dict(branching=1)]),
@@ -205,7 +205,7 @@ def _fingerprint(value):
 
 # Where the contract's arguments give a constant answer: ptr_median refuses (a fixed output)
 # unless the propose-test-release bound leaves room for noise.
-VARYING = {"robust.ptr_median": dict(bound=3.0)}
+VARYING = {"robust.ptr_median": dict(sensitivity_bound=3.0)}
 
 
 @pytest.mark.parametrize("kind", GENERATOR_KINDS)

@@ -18,7 +18,8 @@ from _gof import ALPHA, chisquare_pvalue
 from _generators import GENERATOR_KINDS, generator, misread_words
 
 import dpcore
-from dpcore import robust
+from dpcore import _smooth, robust
+from dpcore.robust import _aggregate, _median, _ptr, _svt
 from dpcore.random import ChaCha20
 
 
@@ -115,21 +116,21 @@ def test_smooth_bound_is_smooth_and_above_local_sensitivity():
     """The bound the release uses: S >= LS and S(x) <= e^beta S(y) for every replace-one
     neighbour y (all of them, on the grid), on random small data sets."""
     g = np.random.default_rng(6)
-    grid = robust._Grid.of((0.0, 9.0))
+    grid = _smooth._Grid.of((0.0, 9.0))
     beta = 0.3
     for _ in range(60):
         n = int(g.integers(1, 9))
         x = g.integers(0, 10, n).astype(float)
         units = grid.units(x)
         m = (n + 1) // 2
-        s_x = robust._smooth_units(units, grid, m, beta)
+        s_x = _median._smooth_units(units, grid, m, beta)
         med = lower_median(x)
         for i in range(n):
             for t in range(10):
                 y = x.copy()
                 y[i] = t
                 assert abs(lower_median(y) - med) <= s_x * grid.step
-                s_y = robust._smooth_units(grid.units(y), grid, m, beta)
+                s_y = _median._smooth_units(grid.units(y), grid, m, beta)
                 assert s_x <= math.exp(beta) * s_y
 
 
@@ -188,7 +189,7 @@ def test_laplace_variant_works_over_the_documented_epsilon_range(epsilon):
     beta + ln(1/delta0) (e^beta - 1) <= (1 + ln(1/delta0)) (e^beta - 1) = epsilon / 2 and
     never gets near the slack."""
     plan = robust.SmoothMedianPlan.calibrate(epsilon, 1e-6)
-    assert plan.beta > robust._BETA_SLACK  # the bound is computed with beta - _BETA_SLACK
+    assert plan.beta > _median._BETA_SLACK  # the bound is computed with beta - _BETA_SLACK
     x = np.arange(11.0)
     for release in (robust.median, robust.trimmed_mean):
         out = release(x, bounds=(0.0, 10.0), epsilon=epsilon, delta=1e-6, random_state=rng(1))
@@ -206,7 +207,7 @@ def test_subnormal_delta_is_validated_not_a_crash():
                                   random_state=rng(1), accountant=acc),
         lambda acc: robust.trimmed_mean(x, bounds=(0.0, 10.0), epsilon=1.0, delta=1e-320,
                                         random_state=rng(1), accountant=acc),
-        lambda acc: robust.ptr_median(x, bounds=(0.0, 10.0), bound=1.0, epsilon=1.0,
+        lambda acc: robust.ptr_median(x, bounds=(0.0, 10.0), sensitivity_bound=1.0, epsilon=1.0,
                                       delta=1e-320, random_state=rng(1), accountant=acc),
     ]
     for call in calls:
@@ -327,21 +328,21 @@ def rounded_clamped_cells(sampler, cdf, scale, word, n_draws):
     return counts, probs
 
 
-EXACT_SAMPLERS = [(robust._draw_h4, h4_cdf), (robust._draw_laplace, laplace_cdf)]
+EXACT_SAMPLERS = [(_smooth._draw_h4, h4_cdf), (_smooth._draw_laplace, laplace_cdf)]
 
 
 @pytest.mark.parametrize("sampler, cdf", EXACT_SAMPLERS)
 @pytest.mark.parametrize("scale", [Fraction(7, 10), Fraction(5, 2)])
 def test_exact_samplers_round_and_clamp(sampler, cdf, scale):
-    seed = int(scale * 10) + (sampler is robust._draw_h4)
-    counts, probs = rounded_clamped_cells(sampler, cdf, scale, robust._words(rng(seed)), 6000)
+    seed = int(scale * 10) + (sampler is _smooth._draw_h4)
+    counts, probs = rounded_clamped_cells(sampler, cdf, scale, _smooth._words(rng(seed)), 6000)
     assert chisquare_pvalue(counts, probs) > ALPHA
 
 
 @pytest.mark.parametrize("sampler, cdf", EXACT_SAMPLERS)
 @pytest.mark.parametrize("kind", GENERATOR_KINDS)
 def test_exact_samplers_law_under_every_generator(sampler, cdf, kind):
-    words = robust._words(generator(kind, 71))
+    words = _smooth._words(generator(kind, 71))
     counts, probs = rounded_clamped_cells(sampler, cdf, Fraction(5, 2), words, 3000)
     assert chisquare_pvalue(counts, probs) > ALPHA
 
@@ -361,7 +362,7 @@ def test_exact_samplers_law_test_rejects_32_bit_words(sampler, cdf):
 def test_trimmed_smooth_bound_is_smooth_and_above_local_sensitivity():
     """S >= LS (brute force over grid replacements) and S(x) <= e^beta S(y) for every
     replace-one neighbour, on every data set of n in 3..6 records on {0..5}, h = 1."""
-    grid = robust._Grid.of((0.0, 5.0))
+    grid = _smooth._Grid.of((0.0, 5.0))
     beta = 0.4
     for n in (3, 4, 5, 6):
         memo = {}
@@ -369,7 +370,7 @@ def test_trimmed_smooth_bound_is_smooth_and_above_local_sensitivity():
         def smooth(data):
             key = tuple(sorted(data))
             if key not in memo:
-                memo[key] = robust._smooth_trimmed_units(grid.units(np.array(key, float)), grid,
+                memo[key] = _median._smooth_trimmed_units(grid.units(np.array(key, float)), grid,
                                                          1, beta) * grid.step
             return memo[key]
 
@@ -385,12 +386,12 @@ def test_trimmed_smooth_bound_is_smooth_and_above_local_sensitivity():
 def smooth_bound(kind, x, grid_max, h, beta):
     """The release's smooth bound S (median: _smooth_units at m = ceil(n / 2); trimmed mean:
     _smooth_trimmed_units with trim count h) in data units, exactly (a Fraction)."""
-    grid = robust._Grid.of((0.0, float(grid_max)))
+    grid = _smooth._Grid.of((0.0, float(grid_max)))
     units = grid.units(np.array(x, float))
     if kind == "median":
-        s = robust._smooth_units(units, grid, (units.size + 1) // 2, beta)
+        s = _median._smooth_units(units, grid, (units.size + 1) // 2, beta)
     else:
-        s = robust._smooth_trimmed_units(units, grid, h, beta)
+        s = _median._smooth_trimmed_units(units, grid, h, beta)
     return Fraction(s) * Fraction(grid.step)
 
 
@@ -473,7 +474,7 @@ def test_icbrt_is_the_integer_cube_root():
     g = np.random.default_rng(3)
     for n in [0, 1, 7, 8, 9, 26, 27, 28] + [int(v) ** 3 + d for v in g.integers(1, 2**60, 50)
                                             for d in (-1, 0, 1)] + [2**400 + 12345, 3**300]:
-        r = robust._icbrt(n)
+        r = _smooth._icbrt(n)
         assert r**3 <= n < (r + 1) ** 3
 
 
@@ -621,14 +622,14 @@ def local_sensitivity(stat, x, grid_max):
 
 
 def ptr_distance(kind, x, grid_max, bound, h=1):
-    grid = robust._Grid.of((0.0, float(grid_max)))
+    grid = _smooth._Grid.of((0.0, float(grid_max)))
     units = grid.units(np.array(x, float))
     bound_units = bound / grid.step
     if kind == "median":
-        return robust._median_distance(units, grid, bound_units)
+        return _ptr._median_distance(units, grid, bound_units)
     if kind == "iqr":
-        return robust._iqr_distance(units, grid, bound_units)
-    return robust._trimmed_distance(units, grid, h, bound_units)
+        return _ptr._iqr_distance(units, grid, bound_units)
+    return _ptr._trimmed_distance(units, grid, h, bound_units)
 
 
 def test_ptr_median_distance_is_the_exact_distance_to_instability():
@@ -764,7 +765,7 @@ def test_ptr_distance_is_a_lower_bound_and_moves_by_at_most_one_exhaustively(kin
 
 X_PTR = np.arange(41.0)  # median 20; LS within k replacements is k + 1: g = floor(b) for b < 20
 # bounds far out, so the clamp to them has probability < e**-50 (noise scale 19)
-PTR_KW = dict(bounds=(-1000.0, 1000.0), bound=9.5, epsilon=1.0, delta=1e-2)
+PTR_KW = dict(bounds=(-1000.0, 1000.0), sensitivity_bound=9.5, epsilon=1.0, delta=1e-2)
 N_PTR = 20_000
 
 
@@ -806,8 +807,8 @@ def ptr_draws():
 
 
 def test_ptr_distance_of_the_law_instance():
-    grid = robust._Grid.of(PTR_KW["bounds"])
-    assert robust._median_distance(grid.units(X_PTR), grid, 9.5 / grid.step) == 9
+    grid = _smooth._Grid.of(PTR_KW["bounds"])
+    assert _ptr._median_distance(grid.units(X_PTR), grid, 9.5 / grid.step) == 9
 
 
 def test_ptr_median_law(ptr_draws):
@@ -835,7 +836,7 @@ def test_ptr_trimmed_mean_on_cauchy_is_within_twice_the_standard_error():
     private, plain = [], []
     for rep in range(200):
         x = g.standard_cauchy(n)
-        r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), bound=20 / n, epsilon=1.0,
+        r = robust.ptr_trimmed_mean(x, bounds=(-1e4, 1e4), sensitivity_bound=20 / n, epsilon=1.0,
                                     delta=1e-6, random_state=rng(700 + rep))
         assert r.released
         private.append(r.value)
@@ -849,8 +850,8 @@ def test_ptr_trimmed_mean_on_cauchy_is_within_twice_the_standard_error():
 def test_ptr_refusal_is_charged_and_explicit():
     acc = dpcore.Accountant(10.0, 1e-2)
     x = np.array([0.0, 0.0, 50.0, 100.0, 100.0])  # median's LS is 50: g = 0
-    out = robust.ptr_median(x, bounds=(0.0, 100.0), bound=1.0, epsilon=1.0, delta=1e-6,
-                            accountant=acc, random_state=rng(2))
+    out = robust.ptr_median(x, bounds=(0.0, 100.0), sensitivity_bound=1.0, epsilon=1.0,
+                            delta=1e-6, accountant=acc, random_state=rng(2))
     assert out == robust.PTRResult(True, None) and not out.released
     (entry,) = acc.history
     assert (entry.epsilon, entry.delta) == (1.0, 1e-6)
@@ -861,7 +862,7 @@ def test_ptr_refusal_is_charged_and_explicit():
 def test_ptr_with_a_bound_no_data_set_exceeds_always_releases():
     x = np.arange(10.0)
     for seed in range(20):
-        r = robust.ptr_median(x, bounds=(0, 10), bound=10.0, epsilon=1.0, delta=1e-9,
+        r = robust.ptr_median(x, bounds=(0, 10), sensitivity_bound=10.0, epsilon=1.0, delta=1e-9,
                               random_state=rng(seed))
         assert r.released
 
@@ -869,11 +870,11 @@ def test_ptr_with_a_bound_no_data_set_exceeds_always_releases():
 def test_ptr_iqr_and_exact_sum():
     x = np.linspace(0.0, 100.0, 10_001)
     # each quartile's ball maximum is (k + 1) 0.01: g = 24 for b = 0.5, the cut is 8 at epsilon 4
-    r = robust.ptr_iqr(x, bounds=(0.0, 100.0), bound=0.5, epsilon=4.0, delta=1e-6,
+    r = robust.ptr_iqr(x, bounds=(0.0, 100.0), sensitivity_bound=0.5, epsilon=4.0, delta=1e-6,
                        random_state=rng(3))
     assert r.released and abs(r.value - 50.0) < 0.5
     units = np.array([2**41, 2**41 - 1, 7] * 1000, dtype=np.int64)
-    assert robust._exact_sum(units, -(2**20)) == int(units.astype(object).sum())
+    assert _smooth._exact_sum(units, -(2**20)) == int(units.astype(object).sum())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1028,11 +1029,14 @@ RELEASES = {
     "trimmed_mean/delta": (lambda **o: robust.trimmed_mean(
         X1, **{**dict(bounds=(0, 10), epsilon=EPS, delta=1e-7, trim=0.25), **o}), (EPS, 1e-7)),
     "ptr_median": (lambda **o: robust.ptr_median(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "ptr_iqr": (lambda **o: robust.ptr_iqr(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "ptr_trimmed_mean": (lambda **o: robust.ptr_trimmed_mean(
-        X1, **{**dict(bounds=(0, 10), bound=0.1, epsilon=EPS, delta=1e-6), **o}), (EPS, 1e-6)),
+        X1, **{**dict(bounds=(0, 10), sensitivity_bound=0.1, epsilon=EPS, delta=1e-6), **o}),
+        (EPS, 1e-6)),
     "sparse_vector": (lambda **o: robust.sparse_vector(
         **{**dict(queries=X1, threshold=5.0, epsilon=EPS, max_positives=3), **o}), (EPS, 0.0)),
     "above_threshold": (lambda **o: robust.above_threshold(
@@ -1054,10 +1058,11 @@ BAD = {
                       dict(queries="abc"), dict(queries=3.0), dict(queries=[[1.0]])],
     "above_threshold": [dict(sensitivity=-1.0), dict(queries=[math.nan])],
     "trimmed_mean": [dict(trim=0.5), dict(trim="a"), dict(bounds=None), dict(delta=0.0)],
-    "ptr_median": [dict(bound=0.0), dict(bound=None), dict(delta=0.0), dict(delta=None),
-                   dict(bounds=None), dict(bounds=(5, 5))],
-    "ptr_iqr": [dict(bound=-1.0), dict(delta=1.0)],
-    "ptr_trimmed_mean": [dict(trim=0.5), dict(trim=-0.1), dict(trim=math.nan), dict(bound=math.inf)],
+    "ptr_median": [dict(sensitivity_bound=0.0), dict(sensitivity_bound=None), dict(delta=0.0),
+                   dict(delta=None), dict(bounds=None), dict(bounds=(5, 5))],
+    "ptr_iqr": [dict(sensitivity_bound=-1.0), dict(delta=1.0)],
+    "ptr_trimmed_mean": [dict(trim=0.5), dict(trim=-0.1), dict(trim=math.nan),
+                         dict(sensitivity_bound=math.inf)],
 }
 COMMON_BAD = [dict(epsilon=0.0), dict(epsilon=-1.0), dict(epsilon=math.nan), dict(epsilon=math.inf),
               dict(epsilon="1"), dict(random_state="seed"), dict(random_state=1.5),
@@ -1089,6 +1094,21 @@ def test_release_charges_once_the_documented_cost(name):
     (entry,) = acc.history
     assert (entry.epsilon, entry.delta) == (eps, delta)
     assert entry.label.startswith("robust.")
+
+
+@pytest.mark.parametrize("name", ["ptr_median", "ptr_iqr", "ptr_trimmed_mean"])
+def test_ptr_old_keyword_bound_warns_and_gives_the_same_release(name):
+    """Issue 26: the proposed sensitivity bound was called ``bound`` (elsewhere in dpcore a clamp
+    bound); the old keyword still works for one release, with a DeprecationWarning, and gives
+    the same release for the same seed."""
+    release = getattr(robust, name)
+    kw = dict(bounds=(0, 10), epsilon=1.0, delta=1e-6)
+    new = release(X1, sensitivity_bound=3.0, random_state=rng(5), **kw)
+    with pytest.warns(DeprecationWarning, match="sensitivity_bound"):
+        old = release(X1, bound=3.0, random_state=rng(5), **kw)
+    assert old == new and new.released
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="sensitivity_bound"):
+        release(X1, bound=3.0, sensitivity_bound=3.0, random_state=rng(5), **kw)
 
 
 def test_budget_exceeded_draws_nothing():
@@ -1136,6 +1156,17 @@ def test_all_names_exist():
         assert hasattr(robust, name)
 
 
+def test_renamed_constants_keep_their_values_and_old_names():
+    """Issue 26: robust's namesakes of the library-wide GRID_BITS (36) and MAX_EPSILON (2**40)
+    were renamed; the calibrated values are unchanged and the old names are aliases."""
+    assert (robust.SMOOTH_GRID_BITS, robust.MIN_SMOOTH_EPSILON, robust.MAX_SMOOTH_EPSILON) == \
+        (40, 2.0**-20, 2.0**10)
+    assert (robust.GRID_BITS, robust.MIN_EPSILON, robust.MAX_EPSILON) == \
+        (robust.SMOOTH_GRID_BITS, robust.MIN_SMOOTH_EPSILON, robust.MAX_SMOOTH_EPSILON)
+    assert dpcore.stats.GRID_BITS == 36
+
+
 def test_docstring_examples():
-    failures, _ = doctest.testmod(robust, optionflags=doctest.ELLIPSIS)
-    assert failures == 0
+    for module in (_median, _aggregate, _ptr, _svt):  # doctest reads the modules defining them
+        failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert failures == 0

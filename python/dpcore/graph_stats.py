@@ -56,8 +56,8 @@ from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
 from dpcore._random import Words64, bitgen_handle
 from dpcore._release import Cost, release
+from dpcore._smooth import SmoothMedianPlan, _positive_cell, _rounded_laplace, _uniform_below
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
-from dpcore.robust import SmoothMedianPlan
 from dpcore.selection import ExponentialMechanism
 
 if TYPE_CHECKING:
@@ -427,27 +427,6 @@ def _triangle_plan(epsilon, delta):
     return plan
 
 
-def _positive_cell(word):
-    """(lo, hi), 0 < lo < hi <= 1: a cell of 2**-64k width holding a real uniform."""
-    num, bits = int(word()), 64
-    while num == 0:
-        num, bits = (num << 64) | int(word()), bits + 64
-    return Fraction(num, 1 << bits), Fraction(num + 1, 1 << bits)
-
-
-def _rounded_laplace(center, scale, word):
-    """floor(center + scale L + 1/2) for L standard Laplace, exactly (center an integer, scale a
-    positive rational). With E = |L| ~ Exp(1): |offset| = 0 when E <= 1 / (2 scale); otherwise
-    E - 1 / (2 scale) is a fresh Exp(1) (memorylessness) and |offset| = 1 + floor(scale E')."""
-    negative = bool(int(word()) & 1)
-    lo, hi = _positive_cell(word)
-    if not _exact.uniform_below_exp(lo, hi, 1 / (2 * scale), word):  # E <= 1 / (2 scale)
-        return center
-    lo, hi = _positive_cell(word)
-    offset = 1 + _exact.floor_neglog_scaled(lo, hi, scale, word)
-    return center - offset if negative else center + offset
-
-
 def _triangle_scale(c, b, n, plan):
     """The Laplace scale S / alpha (a rational) for the frontier of a graph."""
     return Fraction(_smooth_bound(c, b, n, plan.beta)) / plan.alpha
@@ -486,18 +465,6 @@ def _ladder_plan(epsilon, delta, method):
 
 # A rational above ln 2 (ln 2 = 0.693147180559945309417232121458176...).
 _LN2_UP = Fraction(693147180559945309417232121459, 10**30)
-
-
-def _uniform_below(m, word):
-    """A uniform integer in [0, m) for a Python int m >= 1 (rejection on bit_length(m) bits)."""
-    bits = (m - 1).bit_length()
-    while True:
-        x, have = 0, 0
-        while have < bits:
-            x, have = (x << 64) | int(word()), have + 64
-        x >>= have - bits
-        if x < m:
-            return x
 
 
 def _triangle_rungs(sigma, n):
