@@ -963,3 +963,18 @@ def test_unrepresentable_auto_alpha_and_calibration_are_refused_before_the_charg
         with pytest.raises(ValueError, match="alpha"):
             est.fit(X, y)
         assert acc.spent[0] == 0.0
+
+
+@pytest.mark.parametrize("epsilon, k", [(1.0, 3), (0.1, 7), (0.3, 10)])
+def test_one_vs_rest_shares_never_sum_above_epsilon(epsilon, k):
+    """Issue 25: epsilon / k by float division overshot by ~1e-16 (0.1 / 7 * 7 > 0.1); the share
+    is rounded down exactly."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(k)
+    X = rng.uniform(-1, 1, (40 * k, 3)) / 2
+    y = np.resize(np.arange(k), 40 * k)
+    clf = LogisticRegression(epsilon=epsilon, data_norm=1.0, multi_class="ovr",
+                             classes=list(range(k)), random_state=0).fit(X, y)
+    assert Fraction(clf.epsilon_per_model_) * k <= Fraction(epsilon)
+    assert clf.epsilon_per_model_ == pytest.approx(epsilon / k, rel=1e-15)

@@ -106,6 +106,37 @@ def test_pipeline_with_random_fourier_features(data):
     assert s.score(X, y) > 0.75
 
 
+@pytest.mark.parametrize("make_step", [
+    lambda: __import__("sklearn.preprocessing", fromlist=["StandardScaler"]).StandardScaler(),
+    lambda: __import__("sklearn.preprocessing", fromlist=["MinMaxScaler"]).MinMaxScaler(),
+])
+def test_non_private_pipeline_steps_are_refused_before_the_charge(data, make_step):
+    """Issue 25: a StandardScaler step was fitted on the private rows and returned in
+    best_estimator_ (its exact var_ exposes an outlier row)."""
+    from sklearn.pipeline import make_pipeline
+
+    X, y = data
+    acc = dpcore.Accountant(2.0)
+    pipe = make_pipeline(make_step(), LogisticRegression(data_norm=4.0))
+    with pytest.raises(ValueError, match="neither a private estimator nor data-independent"):
+        PrivateGridSearch(pipe, {"logisticregression__alpha": [1e-3, 1e-2]}, epsilon=1.0,
+                          classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    assert acc.history == []
+
+
+def test_data_independent_pipeline_steps_are_accepted(data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = data
+    acc = dpcore.Accountant(2.0)
+    pipe = make_pipeline(FunctionTransformer(lambda z: z / 4.0), "passthrough",
+                         LogisticRegression(data_norm=1.0))
+    PrivateGridSearch(pipe, {"logisticregression__alpha": [1e-3, 1e-2]}, epsilon=1.0,
+                      classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    assert acc.spent[0] == pytest.approx(1.0)
+
+
 def test_classes_are_public_and_required(data):
     """np.unique(y) would reveal the private label set (issue 14): classes is required and a
     label outside it is refused without quoting it."""

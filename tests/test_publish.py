@@ -8,6 +8,7 @@ import doctest
 import inspect
 import math
 import pickle
+from fractions import Fraction
 import re
 
 import numpy as np
@@ -17,6 +18,7 @@ from scipy import optimize
 from _gof import ALPHA, integer_pvalue, z_critical
 
 import dpcore
+from dpcore._floats import round_down
 from dpcore import _publish, publish
 from dpcore._release.sums import IntegerNoise
 
@@ -961,7 +963,7 @@ def naive_mwem(counts, q, epsilon, rounds, replay, g):
     dpcore does (count noise, then per round the exact EM and the measurement's noise)."""
     from dpcore import selection
 
-    step = epsilon / (2 * rounds + 1)
+    step = round_down(Fraction(epsilon) / (2 * rounds + 1))  # the largest double <= eps/(2T+1)
     scale = IntegerNoise.calibrate("laplace", 1, step, 0.0).scale
     truth = q @ counts
     total = max(int(counts.sum() + dpcore.discrete_laplace(scale, 1, random_state=g)[0]), 1)
@@ -969,7 +971,7 @@ def naive_mwem(counts, q, epsilon, rounds, replay, g):
     average = np.zeros(counts.size)
     done = []
     for _ in range(rounds):
-        pick = selection.exponential(np.abs(q @ a - truth), sensitivity=1.0, epsilon=step,
+        pick = selection.exponential(np.abs(np.rint(q @ a) - truth), sensitivity=1.0, epsilon=step,
                                      method="exact", random_state=g)
         done.append((pick, truth[pick] + dpcore.discrete_laplace(scale, 1, random_state=g)[0]))
         for pick, m in [done[-1]] + done * replay:
@@ -1114,3 +1116,25 @@ def test_mw_ranges_kernel_equals_whole_domain_updates():
         _publish.mw_ranges(a, lo, hi, measured, 10, 40, 3, 1000.0, width, np.empty(nb),
                            np.empty(nb))
         np.testing.assert_allclose(a, want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("epsilon, rounds", [(1.0, 3), (0.7, 2), (2.0**-20, 3), (3.1, 1)])
+def test_mwem_steps_never_sum_above_epsilon(epsilon, rounds, monkeypatch):
+    """Issue 25: epsilon / (2T + 1) by float division overshot by ~1e-16; the step is rounded
+    down exactly, so (2T + 1) steps sum to at most epsilon in exact arithmetic."""
+    from dpcore import selection
+
+    seen = []
+    original = selection.ExponentialMechanism.calibrate.__func__
+
+    def spy(cls, **kw):
+        seen.append(kw["epsilon"])
+        return original(cls, **kw)
+
+    monkeypatch.setattr(selection.ExponentialMechanism, "calibrate", classmethod(spy))
+    x = np.random.default_rng(0).uniform(0, 1, 50)
+    publish.mwem(x, bins=8, range=(0, 1), queries=(np.array([0, 2]), np.array([4, 8])),
+                 epsilon=epsilon, rounds=rounds, random_state=0)
+    step = seen[0]
+    assert Fraction(step) * (2 * rounds + 1) <= Fraction(epsilon)
+    assert Fraction(math.nextafter(step, math.inf)) * (2 * rounds + 1) > Fraction(epsilon)

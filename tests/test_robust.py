@@ -559,6 +559,15 @@ def test_sample_aggregate_wrong_shape_raises_after_the_charge():
     assert len(acc.history) == 1
 
 
+def test_sample_aggregate_non_numeric_output_is_not_quoted():
+    """Issue 25: the error quoted the estimator's output (a function of private records)."""
+    acc = dpcore.Accountant(10.0)
+    with pytest.raises(ValueError, match="must return numbers") as info:
+        robust.sample_aggregate(X1, lambda b: f"secret-{b[0]!r}", n_blocks=10, output_range=(0, 1),
+                                epsilon=1.0, accountant=acc, random_state=1)
+    assert "secret" not in str(info.value) and len(acc.history) == 1
+
+
 def sample_aggregate_accuracy(n_reps, seed):
     """RMSE of sample_aggregate(np.mean) and of stats.mean(bounds +-1e4) around the true mean, on
     fresh N(3, 1) data sets of 10**6 records, epsilon = 1, in units of the non-private standard

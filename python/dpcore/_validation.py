@@ -22,8 +22,10 @@ __all__ = [
     "bounds_pair",
     "size_shape",
     "privacy_loss",
+    "memory",
     "MAX_EPSILON",
     "MAX_RHO",
+    "MAX_RELEASE_BYTES",
 ]
 
 #: Largest epsilon (and rho) a release may be charged: far beyond any meaningful guarantee, and
@@ -31,6 +33,9 @@ __all__ = [
 #: overflow a double.
 MAX_EPSILON = 2.0**40
 MAX_RHO = 2.0**80
+#: Largest working memory a release may need (its arrays, estimated from public sizes): checked
+#: before anything is charged, so a release too large for the machine fails unpaid.
+MAX_RELEASE_BYTES = 2**32
 
 
 def real(value, name):
@@ -142,3 +147,12 @@ def privacy_loss(value, name, maximum):
     if value > maximum:
         raise ValueError(f"{name} must be <= {maximum!r} (no meaningful guarantee above), got {value!r}")
     return value
+
+
+def memory(nbytes, what):
+    """Refuse a release whose arrays (``nbytes``, estimated from public sizes) exceed
+    MAX_RELEASE_BYTES; ``what`` names the parameters that set the size."""
+    if nbytes > MAX_RELEASE_BYTES:
+        raise ValueError(f"{what} need about {nbytes / 2**30:.3g} GiB of working memory, more "
+                         f"than MAX_RELEASE_BYTES = {MAX_RELEASE_BYTES / 2**30:g} GiB; use fewer "
+                         "bins (or cells, or a smaller maximum)")

@@ -1057,6 +1057,8 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
         raise ValueError(f"2 max_degree / epsilon must be <= MAX_DISCRETE_LAPLACE_SCALE = "
                          f"{MAX_DISCRETE_LAPLACE_SCALE!r}, got max_degree={bound!r}, "
                          f"epsilon={epsilon!r}")
+    # degrees, noise and the consistent sequence (n each), the histogram (max_degree + 1)
+    check.memory(8 * (3 * n + 2 * (bound + 1)), "n_nodes and max_degree")
     degrees = np.sort(_graph_stats.project_degrees(n, u, v, bound))
 
     def draw(rng):

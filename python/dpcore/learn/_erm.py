@@ -245,7 +245,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         k = 1 if classes.size == 2 else classes.size
         multinomial = self._multinomial(k)
         # one-vs-rest: every record enters all k models, each fitted with epsilon / k
-        eps_model = epsilon if multinomial else epsilon / k
+        # rounded down exactly: k models of eps_model never sum above epsilon
+        eps_model = epsilon if multinomial else round_down(Fraction(epsilon) / k)
         if alpha == "auto":
             alpha = auto_alpha(self.method, n, d, eps_model, row_scale=self._row_scale(data_norm),
                                curvature=c, k=k if multinomial else 1)

@@ -54,6 +54,9 @@ class RandomFourierFeatures(_base.SharedStateCloneMixin, TransformerMixin, BaseE
     ((5, 100), True)
     """
 
+    # its fit reads only the number of columns (public): safe inside PrivateGridSearch
+    _dpcore_data_independent = True
+
     def __init__(self, *, gamma=1.0, n_components=100, random_state=None):
         self.gamma = gamma
         self.n_components = n_components

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore._progress import Progress
@@ -26,6 +27,29 @@ class _ChargeRecorder:
 
     def charge(self, epsilon=None, delta=None, *, rho=None, label=None):
         self.charges.append(dict(epsilon=epsilon, delta=delta, rho=rho, label=label))
+
+
+def _check_steps(est):
+    """Every step of a pipeline candidate is a private estimator (an ``epsilon`` parameter) or
+    data-independent (its fit reads only public shapes: RandomFourierFeatures, scikit-learn's
+    FunctionTransformer, "passthrough"). Any other step (StandardScaler, say) would be fitted on
+    the private rows without noise and returned in ``best_estimator_``: refused before any
+    charge, naming the step."""
+    for name, step in getattr(est, "steps", None) or []:
+        if step is None or step == "passthrough":
+            continue
+        if hasattr(step, "steps"):
+            _check_steps(step)
+            continue
+        private = "epsilon" in step.get_params(deep=False)
+        independent = getattr(step, "_dpcore_data_independent", False) or isinstance(
+            step, FunctionTransformer)
+        if not (private or independent):
+            raise ValueError(
+                f"pipeline step {name!r} ({type(step).__name__}) is neither a private estimator "
+                "nor data-independent: it would be fitted on the private rows without noise and "
+                "returned in best_estimator_; scale with public bounds (e.g. a "
+                "FunctionTransformer) or use a dpcore estimator")
 
 
 class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEstimator):
@@ -141,6 +165,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         models = []
         for params in grid:
             est = clone(self.estimator).set_params(**params)
+            _check_steps(est)
             own = est.get_params()
             extra = {k: epsilon for k in _keys(own, "epsilon")}
             if not extra:

@@ -215,7 +215,8 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     ------
     ValueError
         Missing ``range`` with an int ``bins``, invalid bins, NaN/infinite records (naming
-        ``x``), epsilon <= 0, an unknown ``outside``, a tree above 2**28 leaves.
+        ``x``), epsilon <= 0, an unknown ``outside``, a tree above 2**28 leaves or one needing more than
+        ``MAX_RELEASE_BYTES`` (4 GiB) of working memory.
     TypeError
         Non-numeric ``x``, non-integer ``branching``.
 
@@ -252,6 +253,8 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     if n_leaves > MAX_HISTOGRAM_CELLS:
         raise ValueError(f"bins={grid.size} with branching={branching} give a tree of {n_leaves} "
                          f"leaves, more than MAX_HISTOGRAM_CELLS = {MAX_HISTOGRAM_CELLS}")
+    # leaves and the noisy tree (int64), its float64 copy and the consistent tree
+    check.memory(8 * (n_leaves + 3 * _tree_size(branching, levels)), "bins and branching")
     noise = IntegerNoise.calibrate("laplace", levels, epsilon, 0.0)
     leaves = np.zeros(n_leaves, dtype=np.int64)
     grid.count_into(records[:, None], leaves[:grid.size], outside == "clip", name="x")
@@ -396,7 +399,8 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
     ------
     ValueError
         A missing ``range`` for an int ``bins``, invalid bins, a sample that is not (N, 2),
-        NaN/infinite records, epsilon <= 0, an unknown ``outside``, a tree above 2**28 leaves.
+        NaN/infinite records, epsilon <= 0, an unknown ``outside``, a tree above 2**28 leaves or one needing more than
+        ``MAX_RELEASE_BYTES`` (4 GiB) of working memory.
     TypeError
         Non-numeric ``sample``, non-integer ``branching``.
 
@@ -443,6 +447,10 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
         raise ValueError(f"bins={grid.shape} with branching={branching} give a tree of "
                          f"{n_side}**2 leaves, more than MAX_HISTOGRAM_CELLS = "
                          f"{MAX_HISTOGRAM_CELLS}")
+    # counts, morton (int64, 3 arrays of the grid's size), the noisy tree, its float64 copy and
+    # the consistent tree
+    check.memory(8 * (3 * n_side * n_side + 3 * _tree_size(branching * branching, levels)),
+                 "bins and branching")
     noise = IntegerNoise.calibrate("laplace", levels, epsilon, 0.0)
     counts = np.zeros(grid.size, dtype=np.int64)
     grid.count_into(arr, counts, outside == "clip")

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpcore import _noise, _publish
 from dpcore import _validation as check
+from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore._release.bins import OUTSIDE, BinGrid, box_queries, sample_2d
 from dpcore._release.sums import IntegerNoise
@@ -124,10 +126,12 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     Privacy
     -------
     Pure epsilon-DP under add/remove one record, by basic composition of 2T + 1 pure steps of
-    epsilon / (2T + 1) each: the record count with discrete Laplace noise (sensitivity 1);
+    epsilon / (2T + 1) each (rounded down exactly to a double, so they never sum above
+    epsilon): the record count with discrete Laplace noise (sensitivity 1);
     then per round the exponential mechanism (dpcore.selection.exponential, method="exact")
-    over the queries with score |q(A) - q(B)| (sensitivity 1: a counting query's true answer
-    q(B) moves by at most 1, and the synthetic A depends only on earlier outputs), and the
+    over the queries with score |rint(q(A)) - q(B)| (sensitivity exactly 1: a counting query's
+    true answer q(B) moves by at most 1, the synthetic A depends only on earlier outputs, and
+    the score is a difference of integers, exact in doubles), and the
     chosen query's exact integer answer plus discrete Laplace noise of scale (2T + 1) /
     epsilon. The weights, their average and sampled records are post-processing. Grid,
     queries, T and replay are public. Under replace-one neighbours the guarantee is 2
@@ -174,7 +178,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     replay = check.integer(replay, "replay", minimum=0)
     if outside not in OUTSIDE:
         raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
-    step = epsilon / (2 * rounds + 1)
+    step = round_down(Fraction(epsilon) / (2 * rounds + 1))  # (2T + 1) steps sum to <= epsilon
     noise = IntegerNoise.calibrate("laplace", 1, step, 0.0)
     # selection.exponential(..., method="exact") calibrated once (validation before the
     # charge), then one selection per round from the release's generator
@@ -206,7 +210,9 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
                 _publish.range_answers(a, lo, hi, scratch, answers)
             else:
                 answers = dense @ a
-            q = chooser.select(np.abs(answers - truth), random_state=rng)
+            # integer scores, exact in doubles: a neighbour moves each by at most 1, exactly
+            # (a float difference could move it by 1 plus a rounding error)
+            q = chooser.select(np.abs(np.rint(answers) - truth), random_state=rng)
             chosen[i] = q
             _noise.discrete_laplace_into(one, noise.scale, rng)
             measured[i] = truth[q] + float(one[0])

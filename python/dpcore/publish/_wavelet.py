@@ -238,6 +238,8 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
     if math.prod(padded) > MAX_HISTOGRAM_CELLS:
         raise ValueError(f"bins={grid.shape} padded to powers of two give {math.prod(padded)} "
                          f"cells, more than MAX_HISTOGRAM_CELLS = {MAX_HISTOGRAM_CELLS}")
+    # counts, the padded cells and the coefficients (int64), with one transform temporary
+    check.memory(8 * (grid.size + 3 * math.prod(padded)), "bins")
     sensitivity = math.prod(n.bit_length() for n in padded)  # 1 + log2 n per axis
     noise = IntegerNoise.calibrate("laplace", sensitivity, epsilon, 0.0)
     counts = np.zeros(grid.size, dtype=np.int64)

@@ -206,7 +206,12 @@ def sample_aggregate(x, estimator, *, n_blocks, output_range, epsilon, grid=AGGR
         order = rng.permutation(n)
         estimates = np.empty((n_blocks, d))
         for b, idx in enumerate(np.array_split(order, n_blocks)):
-            value = np.asarray(estimator(records[idx]), dtype=np.float64)
+            output = estimator(records[idx])
+            try:
+                value = np.asarray(output, dtype=np.float64)
+            except (TypeError, ValueError):  # numpy's message quotes the (private) output
+                raise ValueError("estimator must return numbers (the budget of this release "
+                                 "was charged)") from None
             if value.shape not in ((d,), () if d == 1 else (d,)):
                 raise ValueError(
                     "estimator must return a number or an array of shape (d,) matching "
