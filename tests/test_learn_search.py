@@ -207,3 +207,24 @@ def test_candidates_of_different_cost_are_charged_at_once_before_any_fit(data, m
     assert acc.spent[0] == pytest.approx(2.0)
     assert acc.history[-1].count == 3   # two candidates and the selection
     assert len(fits) > 2 * n_probe_fits   # the real fits ran only when the charge succeeded
+
+
+def test_search_never_fits_on_stand_in_data(data, monkeypatch):
+    """Issue 26: the costs come from the candidates' ``cost`` (public parameters), so the search
+    fits each candidate once, on its part of the real rows, and nothing else."""
+    X, y = data
+    seen = []
+    original = LogisticRegression.fit
+
+    def spy(self, X_part, y_part):
+        seen.append(np.asarray(X_part))
+        return original(self, X_part, y_part)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spy)
+    acc = dpcore.Accountant(1.0)
+    PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
+                      epsilon=1.0, classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    assert len(seen) == 3
+    rows = {r.tobytes() for r in np.asarray(X)}
+    assert all(r.tobytes() in rows for part in seen for r in part)
+    assert acc.spent[0] == pytest.approx(1.0)

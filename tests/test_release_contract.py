@@ -275,6 +275,36 @@ def test_estimator_fit_charges_at_most_epsilon(name):
 
 
 @needs_learn
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_estimator_cost_is_known_before_fit_and_is_what_fit_charges(name):
+    """Issue 26: every private estimator's ``cost`` (public parameters only, no data) equals the
+    one charge its fit makes."""
+    make, X, y = ESTIMATORS[name]
+    est = make(random_state=1)
+    cost = est.cost
+    acc = dpcore.Accountant(10.0, 1e-3)
+    est.set_params(accountant=acc).fit(X, y)
+    assert len(acc.history) == 1
+    charged = acc.history[0]
+    if cost.rho is not None:
+        assert charged.rho == cost.rho and charged.epsilon is None
+    else:
+        assert (charged.epsilon, charged.delta) == (cost.epsilon, cost.delta)
+
+
+@needs_learn
+def test_every_private_estimator_is_in_the_registry():
+    """A public learner taking an accountant must be walked by the tests above."""
+    import inspect
+
+    walked = {name.split("(")[0] for name in ESTIMATORS} | {"PrivateGridSearch"}
+    for name in learn.__all__:
+        obj = getattr(learn, name)
+        if inspect.isclass(obj) and "accountant" in inspect.signature(obj).parameters:
+            assert name in walked, f"{name} takes an accountant but is not in ESTIMATORS"
+
+
+@needs_learn
 @pytest.mark.parametrize("bad", [dict(random_state="not a seed"), dict(random_state=1.5),
                                  dict(epsilon=-1.0), dict(epsilon=math.nan),
                                  dict(accountant=object())], ids=repr)

@@ -265,3 +265,11 @@ class SharedStateCloneMixin:
             shared.add("random_state")
         return type(self)(**{k: v if k in shared else clone(v, safe=False)
                              for k, v in params.items()})
+
+    @property
+    def cost(self):
+        """What ``fit`` charges (a ``Cost``: epsilon and delta, or rho), from the public
+        parameters alone: known before any data is read, so a search or a caller can sum costs
+        before fitting. Every parameter is checked first (ValueError/TypeError as in ``fit``).
+        Only private estimators have it (a data-independent transformer charges nothing)."""
+        return self._cost()

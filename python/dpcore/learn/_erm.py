@@ -220,6 +220,12 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             return data_norm
         return math.hypot(data_norm, self._intercept_column(data_norm))
 
+    def _cost(self):
+        epsilon = self._check_params()[0]
+        if self.method == "gd":
+            return Cost(rho=zcdp_rho_for(epsilon, self.delta))
+        return Cost(epsilon)
+
     def fit(self, X, y):
         """Fit the private model.
 

@@ -142,6 +142,9 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     def _n_features_out(self, n_features):
         return check.integer(self.k, "k", minimum=1)
 
+    def _cost(self):
+        return Cost(self._check_params()[0].epsilon_effective)
+
     def fit(self, X, y):
         """Select the features (see the class docstring). Returns self."""
         self._check_params()
@@ -311,6 +314,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
 
     def _n_features_out(self, n_features):
         return check.integer(self.k, "k", minimum=1)
+
+    def _cost(self):
+        return Cost(self._check_params()[0])
 
     def fit(self, X, y):
         """Select the features (see the class docstring). Returns self."""

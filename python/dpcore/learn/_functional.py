@@ -196,6 +196,9 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         _base.check_n(n_samples)
         return epsilon, alpha, eigen_floor, bx, by
 
+    def _cost(self):
+        return Cost(self._check_params()[0])
+
     def fit(self, X, y):
         """Fit the private model (see the class docstring). Returns self."""
         self._check_params()

@@ -261,6 +261,9 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     def _n_features_out(self, n_features):
         return check.integer(self.n_clusters, "n_clusters", minimum=1)
 
+    def _cost(self):
+        return Cost(self._check_params()[0])
+
     def fit(self, X, y=None):
         """Fit the private centres (see the class docstring); y is ignored. Returns self."""
         self._check_params()

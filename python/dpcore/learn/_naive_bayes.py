@@ -161,6 +161,9 @@ class GaussianNB(_NaiveBayes):
         _base.check_n(n_samples)
         return epsilon, var_floor, bounds, classes, priors
 
+    def _cost(self):
+        return Cost(self._check_params()[0])
+
     def fit(self, X, y):
         """Fit the private model (see the class docstring). Returns self."""
         self._check_params()
@@ -336,6 +339,9 @@ class CategoricalNB(_NaiveBayes):
             _check_cells(classes.size, categories)
         _base.check_n(n_samples)
         return epsilon, alpha, categories, classes
+
+    def _cost(self):
+        return Cost(self._check_params()[0])
 
     def fit(self, X, y):
         """Fit the private model (see the class docstring). Returns self."""

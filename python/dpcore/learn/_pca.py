@@ -259,6 +259,10 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         return check.integer(self.n_components, "n_components", minimum=1)
 
     # -- fitting ---------------------------------------------------------------------------------
+    def _cost(self):
+        _, eps, delta, *_ = self._check_params()
+        return Cost(eps, delta)
+
     def fit(self, X, y=None):
         """Fit the private components on X (n_samples, n_features); y is ignored.
 

@@ -18,15 +18,15 @@ def _keys(params, name):
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
-class _ChargeRecorder:
-    """Stands in for the accountant while a candidate is fitted on public stand-in data: it
-    records what the fit charges (a cost depends on public parameters and shapes only)."""
-
-    def __init__(self):
-        self.charges = []
-
-    def charge(self, epsilon=None, delta=None, *, rho=None, label=None):
-        self.charges.append(dict(epsilon=epsilon, delta=delta, rho=rho, label=label))
+def _flat_steps(est):
+    """(name, step) of a pipeline, nested pipelines flattened, "passthrough"/None skipped."""
+    for name, step in getattr(est, "steps", None) or []:
+        if step is None or step == "passthrough":
+            continue
+        if hasattr(step, "steps"):
+            yield from _flat_steps(step)
+        else:
+            yield name, step
 
 
 def _check_steps(est):
@@ -35,12 +35,7 @@ def _check_steps(est):
     FunctionTransformer, "passthrough"). Any other step (StandardScaler, say) would be fitted on
     the private rows without noise and returned in ``best_estimator_``: refused before any
     charge, naming the step."""
-    for name, step in getattr(est, "steps", None) or []:
-        if step is None or step == "passthrough":
-            continue
-        if hasattr(step, "steps"):
-            _check_steps(step)
-            continue
+    for name, step in _flat_steps(est):
         private = "epsilon" in step.get_params(deep=False)
         independent = getattr(step, "_dpcore_data_independent", False) or isinstance(
             step, FunctionTransformer)
@@ -87,8 +82,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         accountant records the maximum over partitions, ``epsilon``. Every argument and every
         candidate's parameters are checked, and every part's cost is charged at once (all or
         nothing: :meth:`ParallelBlock.charge_partitions`), before the first fit. The costs are
-        learned by fitting each candidate on stand-in data of the public shape (zeros) with a
-        recording stand-in accountant, since a fit's cost depends on public values only.
+        the private steps' ``cost`` properties: functions of public parameters only.
     progress : bool, default=False
         Show a progress bar on stderr (candidates fitted out of m: public counters only).
 
@@ -191,17 +185,20 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                     extra[prefix + sibling] = value
         return est.set_params(**extra)
 
-    def _costs(self, models, n_rows, n_features, classes):
-        """What each candidate's fit charges, learned by fitting a clone on stand-in data of the
-        public shape (zeros; labels cycling through ``classes``) with a throwaway generator."""
-        X0 = np.zeros((n_rows, n_features))
-        y0 = np.zeros(n_rows) if classes is None else np.resize(classes, n_rows)
+    @staticmethod
+    def _costs(models):
+        """What each candidate's fit charges: the ``cost`` of each private step (a function of
+        public parameters only; no fit on stand-in data)."""
         costs = []
         for est in models:
-            recorder = _ChargeRecorder()
-            throwaway = np.random.default_rng(0)  # insecure-ok: stand-in data, output discarded
-            self._wire(clone(est), recorder, throwaway).fit(X0, y0)
-            costs.append(recorder.charges)
+            steps = [step for _, step in _flat_steps(est)] if hasattr(est, "steps") else [est]
+            charges = []
+            for step in steps:
+                if "epsilon" in step.get_params(deep=False):
+                    cost = step.cost
+                    charges.append(dict(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho,
+                                        label=type(step).__name__))
+            costs.append(charges)
         return costs
 
     def fit(self, X, y):
@@ -226,7 +223,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         rng = _base.release_rng(self.random_state, self.accountant)
         if self.accountant is not None:
             # every part's cost, charged at once before any fit: all or nothing
-            costs = self._costs(models, -(-n // (m + 1)), d, classes)
+            costs = self._costs(models)
             costs.append([dict(epsilon=epsilon, label="select_candidate")])
             with self.accountant.parallel(label=f"PrivateGridSearch({m} candidates)") as block:
                 block.charge_partitions(

@@ -414,6 +414,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         _base.check_n(n_samples)
         return epsilon, bounds, classes, depth, n_bins, count_scale, last_scale, split_eps
 
+    def _cost(self):
+        return Cost(self._check_params()[0])
+
     def fit(self, X, y):
         """Grow the private tree (see the class docstring). Returns self."""
         classes = self._check_params()[2]
@@ -662,6 +665,9 @@ class RandomForestClassifier(_TreeClassifierBase):
         scale = _dlap_scale(Fraction(trees) / Fraction(epsilon), "epsilon and n_estimators")
         _base.check_n(n_samples)
         return epsilon, bounds, classes, trees, depth, scale
+
+    def _cost(self):
+        return Cost(self._check_params()[0])
 
     def fit(self, X, y):
         """Draw the random trees and release their noisy leaf counts. Returns self."""
