@@ -27,7 +27,7 @@ PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
-    "dpcore.robust", "dpcore.publish",
+    "dpcore.robust", "dpcore.publish", "dpcore.plans",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
 RELEASE_MODULES = [

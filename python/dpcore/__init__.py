@@ -17,6 +17,7 @@ from dpcore import distributed  # noqa: E402  (Dask jobs; dask is imported only 
 from dpcore import local  # noqa: E402  (local DP: randomized response, frequency oracles, ...)
 from dpcore import publish  # noqa: E402  (many consistent counts: trees, streams)
 from dpcore import robust  # noqa: E402  (data-dependent noise: smooth sensitivity, PTR, SVT, ...)
+from dpcore import plans  # noqa: E402  (calibrated plans: costs known before data, composition)
 
 
 
@@ -45,6 +46,7 @@ __all__ = [
     "laplace",
     "local",
     "mestimators",
+    "plans",
     "PrivacyWarning",
     "publish",
     "robust",

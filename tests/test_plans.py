@@ -1,0 +1,88 @@
+"""Calibrated plans (issue 26): cost known before data, charged once, composed before data."""
+import numpy as np
+import pytest
+
+import dpcore
+from dpcore import plans
+from dpcore._release import Cost
+from dpcore.mechanisms import GaussianMechanism, LaplaceMechanism
+
+
+def laplace_plan(epsilon=0.5, size=1):
+    return plans.wrap(LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=epsilon, size=size),
+                      "count")
+
+
+def test_cost_is_known_before_data_and_charged_once():
+    plan = laplace_plan(size=3)
+    assert plan.cost == Cost(0.5, 0.0)
+    acc = dpcore.Accountant(1.0)
+    out = plan.release([1.0, 2.0, 3.0], accountant=acc, random_state=1)
+    assert out.shape == (3,) and len(acc.history) == 1
+    assert (acc.history[0].epsilon, acc.history[0].delta) == (0.5, 0.0)
+
+
+def test_plan_draws_what_the_mechanism_draws():
+    """A wrapped plan is the mechanism: the same generator gives the same release (its law is
+    the mechanism's, tested in test_mechanisms)."""
+    mech = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5)
+    a = plans.wrap(mech, "x").release(7.0, random_state=dpcore.default_rng(3))
+    b = mech.release(7.0, random_state=dpcore.default_rng(3))
+    assert a == b
+
+
+def test_bad_data_is_refused_before_the_charge():
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError, match="calibrated for 3"):
+        laplace_plan(size=3).release([1.0, 2.0], accountant=acc)
+    with pytest.raises(ValueError, match="NaN"):
+        laplace_plan().release(np.nan, accountant=acc)
+    with pytest.raises(ValueError, match="one input per plan"):
+        plans.sequential(laplace_plan(), laplace_plan()).release((1.0,), accountant=acc)
+    assert acc.history == []
+
+
+def test_sequential_adds_costs_and_draws_in_order():
+    a, b = laplace_plan(0.25), laplace_plan(0.5)
+    both = plans.sequential(a, b)
+    assert both.cost == Cost(0.75, 0.0)
+    acc = dpcore.Accountant(1.0)
+    out = both.release((10.0, 20.0), accountant=acc, random_state=dpcore.default_rng(5))
+    rng = dpcore.default_rng(5)
+    assert out == (a._draw(np.array(10.0), rng), b._draw(np.array(20.0), rng))
+    assert len(acc.history) == 1 and acc.spent == (0.75, 0.0)
+    with pytest.raises(dpcore.BudgetExceeded):
+        both.release((10.0, 20.0), accountant=acc)
+    assert acc.spent == (0.75, 0.0)
+
+
+def test_total_cost_rounds_up_and_refuses_mixed_notions():
+    third = Cost(1 / 3)
+    total = plans.total_cost([third] * 3)
+    assert total.epsilon >= 1.0 and total.epsilon == pytest.approx(1.0)
+    rho = plans.wrap(GaussianMechanism.calibrate(sensitivity=1.0, rho=0.1), "g")
+    assert plans.sequential(rho, rho).cost.rho == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="rho-zCDP and"):
+        plans.sequential(rho, laplace_plan())
+    with pytest.raises(ValueError, match="at least one"):
+        plans.total_cost([])
+
+
+def test_parallel_costs_one_part():
+    part = laplace_plan(0.5)
+    over = plans.parallel(part, 4)
+    assert over.cost == part.cost
+    acc = dpcore.Accountant(0.5)
+    out = over.release([1.0, 2.0, 3.0, 4.0], accountant=acc, random_state=2)
+    assert len(out) == 4 and acc.spent == (0.5, 0.0)
+    with pytest.raises(ValueError, match="4 parts"):
+        over.release([1.0], accountant=dpcore.Accountant(1.0))
+
+
+def test_relations_must_agree():
+    edge = plans.wrap(LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5), "edges",
+                      relation="edge-DP")
+    with pytest.raises(ValueError, match="different neighbouring relations"):
+        plans.sequential(edge, laplace_plan())
+    with pytest.raises(TypeError):
+        plans.sequential(object())
