@@ -202,3 +202,55 @@ def test_the_checks_catch_what_they_forbid(tmp_path, monkeypatch):
     assert any("imports _Grid from dpcore.stats" in f for f in found)
     assert any("uses dpcore.stats._rank_utility" in f for f in found)
     assert find_cycle(import_graph()) is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# floors (issue 26): imports only go down (or stay on their floor, where the no-cycle test above
+# applies). A module is on the floor of its longest listed prefix; every module must have one.
+
+FLOORS = {
+    "dpcore._validation": 1, "dpcore._floats": 1, "dpcore._exact": 1, "dpcore._progress": 1,
+    "dpcore._version": 1, "dpcore.random": 1, "dpcore._edges": 1,
+    "dpcore.calibration": 2,
+    "dpcore.accounting": 3,
+    "dpcore._release": 4, "dpcore.plans": 4,                      # the charge protocol
+    "dpcore.mechanisms": 5, "dpcore.selection": 5, "dpcore.bingham": 5,
+    "dpcore._release.sums": 6, "dpcore._release.bins": 6, "dpcore._smooth": 6,  # query plumbing
+    "dpcore.stats": 7, "dpcore.robust": 7, "dpcore.publish": 7, "dpcore.local": 7,
+    "dpcore.graph_stats": 7, "dpcore.mestimators": 7, "dpcore.distributed": 7,
+    "dpcore.tuning": 7, "dpcore.synth": 7,                          # applications
+    "dpcore.graph": 8,
+    "dpcore.learn": 9,
+    "dpcore.cli": 10, "dpcore.__main__": 10, "dpcore": 10,
+}
+
+
+def floor_of(module):
+    if module in KERNELS:
+        return 0
+    parts = module.split(".")
+    for k in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:k])
+        if prefix in FLOORS and (k > 1 or module == "dpcore"):
+            return FLOORS[prefix]
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_go_down_the_floors(name):
+    own = floor_of(name)
+    assert own is not None, f"{name} has no floor in FLOORS"
+    upward = [f"{name}:{lineno} imports {module} (floor {floor_of(module)} > {own})"
+              for lineno, module, _ in imports(name)
+              if module.startswith("dpcore") and module != name
+              and not module.startswith(name + ".") and (floor_of(module) or 0) > own]
+    assert upward == []
+
+
+def test_floors_catch_an_upward_import(tmp_path, monkeypatch):
+    fake = tmp_path / "fake_mech.py"
+    fake.write_text("from dpcore.stats import mean\n")
+    monkeypatch.setitem(MODULES, "dpcore.mechanisms_fake", fake)
+    monkeypatch.setitem(FLOORS, "dpcore.mechanisms_fake", 5)
+    with pytest.raises(AssertionError, match="floor 7 > 5"):
+        test_imports_go_down_the_floors("dpcore.mechanisms_fake")
