@@ -52,10 +52,8 @@ _MIN_DELTA = 2.0**-1000
 
 
 def _epsilon(epsilon):
-    epsilon = check.positive(epsilon, "epsilon")
-    if not MIN_SMOOTH_EPSILON <= epsilon <= MAX_SMOOTH_EPSILON:
-        raise ValueError(f"epsilon must be in [2**-20, 2**10], got {epsilon!r}")
-    return epsilon
+    # the smooth-sensitivity calibrations are proven on [2**-20, 2**10]
+    return check.epsilon(epsilon, minimum=MIN_SMOOTH_EPSILON, maximum=MAX_SMOOTH_EPSILON)
 
 
 def _delta(delta):

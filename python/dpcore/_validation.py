@@ -22,6 +22,8 @@ __all__ = [
     "bounds_pair",
     "size_shape",
     "privacy_loss",
+    "epsilon",
+    "option",
     "memory",
     "MAX_EPSILON",
     "MAX_RHO",
@@ -147,6 +149,27 @@ def privacy_loss(value, name, maximum):
     if value > maximum:
         raise ValueError(f"{name} must be <= {maximum!r} (no meaningful guarantee above), got {value!r}")
     return value
+
+
+def epsilon(value, name="epsilon", *, minimum=None, maximum=MAX_EPSILON):
+    """The one epsilon check: a finite number > 0 and <= ``maximum`` (MAX_EPSILON unless a
+    mechanism's calibration is proven on a narrower range), and >= ``minimum`` when given."""
+    value = positive(value, name)
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum!r} (no meaningful guarantee above), "
+                         f"got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum!r} for this mechanism, got {value!r}")
+    return value
+
+
+def option(value, name, choices):
+    """``value`` if it is one of ``choices`` (strings), else a ValueError listing them."""
+    if isinstance(value, str) and value in choices:
+        return value
+    quoted = [repr(c) for c in choices]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    raise ValueError(f"{name} must be {listed}, got {value!r}")
 
 
 def memory(nbytes, what):

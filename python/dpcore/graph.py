@@ -703,7 +703,7 @@ def release_hrg(G: ArrayLike, *, epsilon: float, epsilon_split: float = 0.5,
     >>> rel.edges.shape[1], rel.dendrogram.private, rel.epsilon_counts
     (2, True, 0.5)
     """
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     split = check.probability(epsilon_split, "epsilon_split")
     n, u, v, labels = _graph_arrays(G, n_nodes, simplify)
     steps = _steps(n_steps, n)

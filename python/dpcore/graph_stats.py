@@ -116,7 +116,7 @@ def _pairs(G, n_nodes, simplify, name="G"):
 
 
 def _epsilon(epsilon):
-    return check.privacy_loss(check.positive(epsilon, "epsilon"), "epsilon", check.MAX_EPSILON)
+    return check.epsilon(epsilon)
 
 
 # --------------------------------------------------------------------------- degrees

@@ -109,7 +109,7 @@ def lei_bandwidth(n: int, epsilon: float, d: int) -> float:
     0.00024
     """
     n = check.integer(n, "n", minimum=2)
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     d = check.integer(d, "d", minimum=1)
     return min(1.0, (math.sqrt(math.log(n)) / (n * epsilon)) ** (2.0 / (d + 2)))
 

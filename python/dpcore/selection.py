@@ -98,7 +98,7 @@ class ExponentialMechanism:
         """Validate the parameters and compute the score scale and the effective epsilon
         (``k=None``: one selection, :func:`exponential`; an int: top-k)."""
         sensitivity = check.positive(sensitivity, "sensitivity")
-        epsilon = check.positive(epsilon, "epsilon")
+        epsilon = check.epsilon(epsilon)
         if not isinstance(monotonic, (bool, np.bool_)):
             raise TypeError(f"monotonic must be True or False, got {type(monotonic).__name__} {monotonic!r}")
         monotonic = bool(monotonic)

@@ -103,7 +103,7 @@ def check_targets(y):
 
 def check_epsilon(epsilon, name="epsilon"):
     """A privacy parameter: > 0 and <= MAX_EPSILON (what the accountant accepts)."""
-    return check.privacy_loss(check.positive(epsilon, name), name, check.MAX_EPSILON)
+    return check.epsilon(epsilon, name)
 
 
 def check_bool(value, name):

@@ -33,7 +33,7 @@ def output_perturbation_beta(n, alpha, epsilon):
     """
     n = check.integer(n, "n", minimum=1)
     alpha = check.positive(alpha, "alpha")
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     return n * alpha * epsilon / 2.0
 
 
@@ -105,7 +105,7 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
     >>> round(eps_p, 6), delta
     (0.975307, 0.0)
     """
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     n = check.integer(n, "n", minimum=1)
     alpha = check.positive(alpha, "alpha")
     c = check.positive(c, "c")
@@ -156,7 +156,7 @@ def multinomial_perturbation_calibration(epsilon, n, alpha, k):
     >>> round(eps_p, 4), delta
     (4.1422, 0.0)
     """
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     n = check.integer(n, "n", minimum=1)
     alpha = check.positive(alpha, "alpha")
     k = check.integer(k, "k", minimum=2)

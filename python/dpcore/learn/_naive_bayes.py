@@ -33,7 +33,7 @@ def gaussian_nb_budget(epsilon, d):
     >>> [round(e, 4) for e in gaussian_nb_budget(1.0, 30)]
     [0.0613, 0.4694, 0.4694]
     """
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     d = check.integer(d, "d", minimum=1)
     eps_sums = epsilon * d / (2.0 * d + (2.0 * d) ** (1.0 / 3.0))
     eps_counts = epsilon - 2.0 * eps_sums

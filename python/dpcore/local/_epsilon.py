@@ -48,12 +48,7 @@ def _exp_lower(x: Fraction) -> Fraction:
 
 
 def _check_epsilon(epsilon):
-    epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
-    if epsilon < MIN_EPSILON:
-        raise ValueError(
-            f"epsilon must be >= MIN_EPSILON = 2**-24 for the local mechanisms, got {epsilon!r}"
-        )
-    return epsilon
+    return check.epsilon(epsilon, minimum=MIN_EPSILON)  # the exact e^epsilon bounds need it
 
 
 def _e_lower(epsilon):

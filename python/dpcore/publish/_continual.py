@@ -104,7 +104,7 @@ class ContinualCounter:
                 raise TypeError("ContinualCounter takes max_increment or its deprecated name "
                                 "bound, not both")
             max_increment = bound
-        epsilon = check.positive(epsilon, "epsilon")
+        epsilon = check.epsilon(epsilon)
         horizon = check.integer(horizon, "horizon", minimum=1)
         max_increment = check.integer(max_increment, "max_increment", minimum=1)
         if max_increment * horizon >= _MAX_TOTAL:

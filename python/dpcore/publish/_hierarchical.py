@@ -244,10 +244,9 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     """
     records = flat_records(x)
     grid = BinGrid.make_1d(bins, range)
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     branching = check.integer(branching, "branching", minimum=2, maximum=MAX_BRANCHING)
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    check.option(outside, "outside", OUTSIDE)
     levels = tree_levels(grid.size, branching)
     n_leaves = branching ** (levels - 1)
     if n_leaves > MAX_HISTOGRAM_CELLS:
@@ -437,10 +436,9 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
     if arr.shape[1] != 2:
         raise ValueError(f"sample must have 2 columns, got shape {arr.shape}")
     grid = BinGrid.make(bins, range, 2)
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     branching = check.integer(branching, "branching", minimum=2, maximum=2**8)
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    check.option(outside, "outside", OUTSIDE)
     levels = tree_levels(max(grid.shape), branching)
     n_side = branching ** (levels - 1)
     if n_side * n_side > MAX_HISTOGRAM_CELLS:

@@ -227,7 +227,7 @@ def expected_error(workload: ArrayLike, strategy: str | ArrayLike, *, epsilon: f
     18.413
     """
     w = _check_workload(workload)
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     if isinstance(strategy, str) and strategy == "auto":
         return min(_plan(w, s, epsilon, branching).expected_error for s in STRATEGIES)
     return _plan(w, strategy, epsilon, branching).expected_error
@@ -346,9 +346,8 @@ def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
     records = flat_records(x)
     grid = BinGrid.make_1d(bins, range)
     w = _check_workload(workload, grid.size)
-    epsilon = check.positive(epsilon, "epsilon")
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    epsilon = check.epsilon(epsilon)
+    check.option(outside, "outside", OUTSIDE)
     if isinstance(strategy, str) and strategy == "auto":
         plan = min((_plan(w, s, epsilon, branching) for s in STRATEGIES),
                    key=lambda p: p.expected_error)

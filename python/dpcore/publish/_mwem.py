@@ -173,11 +173,10 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     else:
         grid = BinGrid.make(bins, range, d)
     kind, lo, hi, dense = _check_counting_queries(queries, grid.size)
-    epsilon = check.positive(epsilon, "epsilon")
+    epsilon = check.epsilon(epsilon)
     rounds = check.integer(rounds, "rounds", minimum=1, maximum=MAX_MWEM_ROUNDS)
     replay = check.integer(replay, "replay", minimum=0)
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    check.option(outside, "outside", OUTSIDE)
     step = round_down(Fraction(epsilon) / (2 * rounds + 1))  # (2T + 1) steps sum to <= epsilon
     noise = IntegerNoise.calibrate("laplace", 1, step, 0.0)
     # selection.exponential(..., method="exact") calibrated once (validation before the

@@ -231,9 +231,8 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
         grid = BinGrid.make_1d(bins, range)
     else:
         grid = BinGrid.make(bins, range, d)
-    epsilon = check.positive(epsilon, "epsilon")
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
+    epsilon = check.epsilon(epsilon)
+    check.option(outside, "outside", OUTSIDE)
     padded = tuple(pow2_at_least(s) for s in grid.shape)
     if math.prod(padded) > MAX_HISTOGRAM_CELLS:
         raise ValueError(f"bins={grid.shape} padded to powers of two give {math.prod(padded)} "

@@ -49,7 +49,7 @@ class SparseVectorPlan:
 
     @classmethod
     def calibrate(cls, *, epsilon, max_positives, sensitivity=1.0, granularity=None):
-        epsilon = check.positive(epsilon, "epsilon")
+        epsilon = check.epsilon(epsilon)
         if epsilon > MAX_SMOOTH_EPSILON:
             raise ValueError(f"epsilon must be <= 2**10, got {epsilon!r}")
         c = check.integer(max_positives, "max_positives", minimum=1, maximum=2**20)
