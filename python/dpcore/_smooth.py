@@ -28,7 +28,7 @@ from dpcore import _exact
 from dpcore import _validation as check
 from dpcore._floats import pow2_floor as _pow2_floor
 from dpcore._floats import round_down as _round_down
-from dpcore._random import Words64
+from dpcore.random import Words64
 
 __all__ = ["SMOOTH_GRID_BITS", "MIN_SMOOTH_EPSILON", "MAX_SMOOTH_EPSILON", "LIPSCHITZ_H4",
            "SmoothMedianPlan"]

@@ -14,8 +14,7 @@ import numpy as np
 
 from dpcore import _validation as check
 from dpcore._progress import Progress
-from dpcore._random import bitgen_handle
-from dpcore.random import check_random_state
+from dpcore.random import bitgen_handle, check_random_state
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

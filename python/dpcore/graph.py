@@ -34,9 +34,8 @@ import numpy as np
 from dpcore import _edges, _hrg
 from dpcore import _validation as check
 from dpcore._progress import Progress
-from dpcore._random import bitgen_handle
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
-from dpcore.random import check_random_state
+from dpcore.random import bitgen_handle, check_random_state
 from dpcore._release import Cost, release
 from dpcore._floats import round_up as _round_up
 from dpcore.graph_stats import (  # statistics of a graph (edge-DP and node-DP)

@@ -54,7 +54,7 @@ import numpy as np
 from dpcore import _edges, _exact, _graph_stats, _select
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
-from dpcore._random import Words64, bitgen_handle
+from dpcore.random import Words64, bitgen_handle
 from dpcore._release import Cost, release
 from dpcore._smooth import SmoothMedianPlan, _positive_cell, _rounded_laplace, _uniform_below
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace

@@ -28,6 +28,9 @@ from typing import Union
 import numpy as np
 
 from dpcore._random import ChaCha20, bitgen_handle, default_bit_generator
+# The kernel's 64-bit word reader, re-exported for the exact samplers written in Python (only this
+# module imports the _random kernel).
+from dpcore._random import Words64 as Words64
 
 __all__ = ["ChaCha20", "RandomStateLike", "SeedLike", "check_random_state", "default_bit_generator",
            "default_rng"]

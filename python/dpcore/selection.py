@@ -21,7 +21,7 @@ import numpy as np
 
 from dpcore import _select
 from dpcore import _validation as check
-from dpcore._random import bitgen_handle
+from dpcore.random import bitgen_handle
 from dpcore._release import Cost, release
 from dpcore._floats import round_down as _round_down, round_up as _round_up
 
