@@ -94,17 +94,17 @@ static inline void dpc_log_bounds(double x, double *dn, double *up)
 }
 
 /* delta = gamma(L) + ln(w) - ln(dc) with *err >= |delta - true value|, for L < 2^53, w >= 1 and
- * dc = D c a positive double (exact). gamma(L) = L^2 / (2 sigma^2) is fl(fl(L L) h): fl(L L)
- * one rounding, h = fl(0.5 / fl(sigma sigma)) two, the product one, so within 2^-51 of it. The
- * logarithms come with dpc_log_bounds' enclosures (midpoint +- half width); the three sums add
- * one rounding each (2^-53 of a partial sum). The margin 2^-48 (gl + |lw| + |lc| + |delta| + 1)
- * is more than 4 times all the rounding terms. */
-static inline double dpc_dgt_delta(double h, double L, double w, double dc, double *err)
+ * dc = D c a positive double (exact) with cdn <= ln(dc) <= cup. gamma(L) = L^2 / (2 sigma^2) is
+ * fl(fl(L L) h): fl(L L) one rounding, h = fl(0.5 / fl(sigma sigma)) two, the product one, so
+ * within 2^-51 of it. The logarithms come with dpc_log_bounds' enclosures (midpoint +- half
+ * width); the three sums add one rounding each (2^-53 of a partial sum). The margin 2^-48 (gl +
+ * |lw| + |lc| + |delta| + 1) is more than 4 times all the rounding terms. */
+static inline double dpc_dgt_delta(double h, double L, double w, double cdn, double cup,
+                                   double *err)
 {
     double gl = (L * L) * h;
-    double wdn, wup, cdn, cup, lw, lc, d;
+    double wdn, wup, lw, lc, d;
     dpc_log_bounds(w, &wdn, &wup);
-    dpc_log_bounds(dc, &cdn, &cup);
     lw = 0.5 * (wdn + wup);
     lc = 0.5 * (cdn + cup);
     d = gl + (lw - lc);
@@ -166,24 +166,31 @@ static void dpc_dgt_alias(dpc_dgt *t)
     while (ns > 0) t->thr[small[--ns]] = (uint32_t)cap;
 }
 
-/* Weights for the scale D: w_e = the smallest integer libm suggests above D c_e f(L_e), raised
- * until delta_e >= delta_err_e proves w_e >= D c_e f(L_e). Returns the sum, or -1 on failure. */
-static int64_t dpc_dgt_weights(dpc_dgt *t, double D)
+/* Weights for the scale D: w_e = the smallest integer libm suggests above D c_e f(L_e) (f_e is
+ * libm's f(L_e), a suggestion only), raised until delta_e >= delta_err_e proves
+ * w_e >= D c_e f(L_e). Returns the sum, or -1 on failure. */
+static int64_t dpc_dgt_weights(dpc_dgt *t, double D, const double *f)
 {
     int64_t sum = 0;
     int e, tries, n_used = t->nblocks + 2;
+    double c_zero = 0.5, c_block = t->width, c_tail = 2.0 * ldexp(1.0, t->tail_width_bits);
+    double lzero[2], lblock[2], ltail[2];  /* bounds of ln(D c) for the three kinds of c */
+    dpc_log_bounds(D * c_zero, &lzero[0], &lzero[1]);
+    dpc_log_bounds(D * c_block, &lblock[0], &lblock[1]);
+    dpc_log_bounds(D * c_tail, &ltail[0], &ltail[1]);
     for (e = 0; e < DPC_DGT_COLUMNS; e++) {
         dpc_dgt_entry *en = &t->entry[e];
         double c, L, w, d, derr;
+        const double *lc;
         t->weight[e] = 0;
         if (e >= n_used) continue;  /* the null entry and unused ones: set by the caller */
-        if (e == 0) { c = 0.5; L = 0.0; }
-        else if (e <= t->nblocks) { c = t->width; L = (double)en->start; }
-        else { c = 2.0 * ldexp(1.0, t->tail_width_bits); L = (double)t->tail_start; }
-        w = floor(D * c * exp(-(L * L) * t->h) * (1.0 + 0x1p-30)) + 1.0;
+        if (e == 0) { c = c_zero; L = 0.0; lc = lzero; }
+        else if (e <= t->nblocks) { c = c_block; L = (double)en->start; lc = lblock; }
+        else { c = c_tail; L = (double)t->tail_start; lc = ltail; }
+        w = floor(D * c * f[e] * (1.0 + 0x1p-30)) + 1.0;
         for (tries = 0; ; tries++) {
             if (tries == 64 || !(w <= 536870912.0)) return -1;
-            d = dpc_dgt_delta(t->h, L, w, D * c, &derr);
+            d = dpc_dgt_delta(t->h, L, w, lc[0], lc[1], &derr);
             if (d >= derr) break;
             w += 1.0 + floor(w * 0x1p-30);
         }
@@ -202,6 +209,7 @@ static int dpc_dgt_build(dpc_dgt *t, double sigma, double tail_sigmas)
 {
     const double unit = 536870912.0;  /* 2^29 */
     double s2 = sigma * sigma, s2_up, W, S, D, G, g1;
+    double f[DPC_DGT_COLUMNS];  /* libm's f(L_e): suggestions for the weights, checked there */
     int64_t n, sum;
     int e, k, tries;
     t->h = 0.5 / s2;
@@ -244,15 +252,17 @@ static int dpc_dgt_build(dpc_dgt *t, double sigma, double tail_sigmas)
     }
     /* D: the weights D c_e f(L_e) should fill U but for one unit per entry (rounding up) */
     S = 0.5;
+    f[0] = 1.0;
     for (e = 1; e <= n + 1; e++) {
         double L = (double)t->entry[e].start;
         double c = e <= n ? W : 2.0 * ldexp(1.0, t->tail_width_bits);
-        S += c * exp(-(L * L) * t->h);
+        f[e] = exp(-(L * L) * t->h);
+        S += c * f[e];
     }
     D = (unit - (double)(n + 3)) / S * (1.0 - 0x1p-20);
     for (tries = 0; ; tries++) {
         if (tries == 32) return -1;
-        sum = dpc_dgt_weights(t, D);
+        sum = dpc_dgt_weights(t, D, f);
         if (sum >= 0 && sum <= (int64_t)unit) break;
         D *= 1.0 - 0x1p-12;
     }

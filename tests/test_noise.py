@@ -588,7 +588,7 @@ def test_integer_samplers_law_under_every_generator(kind):
 
 
 # ------------------------------------------------------------------------------------------------
-# The table sampler of the discrete Gaussian (dgauss_table.h): calls of >= 512 draws. The table
+# The table sampler of the discrete Gaussian (dgauss_table.h): calls of >= 1024 draws. The table
 # is checked entry by entry against mpmath (the facts its exactness rests on), the fast -ln a
 # against mpmath, and the law end to end, including the tail and the exact path.
 
@@ -690,8 +690,8 @@ def test_table_fast_path_decides_almost_everything(sigma):
 
 
 def test_large_calls_use_the_table_sampler():
-    """discrete_gaussian draws >= 512 values with the table sampler (default tail cut)."""
-    for sigma, n in [(2.5, 512), (1e6, 5000)]:
+    """discrete_gaussian draws >= 1024 values with the table sampler (default tail cut)."""
+    for sigma, n in [(2.5, 1024), (1e6, 5000)]:
         a = dpcore.discrete_gaussian(sigma, n, random_state=dpcore.ChaCha20(40))
         b = np.empty(n, dtype=np.int64)
         _noise._table_sampler_into(b, sigma, _noise.TABLE_TAIL_SIGMAS, dpcore.ChaCha20(40))
