@@ -710,10 +710,13 @@ def _normal_bins_pvalue(x, sigma, sigma_law, edges_in_sigmas):
 
 @pytest.mark.parametrize("sigma", [31.99, 64.5, 100.0])
 def test_table_sampler_law_medium_sigma(sigma):
-    """Blocks of width 1 and 2 (sigma around 32 and 100), on unit cells out to 5 sigma."""
+    """Blocks of width 1 and 2 (sigma around 32 and 100), on unit cells out to 5 sigma. Power:
+    against sigma 4% too large the noncentrality is about 660 on ~10 sigma cells, rejected at
+    ALPHA with probability > 0.9999."""
     x = dpcore.discrete_gaussian(sigma, size=N, random_state=int(sigma * 10))
     support = np.arange(-int(5 * sigma), int(5 * sigma) + 1)
     assert integer_pvalue(x, dgauss_pmf(sigma), support) > ALPHA
+    assert integer_pvalue(x, dgauss_pmf(sigma * 1.04), support) < ALPHA  # power
     # within-block position (j = (|y| - 1) mod 2) against the exact law too
     if sigma > 64:
         k = np.abs(x[x != 0]) - 1
