@@ -9,6 +9,8 @@ speed ceiling, and OpenDP when installed):
   per-bit law, vectorised in Rust).
 * "local-rr-k10": 10-ary randomized response. Peer: OpenDP's ``make_randomized_response``.
 * "local-oue-k64", "local-olh-k64", "local-duchi": the other randomizers against NumPy twins.
+* "local-planar": planar Laplace (exact, on the unit grid) against the textbook Lambert-W sampler
+  in floating point (``naive_planar``). Target: within 2x of the naive twin.
 
 Target: dpcore's randomized response >= 100x OpenDP's randomized-response throughput.
 
@@ -289,7 +291,7 @@ def test_duchi_naive(benchmark, size):
 # ------------------------------------------------------------------------------------------
 # Planar Laplace (geo-indistinguishability)
 
-PLANAR_SIZES = [10**4]
+PLANAR_SIZES = [10**4, 10**5]
 PLANAR_EPS = 0.5  # per unit distance, grid 1: the offset's mean radius is 2 / 0.5 = 4
 
 

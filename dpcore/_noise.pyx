@@ -17,15 +17,23 @@ The fast decisions, cheapest first (each function states its bound):
 Words are read inline from the generator (`Source`, chacha20.h); outcomes that are coin flips
 (signs, -0 rejections, accept / reject) are kept as data, not branches.
 
+The discrete Gaussian has two exact samplers: Canonne-Kamath-Steinke rejection from a discrete
+Laplace proposal (calls of fewer than TABLE_MIN_SIZE draws), and a table sampler (larger calls):
+an exact alias-table proposal over blocks of a power-of-two width, uniform inside a block, with
+an exact geometric tail, accepted by an exact Bernoulli whose comparisons are mostly a single
+integer "squeeze" test (dgauss_table.h, `table_one`).
+
 Not constant-time: loop lengths depend on the values drawn (a timing channel if run time is observable).
 """
+import math
 from fractions import Fraction
 
 import numpy as np
 
-from libc.math cimport fabs, nextafter
+from libc.math cimport INFINITY, NAN, fabs, nextafter, sqrt
 from libc.float cimport DBL_MIN
-from libc.stdint cimport int64_t, uint64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 from dpcore._random cimport (
     BitgenHandle, LockedBits, locked_bits, bitgen_handle, bitgen_t, dpc_words, random_words,
@@ -36,11 +44,43 @@ from dpcore._crlog cimport dp_log_dd, dp_log_cr_fast
 
 from dpcore import _exact
 
+# The discrete Gaussian's proposal table (see "The table sampler" below) and proven log bounds.
+cdef extern from "dgauss_table.h" nogil:
+    ctypedef struct dpc_dgt_entry:
+        int64_t start
+        uint64_t mask
+        uint32_t squeeze
+        int32_t kind
+        double delta
+        double delta_err
+    ctypedef struct dpc_dgt:
+        uint32_t thr[512]
+        uint32_t alias[512]
+        dpc_dgt_entry entry[512]
+        uint32_t weight[512]
+        double h
+        double D
+        double width
+        int64_t tail_start
+        int tail_width_bits
+        int nblocks
+    int dpc_dgt_build(dpc_dgt *t, double sigma, double tail_sigmas)
+    void dpc_log_bounds(double x, double *dn, double *up)
+    enum:
+        DPC_DGT_BLOCK
+        DPC_DGT_TAIL
+        DPC_DGT_NULL
+        DPC_DGT_COLUMN_BITS
+        DPC_DGT_THR_BITS
+        DPC_DGT_SIGN_SHIFT
+
+
 MAX_DLAP_SCALE = 2.0**44
 MAX_DGAUSS_SIGMA = 2.0**40
 
 cdef double TWO_64 = 18446744073709551616.0  # 2**64
 cdef double TWO_M48 = 3.552713678800501e-15  # 2**-48
+cdef double TWO_M49 = 1.7763568394002505e-15  # 2**-49
 cdef double TWO_M50 = 8.881784197001252e-16  # 2**-50
 cdef double TWO_M52 = 2.220446049250313e-16  # 2**-52
 cdef double TWO_M100 = 7.888609052210118e-31  # 2**-100
@@ -58,6 +98,8 @@ cdef enum PendingKind:
     DGAUSS_PROPOSAL = 1     # the discrete Laplace proposal of the discrete Gaussian undecided
     DGAUSS_ACCEPT = 2       # the acceptance test of the discrete Gaussian undecided
     SNAP_LOG = 3            # the correctly rounded log undecided
+    TABLE_ACCEPT = 4        # the table sampler's acceptance test undecided
+    TABLE_TAIL = 5          # the table sampler proposed its tail (always finished exactly)
 
 
 cdef struct Pending:
@@ -71,7 +113,8 @@ cdef struct Pending:
     int nv
     uint64_t v2        # 64 fresh refinement bits, when refined
     int refined
-    int64_t y          # proposal value (DGAUSS_ACCEPT)
+    int64_t y          # proposal value (DGAUSS_ACCEPT, TABLE_ACCEPT)
+    int entry          # the table entry proposed (TABLE_ACCEPT, TABLE_TAIL)
 
 
 # A word reader, a pool of single random bits (low bit first) and one spare 32-bit half word.
@@ -121,7 +164,7 @@ cdef inline int take_bit(Source *s) noexcept nogil:
 # is the next double, at most the next multiple of 2**-(Z+1)/256), and for u' in the cell
 #     E' = -ln(u') in [(Z+1) ln 2 - ln(1 + (j+1)/256), (Z+1) ln 2 - ln(1 + j/256)].
 # LN1P_DN[j] <= ln(1 + j/256) <= LN1P_UP[j] and LN2_DN <= ln 2 <= LN2_UP are rigorous double
-# bounds built at import from dp_log_dd's proven enclosure (see _log_bounds).
+# bounds built at import from dp_log_dd's proven enclosure (dpc_log_bounds, dgauss_table.h).
 
 cdef enum:
     BRACKET_BITS = 8
@@ -130,29 +173,14 @@ cdef double LN1P_UP[257]
 cdef double LN2_DN, LN2_UP
 
 
-cdef void _log_bounds(double x, double *dn, double *up) noexcept nogil:
-    """dn <= ln(x) <= up for a positive double x.
-
-    dp_log_dd gives |hi + lo - ln x| <= err, so ln x lies within M = |lo| + err of hi. Each of the
-    roundings below (of hi -+ M and of the margin) errs by at most 2**-53 (|hi| + M) (1 + 2**-52),
-    three of them together by less than the margin 2**-50 (|hi| + M).
-    """
-    cdef double hi, lo, err, m, margin
-    dp_log_dd(x, &hi, &lo, &err)
-    m = fabs(lo) + err
-    margin = TWO_M50 * (fabs(hi) + m)
-    dn[0] = (hi - m) - margin
-    up[0] = (hi + m) + margin
-
-
 cdef void _init_brackets() noexcept nogil:
     cdef int j
     global LN2_DN, LN2_UP
     for j in range(257):
-        _log_bounds(1.0 + j / 256.0, &LN1P_DN[j], &LN1P_UP[j])  # 1 + j/256 is exact
+        dpc_log_bounds(1.0 + j / 256.0, &LN1P_DN[j], &LN1P_UP[j])  # 1 + j/256 is exact
     LN1P_DN[0] = 0.0  # ln 1 = 0 exactly
     LN1P_UP[0] = 0.0
-    _log_bounds(2.0, &LN2_DN, &LN2_UP)
+    dpc_log_bounds(2.0, &LN2_DN, &LN2_UP)
 
 
 _init_brackets()
@@ -515,25 +543,18 @@ cdef inline int accept_cell(double u, double g, double dg) noexcept nogil:
     return -1
 
 
-cdef inline int dgauss_one(Source *s, DGaussParams *p, int64_t *y, Pending *pd) noexcept nogil:
-    """One attempt (CKS Algorithm 3): 1 = y set, 0 = rejected, -1 = pending."""
-    cdef int64_t prop = 0
-    cdef int r = dlap_one(s, p.t, &prop, pd)
-    cdef double g, dg, u
-    cdef uint64_t extra, top
+cdef inline int accept_exp(Source *s, uint64_t top, double g, double dg, int64_t y, int r,
+                           Pending *pd) noexcept nogil:
+    """Accept iff E' > gamma, E' = -ln(u') for the real uniform u' whose first 32 bits are top,
+    given |g - gamma| <= dg: 1 / 0, or -1 with pd's cell (U*'s) and y set (pending).
+
+    First the table bracket of E' over the coarse uniform (decides all but ~2**-8 of the draws),
+    then over the completed U*'s cell with the double-double logarithm. r = 0 marks a proposal
+    already rejected (CKS's -0): it still gets its coarse acceptance coin, whose outcome is then
+    ignored, so there is no branch on r and nothing later depends on the ignored bits."""
+    cdef double u
+    cdef uint64_t extra
     cdef int nextra, a
-    if r == -1:
-        pd.kind = DGAUSS_PROPOSAL
-        return -1
-    # Accept with probability exp(-g), g = (|y| - sigma^2/t)^2 / (2 sigma^2): accept iff E' > g
-    # with E' = -ln(u') for a fresh real uniform u'. First the table bracket of E' over a coarse
-    # uniform (decides all but ~2**-8 of the draws), then over the completed U*'s cell with the
-    # double-double logarithm. A proposal rejected as -0 (r == 0, a coin flip at small sigma)
-    # still gets its coarse acceptance coin, whose outcome is then ignored: no branch on r, and
-    # nothing later depends on the ignored bits.
-    dgauss_gamma(p, prop, &g, &dg)
-    top = take_half(s)
-    y[0] = prop
     if top >= COARSE_MIN and not force_exact:
         a = accept_coarse(top, g, dg)
         if a >= 0:  # nearly always; the accept / reject outcome itself is returned as data
@@ -546,24 +567,101 @@ cdef inline int dgauss_one(Source *s, DGaussParams *p, int64_t *y, Pending *pd) 
         if a >= 0:
             return a
     pd.u = u
-    pd.y = prop
+    pd.y = y
     pd.refined = 0
     pd.v = 0
     pd.nv = 0
     pd.v2 = 0
-    pd.kind = DGAUSS_ACCEPT
     return -1
 
 
-cdef Py_ssize_t dgauss_fill(Source *s, DGaussParams *p, int64_t *out, Py_ssize_t start,
-                            Py_ssize_t stop, Pending *pend, Py_ssize_t *npend) noexcept nogil:
-    """As dlap_fill, for the discrete Gaussian."""
+cdef inline int dgauss_one(Source *s, DGaussParams *p, int64_t *y, Pending *pd) noexcept nogil:
+    """One attempt (CKS Algorithm 3): 1 = y set, 0 = rejected, -1 = pending."""
+    cdef int64_t prop = 0
+    cdef int r = dlap_one(s, p.t, &prop, pd)
+    cdef double g, dg
+    if r == -1:
+        pd.kind = DGAUSS_PROPOSAL
+        return -1
+    # Accept with probability exp(-g), g = (|y| - sigma^2/t)^2 / (2 sigma^2): accept iff E' > g
+    # with E' = -ln(u') for a fresh real uniform u'.
+    dgauss_gamma(p, prop, &g, &dg)
+    y[0] = prop
+    r = accept_exp(s, take_half(s), g, dg, prop, r, pd)
+    if r == -1:
+        pd.kind = DGAUSS_ACCEPT
+    return r
+
+
+# ------------------------------------------------------------------------------------------
+# The table sampler of the discrete Gaussian (dgauss_table.h has the proposal, its exactness
+# argument and the proven table entries). One word gives the alias column and threshold, the
+# sign and the offset j in the block; a coarse 32-bit uniform then decides the acceptance:
+# below the entry's squeeze it is accepted at once (nearly always), else -ln a is computed with a
+# proven bound (table_gamma) and compared as in the CKS sampler (accept_coarse, then U*'s cell
+# with accept_cell), else the attempt is finished exactly. About 1.01 attempts per draw at any
+# sigma (against 1.3 log-bearing attempts for CKS at large sigma).
+
+cdef inline void table_gamma(const dpc_dgt *t, const dpc_dgt_entry *en, uint64_t j, double *g,
+                             double *dg) noexcept nogil:
+    """g ~ -ln a(L + j) = j (2 L + j) / (2 sigma**2) + delta with |g - that| <= dg, proven.
+
+    j < 2**34 and 2 L + j < 2**53 are exact doubles; their product rounds once, h is within
+    two roundings of 1/(2 sigma**2) and the product with it rounds once: g1 is within 2**-51 g1
+    (1 + 2**-50) of j (2 L + j) / (2 sigma**2) (exact 0 when j = 0; never subnormal: h >=
+    2**-82). g = fl(g1 + delta) adds 2**-53 |g|, delta its delta_err. dg = 2**-49 (g1 + |g|) +
+    delta_err is twice what that needs, which covers dg's own roundings.
+    """
+    cdef double g1 = (<double>j * <double>(2 * en.start + <int64_t>j)) * t.h
+    g[0] = g1 + en.delta
+    dg[0] = TWO_M49 * (g1 + fabs(g[0])) + en.delta_err
+
+
+cdef inline int table_one(Source *s, const dpc_dgt *t, int64_t *y, Pending *pd) noexcept nogil:
+    """One attempt of the table sampler: 1 = y set, 0 = rejected, -1 = pending (pd filled)."""
+    cdef uint64_t w = dpc_words_next(&s.words)
+    cdef uint32_t col = <uint32_t>(w >> (64 - DPC_DGT_COLUMN_BITS))
+    cdef uint32_t level = <uint32_t>((w >> (DPC_DGT_SIGN_SHIFT + 1)) & ((1 << DPC_DGT_THR_BITS) - 1))
+    cdef uint32_t e = col if level < t.thr[col] else t.alias[col]
+    cdef const dpc_dgt_entry *en = &t.entry[e]
+    cdef int negative = <int>((w >> DPC_DGT_SIGN_SHIFT) & 1)
+    cdef uint64_t j = w & en.mask
+    cdef int64_t v = en.start + <int64_t>j
+    cdef uint64_t top
+    cdef int r
+    cdef double g, dg
+    if en.kind != DPC_DGT_BLOCK:
+        if en.kind == DPC_DGT_NULL:
+            return 0
+        pd.kind = TABLE_TAIL  # about 1e-15 of the attempts: drawn and decided exactly
+        pd.negative = negative
+        pd.entry = <int>e
+        return -1
+    y[0] = (v ^ -(<int64_t>negative)) + negative  # the sign, branch-free (a coin flip)
+    top = take_half(s)
+    if top < en.squeeze and not force_exact:
+        return 1
+    table_gamma(t, en, j, &g, &dg)
+    r = accept_exp(s, top, g, dg, y[0], 1, pd)
+    if r == -1:
+        pd.kind = TABLE_ACCEPT
+        pd.entry = <int>e
+    return r
+
+
+cdef Py_ssize_t dgauss_fill(Source *s, DGaussParams *p, const dpc_dgt *t, int64_t *out,
+                            Py_ssize_t start, Py_ssize_t stop, Pending *pend,
+                            Py_ssize_t *npend) noexcept nogil:
+    """As dlap_fill, for the discrete Gaussian: the table sampler, or CKS when t is NULL."""
     cdef Py_ssize_t i = start
     cdef int r
     cdef int64_t y = 0
     npend[0] = 0
     while i < stop:
-        r = dgauss_one(s, p, &y, &pend[npend[0]])
+        if t != NULL:
+            r = table_one(s, t, &y, &pend[npend[0]])
+        else:
+            r = dgauss_one(s, p, &y, &pend[npend[0]])
         if r >= 0:
             out[i] = y  # kept only if accepted (r == 1): branch-free
             i += r
@@ -716,27 +814,6 @@ cdef _dlap_block(Source *s, double scale, int64_t *out, Py_ssize_t m, Pending *p
                     out[idx] = -k if pend[0].negative else k
 
 
-cdef _dgauss_block(Source *s, DGaussParams *p, int64_t *out, Py_ssize_t m, Pending *pend,
-                   sigma2, t, LockedBits bits):
-    """Fill out[0:m] with exact discrete Gaussian draws (GIL and generator lock held)."""
-    cdef Py_ssize_t npend = 0, start = 0, j, idx
-    while start < m:
-        with nogil:
-            start = dgauss_fill(s, p, out, start, m, pend, &npend)
-        queue = [_pending_copy(&pend[j]) for j in range(npend)]
-        while queue:
-            item = queue.pop()
-            value = _finish_dgauss(item, sigma2, t, bits)
-            if value is None:  # rejected: draw this slot afresh
-                idx = item["index"]
-                with nogil:
-                    dgauss_fill(s, p, out, idx, idx + 1, pend, &npend)
-                if npend:
-                    queue.append(_pending_copy(&pend[0]))
-            else:
-                out[item["index"]] = value
-
-
 cdef void _dgauss_params(DGaussParams *p, double sigma) noexcept:
     p.sigma = sigma
     p.s2 = sigma * sigma
@@ -751,6 +828,118 @@ cdef void _dgauss_params(DGaussParams *p, double sigma) noexcept:
     p.t = sigma + 0.16  # any rounding is fine: t is whatever double this gives
     p.c = p.s2 / p.t
     p.inv_s2 = 1.0 / p.s2
+
+
+# The table sampler serves calls of at least TABLE_MIN_SIZE draws (building its table costs
+# about as much as that many CKS draws) with sigma >= TABLE_MIN_SIGMA (the table's arithmetic
+# assumes it); smaller calls use the CKS sampler. Both are exact; the choice depends on the
+# call's size and sigma only, so a seed reproduces the output.
+TABLE_MIN_SIZE = 1024
+TABLE_MIN_SIGMA = 0.0625
+# The table's tail starts at about this many sigmas (probability ~1e-15 per draw).
+TABLE_TAIL_SIGMAS = 7.9
+
+
+cdef class GaussSampler:
+    """The discrete Gaussian sampler of one call: the table sampler, or CKS (table is NULL)."""
+    cdef DGaussParams p
+    cdef object sigma2, t
+    cdef dpc_dgt *table
+    cdef object D, width, tail_start, tail_width  # the table, exactly, for finishing
+
+    def __cinit__(self, double sigma, bint use_table, double tail_sigmas=TABLE_TAIL_SIGMAS):
+        _dgauss_params(&self.p, sigma)
+        self.sigma2 = Fraction(sigma) ** 2
+        self.t = Fraction(self.p.t)
+        self.table = NULL
+        if not use_table:
+            return
+        self.table = <dpc_dgt *> PyMem_Malloc(sizeof(dpc_dgt))
+        if self.table == NULL:
+            raise MemoryError()
+        if dpc_dgt_build(self.table, sigma, tail_sigmas) != 0:
+            raise RuntimeError(f"could not prove the discrete Gaussian table for sigma={sigma!r}")
+        self.D = Fraction(self.table.D)
+        self.width = int(self.table.width)
+        self.tail_start = self.table.tail_start
+        self.tail_width = 2 ** int(self.table.tail_width_bits)
+
+    def __dealloc__(self):
+        PyMem_Free(self.table)
+
+    cdef block(self, Source *s, int64_t *out, Py_ssize_t m, Pending *pend, LockedBits bits):
+        """Fill out[0:m] with exact discrete Gaussian draws (GIL and generator lock held)."""
+        cdef Py_ssize_t npend = 0, start = 0, j, idx
+        while start < m:
+            with nogil:
+                start = dgauss_fill(s, &self.p, self.table, out, start, m, pend, &npend)
+            queue = [_pending_copy(&pend[j]) for j in range(npend)]
+            while queue:
+                item = queue.pop()
+                value = self.finish(item, bits)
+                if value is None:  # rejected: draw this slot afresh
+                    idx = item["index"]
+                    with nogil:
+                        dgauss_fill(s, &self.p, self.table, out, idx, idx + 1, pend, &npend)
+                    if npend:
+                        queue.append(_pending_copy(&pend[0]))
+                else:
+                    out[item["index"]] = value
+
+    cdef object finish(self, dict item, LockedBits bits):
+        """Finish one pending table attempt exactly: its value, or None if rejected.
+
+        Accept iff u K_e < exp(-k**2 / (2 sigma**2)), k = |y|, K_e = w_e / (D c_e) (see
+        dgauss_table.h). A tail proposal is drawn here: b with P(b) = 2**-(b + 1), j uniform
+        below W_t, k = L_T + b W_t + j, c = W_t 2**(b + 1), and a fresh U*. CKS attempts go to
+        _finish_dgauss."""
+        if self.table == NULL:
+            return _finish_dgauss(item, self.sigma2, self.t, bits)
+        e = item["entry"]
+        if item["kind"] == TABLE_TAIL:
+            b = _geometric_half(bits)
+            k = self.tail_start + b * self.tail_width + (bits() & (self.tail_width - 1))
+            c = self.tail_width * 2 ** (b + 1)
+            u = bits.ustar()
+            y = -k if item["negative"] else k
+        else:
+            y = item["y"]
+            k = abs(y)
+            c = Fraction(1, 2) if e == 0 else self.width
+            u = item["u"]
+        K = self.table.weight[<int>e] / (self.D * c)
+        gamma = Fraction(k * k) / (2 * self.sigma2)
+        return y if _scaled_below_exp(Fraction(u), Fraction(nextafter(u, 2.0)), K, gamma, bits) \
+            else None
+
+
+cdef GaussSampler gauss_sampler(double sigma, Py_ssize_t n):
+    return GaussSampler(sigma, n >= TABLE_MIN_SIZE and sigma >= TABLE_MIN_SIGMA)
+
+
+cdef object _geometric_half(LockedBits bits):
+    """b with P(b) = 2**-(b + 1), b = 0, 1, ...: the zero bits before the first one bit."""
+    b = 0
+    while True:
+        x = bits()
+        if x:
+            return b + (x & -x).bit_length() - 1
+        b += 64
+
+
+cdef bint _scaled_below_exp(lo, hi, K, gamma, LockedBits bits):
+    """Whether K u < exp(-gamma) for u a real uniform on the cell [lo, hi) (K > 0, gamma >= 0,
+    rationals). K u is uniform on [K lo, K hi); refined (64 fresh bits pick one of 2**64 equal
+    sub-cells) until that lies on one side of 1, then decided by _exact.uniform_below_exp on a
+    cell inside (0, 1]."""
+    lo, hi = K * lo, K * hi
+    while lo < 1 < hi:
+        width = (hi - lo) / 2**64
+        j = bits()
+        lo, hi = lo + width * j, lo + width * (j + 1)
+    if lo >= 1:
+        return False
+    return _exact.uniform_below_exp(lo, hi, gamma, bits)
 
 
 def discrete_laplace_into(int64_t[::1] out, double scale, random_state=None):
@@ -805,17 +994,14 @@ cdef int dgauss_add_into(int64_t *counts, Py_ssize_t n, double sigma,
     cdef Pending pend[256]
     cdef Py_ssize_t off, m
     cdef LockedBits bits = locked_bits(h)
-    cdef DGaussParams p
+    cdef GaussSampler sampler = gauss_sampler(sigma, n)
     cdef Source s
     cdef int64_t[::1] noise = np.empty(max(min(n, CHUNK), 1), dtype=np.int64)
-    _dgauss_params(&p, sigma)
-    sigma2 = Fraction(sigma) ** 2
-    t = Fraction(p.t)
     with h.lock:
         source_init(&s, h.bitgen)
         for off in range(0, n, CHUNK):
             m = min(CHUNK, n - off)
-            _dgauss_block(&s, &p, &noise[0], m, pend, sigma2, t, bits)
+            sampler.block(&s, &noise[0], m, pend, bits)
             with nogil:
                 add_noise(counts + off, &noise[0], m)
     return 0
@@ -877,20 +1063,20 @@ def discrete_laplace_grid_into(double[::1] out, const double[::1] x, double grid
 
 def discrete_gaussian_into(int64_t[::1] out, double sigma, random_state=None):
     """Fill `out` with exact discrete Gaussian draws N_Z(0, sigma^2) (sigma validated by the caller)."""
+    _gaussian_fill(out, gauss_sampler(sigma, out.shape[0]), random_state)
+
+
+cdef _gaussian_fill(int64_t[::1] out, GaussSampler sampler, random_state):
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
     cdef LockedBits bits = locked_bits(h)
-    cdef DGaussParams p
     cdef Source s
-    _dgauss_params(&p, sigma)
-    sigma2 = Fraction(sigma) ** 2
-    t = Fraction(p.t)
     with h.lock:
         source_init(&s, h.bitgen)
         for off in range(0, n, CHUNK):
             m = min(CHUNK, n - off)
-            _dgauss_block(&s, &p, &out[off], m, pend, sigma2, t, bits)
+            sampler.block(&s, &out[off], m, pend, bits)
 
 
 def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double grid, double sigma,
@@ -901,7 +1087,7 @@ def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double gri
     cdef Pending pend[256]
     cdef Py_ssize_t n = out.shape[0], off, m
     cdef LockedBits bits
-    cdef DGaussParams p
+    cdef GaussSampler sampler
     cdef Source s
     cdef int64_t[::1] noise
     cdef double inf = float("inf")
@@ -911,21 +1097,20 @@ def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double gri
         return
     bits = locked_bits(h)
     noise = np.empty(min(n, CHUNK), dtype=np.int64)
-    _dgauss_params(&p, sigma)
-    sigma2 = Fraction(sigma) ** 2
-    t = Fraction(p.t)
+    sampler = gauss_sampler(sigma, n)
     with h.lock:
         source_init(&s, h.bitgen)
         for off in range(0, n, CHUNK):
             m = min(CHUNK, n - off)
-            _dgauss_block(&s, &p, &noise[0], m, pend, sigma2, t, bits)
+            sampler.block(&s, &noise[0], m, pend, bits)
             with nogil:
                 grid_finish(&out[off], &x[off], &noise[0], m, grid, inf)
 
 
 cdef dict _pending_copy(Pending *pd):
     return {"index": pd.index, "kind": pd.kind, "negative": pd.negative, "u": pd.u,
-            "v": pd.v, "nv": pd.nv, "v2": pd.v2, "refined": pd.refined, "y": pd.y}
+            "v": pd.v, "nv": pd.nv, "v2": pd.v2, "refined": pd.refined, "y": pd.y,
+            "entry": pd.entry}
 
 
 cdef object _finish_dgauss(dict item, sigma2, t, LockedBits bits):
@@ -972,6 +1157,161 @@ def snapping_into(double[::1] out, const double[::1] x, double lam, double grid,
                 log_u = _exact.log_correctly_rounded(pend[j].u)
                 out[pend[j].index] = snap_finish(
                     x[pend[j].index], log_u, pend[j].negative, lam, grid, bound)
+
+
+# ------------------------------------------------------------------------------------------
+# Planar Laplace on Z**2 (geo-indistinguishability, dpcore.local.planar_laplace): P(d)
+# proportional to exp(-lam ||d||_2). Proposals are two exact discrete Laplace integers of scale s
+# with s lam >= sqrt(2), accepted with probability exp(-gamma), gamma = lam ||d||_2 - ||d||_1 / s
+# >= 0 (||d||_1 <= sqrt(2) ||d||_2), so accepted offsets have mass proportional to
+# exp(-||d||_1 / s) exp(-gamma) = exp(-lam ||d||_2). The acceptance is accept_exp's test
+# (-ln u' > gamma) on a proven enclosure of gamma (planar_gamma), finished in rational arithmetic
+# (_planar_accept_exactly) on the same uniform when undecided.
+
+cdef enum:
+    PLANAR_CHUNK = 2048  # proposals per block (two int64 each)
+
+
+cdef inline void planar_gamma(int64_t d1, int64_t d2, double lam, double inv, double *g,
+                              double *dg) noexcept nogil:
+    """g ~ gamma = lam sqrt(d1**2 + d2**2) - (|d1| + |d2|) / s with |g - gamma| <= dg, given a
+    normal double lam (exact) and inv = fl(1 / s); dg = inf (undecided) when lam is not a finite
+    double or |d1| or |d2| >= 2**52.
+
+    a1, a2 and a1 + a2 are exact (< 2**53); fl(fl(a1 a1) + fl(a2 a2)) is within 2 * 2**-53 of n2
+    relatively (two roundings of positive terms, then one), its square root within 2**-53, and
+    the correctly rounded sqrt (IEEE 754) adds 2**-53: r is within 2 * 2**-53 of sqrt(n2);
+    main = fl(lam r) adds one rounding; off = fl((a1 + a2) inv) is within 2 * 2**-53 of
+    (a1 + a2) / s; g = fl(main - off) adds 2**-53 |g|. dg = 2**-50 (main + off) + 2**-52 |g| +
+    2**-1000 is over twice all that (which covers dg's own roundings; the absolute term covers
+    underflow in the products).
+    """
+    cdef double a1 = <double>(d1 if d1 >= 0 else -d1)
+    cdef double a2 = <double>(d2 if d2 >= 0 else -d2)
+    cdef double main, off
+    if not (a1 < 4503599627370496.0 and a2 < 4503599627370496.0 and lam <= 1.7e308):
+        g[0] = 0.0
+        dg[0] = INFINITY
+        return
+    main = lam * sqrt(a1 * a1 + a2 * a2)
+    off = (a1 + a2) * inv
+    g[0] = main - off
+    dg[0] = TWO_M50 * (main + off) + TWO_M52 * fabs(g[0]) + TWO_M1000
+
+
+cdef Py_ssize_t planar_accept_fill(Source *s, const int64_t *d, Py_ssize_t start, Py_ssize_t m,
+                                   double lam, double inv, signed char *accept, Pending *pend,
+                                   Py_ssize_t *npend) noexcept nogil:
+    """accept[i] = 1 / 0 for the proposals d[2i], d[2i + 1] from start until m, or until
+    PENDING_CAPACITY are undecided (pend[k].index = i, pend[k].u = U*); returns the index reached."""
+    cdef Py_ssize_t i = start
+    cdef double g, dg
+    cdef int r
+    npend[0] = 0
+    while i < m:
+        planar_gamma(d[2 * i], d[2 * i + 1], lam, inv, &g, &dg)
+        r = accept_exp(s, take_half(s), g, dg, 0, 1, &pend[npend[0]])
+        accept[i] = <signed char>r
+        i += 1
+        if r < 0:
+            pend[npend[0]].index = i - 1
+            npend[0] += 1
+            if npend[0] == PENDING_CAPACITY:
+                break
+    return i
+
+
+cdef void planar_keep(int64_t *out, Py_ssize_t *slots, const int64_t *d, const signed char *accept,
+                      Py_ssize_t off, Py_ssize_t m, Py_ssize_t *left) noexcept nogil:
+    """out[slots[off + i]] = proposal i where accepted; the other slots move to slots[left...]."""
+    cdef Py_ssize_t i, slot
+    for i in range(m):
+        slot = slots[off + i]
+        if accept[i]:
+            out[2 * slot] = d[2 * i]
+            out[2 * slot + 1] = d[2 * i + 1]
+        else:
+            slots[left[0]] = slot
+            left[0] += 1
+
+
+def planar_laplace_into(int64_t[:, ::1] out, decay, double scale, random_state=None):
+    """Fill the rows of `out` (n x 2) with exact draws of d in Z**2, P(d) proportional to
+    exp(-lam ||d||_2), lam = decay (a Fraction > 0), from proposals of discrete Laplace scale
+    `scale` = s with s lam >= sqrt(2) (validated by the caller, dpcore.local)."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef LockedBits bits = locked_bits(h)
+    cdef Pending pend[256]
+    cdef Source s
+    cdef Py_ssize_t n = out.shape[0], todo = n, off, m, left
+    cdef double inv = 1.0 / scale
+    cdef double lam
+    cdef int64_t[::1] prop = np.empty(2 * PLANAR_CHUNK, dtype=np.int64)
+    cdef signed char[::1] accept = np.empty(PLANAR_CHUNK, dtype=np.int8)
+    cdef Py_ssize_t[::1] slots = np.arange(n, dtype=np.intp)
+    if out.shape[1] != 2:
+        raise ValueError("out must have two columns")
+    scale_exact = Fraction(scale)
+    lam_exact = Fraction(decay)
+    lam = _double_or_nan(lam_exact)  # nan: every acceptance decided exactly
+    with h.lock:
+        source_init(&s, h.bitgen)
+        while todo > 0:  # rounds over the slots still empty (about 1/4 are rejected per round)
+            left = 0
+            for off in range(0, todo, PLANAR_CHUNK):
+                m = min(PLANAR_CHUNK, todo - off)
+                _dlap_block(&s, scale, &prop[0], 2 * m, pend, scale_exact, bits)
+                _planar_accept_block(&s, &prop[0], m, lam, inv, &accept[0], pend, lam_exact,
+                                     scale_exact, bits)
+                with nogil:
+                    planar_keep(&out[0, 0], &slots[0], &prop[0], &accept[0], off, m, &left)
+            todo = left
+
+
+cdef double _double_or_nan(x):
+    """The positive rational x as a double when it is exactly a normal double, else nan."""
+    cdef double v = float(x) if x < 2**1023 else INFINITY
+    return v if DBL_MIN <= v <= 1.7e308 and Fraction(v) == x else NAN
+
+
+cdef _planar_accept_block(Source *s, const int64_t *prop, Py_ssize_t m, double lam, double inv,
+                         signed char *accept, Pending *pend, lam_exact, scale_exact, bits):
+    """accept[0:m] for the proposals prop[0:2m], every one decided (GIL and lock held)."""
+    cdef Py_ssize_t start = 0, npend = 0, k, i
+    while start < m:
+        with nogil:
+            start = planar_accept_fill(s, prop, start, m, lam, inv, accept, pend, &npend)
+        for k in range(npend):
+            i = pend[k].index
+            accept[i] = _planar_accept_exactly(pend[k].u, prop[2 * i], prop[2 * i + 1], lam_exact,
+                                               scale_exact, bits)
+
+
+cdef bint _planar_accept_exactly(double u, int64_t d1, int64_t d2, lam, scale, bits):
+    """Whether u' < exp(-gamma), gamma = lam sqrt(n2) - (|d1| + |d2|) / scale (n2 = d1**2 +
+    d2**2; lam, scale rationals), for the real uniform u' on U*'s cell [u, nextafter(u, 2)).
+
+    -ln is decreasing, so the cell is accepted whole when -ln(hi) >= an upper bound of gamma and
+    rejected whole when -ln(lo) < a lower bound (signs of -ln(x) - target decided exactly by
+    _exact._neglog_sign); otherwise 64 fresh bits pick one of 2**64 equal sub-cells (u' is
+    uniform on it) and sqrt(n2) is enclosed to twice the bits (integer square roots). gamma is
+    irrational unless n2 is a square, and then -ln of a rational other than 1 is not equal to
+    it, so the loop ends with probability one. bits() gives uniform 64-bit integers."""
+    p = 64
+    n2 = int(d1) * int(d1) + int(d2) * int(d2)
+    off = Fraction(abs(int(d1)) + abs(int(d2))) / scale
+    lo, hi = Fraction(u), Fraction(nextafter(u, 2.0))
+    while True:
+        root = math.isqrt(n2 << (2 * p))
+        upper = root if root * root == n2 << (2 * p) else root + 1
+        if _exact._neglog_sign(hi, lam * Fraction(upper, 2**p) - off) >= 0:
+            return True
+        if _exact._neglog_sign(lo, lam * Fraction(root, 2**p) - off) < 0:
+            return False
+        width = (hi - lo) / 2**64
+        j = bits()
+        lo, hi = lo + width * j, lo + width * (j + 1)
+        p *= 2
 
 
 # ------------------------------------------------------------------------------------------
@@ -1091,3 +1431,104 @@ def _pending_cell(double u, uint64_t v, int nv, uint64_t v2, bint refined):
     pd.v2 = v2
     pd.refined = refined
     return _cell(&pd)
+
+
+def _table_sampler_into(int64_t[::1] out, double sigma, double tail_sigmas, random_state=None):
+    """Test hook: discrete_gaussian_into with the table sampler whatever the size, its tail cut
+    at about tail_sigmas sigma (small cuts send many draws through the exact tail path)."""
+    _gaussian_fill(out, GaussSampler(sigma, True, tail_sigmas), random_state)
+
+
+def _table_entries(double sigma, double tail_sigmas=TABLE_TAIL_SIGMAS):
+    """Test hook: the table the sampler builds for sigma, as a dict of arrays and scalars."""
+    cdef GaussSampler sampler = GaussSampler(sigma, True, tail_sigmas)
+    cdef dpc_dgt *t = sampler.table
+    cdef int e, ncol = 1 << DPC_DGT_COLUMN_BITS
+    return {
+        "weight": np.array([t.weight[e] for e in range(ncol)], dtype=np.int64),
+        "thr": np.array([t.thr[e] for e in range(ncol)], dtype=np.int64),
+        "alias": np.array([t.alias[e] for e in range(ncol)], dtype=np.int64),
+        "start": np.array([t.entry[e].start for e in range(ncol)], dtype=np.int64),
+        "mask": np.array([t.entry[e].mask for e in range(ncol)], dtype=np.uint64),
+        "squeeze": np.array([t.entry[e].squeeze for e in range(ncol)], dtype=np.int64),
+        "kind": np.array([t.entry[e].kind for e in range(ncol)], dtype=np.int64),
+        "delta": np.array([t.entry[e].delta for e in range(ncol)]),
+        "delta_err": np.array([t.entry[e].delta_err for e in range(ncol)]),
+        "D": t.D, "h": t.h, "width": int(t.width), "tail_start": t.tail_start,
+        "tail_width": 2 ** int(t.tail_width_bits), "nblocks": t.nblocks,
+        "column_bits": DPC_DGT_COLUMN_BITS, "threshold_bits": DPC_DGT_THR_BITS,
+        "kinds": {"block": DPC_DGT_BLOCK, "tail": DPC_DGT_TAIL, "null": DPC_DGT_NULL},
+    }
+
+
+def _table_gamma(double sigma, int entry, uint64_t j):
+    """Test hook: (g, dg), the kernel's -ln a(L + j) for a block entry and its bound."""
+    cdef GaussSampler sampler = GaussSampler(sigma, True)
+    cdef double g = 0.0, dg = 0.0
+    if not (0 <= entry < (1 << DPC_DGT_COLUMN_BITS)) \
+            or sampler.table.entry[entry].kind != DPC_DGT_BLOCK \
+            or j > sampler.table.entry[entry].mask:
+        raise ValueError("need a block entry and 0 <= j < its width")
+    table_gamma(sampler.table, &sampler.table.entry[entry], j, &g, &dg)
+    return g, dg
+
+
+def _table_fast_rate(double sigma, Py_ssize_t n, random_state=None):
+    """Test hook: (attempts, undecided) over table attempts until n draws are decided fast."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef GaussSampler sampler = GaussSampler(sigma, True)
+    cdef Pending pd
+    cdef Source s
+    cdef int64_t y = 0
+    cdef Py_ssize_t done = 0, attempts = 0, undecided = 0
+    cdef int r
+    with h.lock, nogil:
+        source_init(&s, h.bitgen)
+        while done < n:
+            r = table_one(&s, sampler.table, &y, &pd)
+            attempts += 1
+            if r < 0:
+                undecided += 1
+            else:
+                done += r
+    return attempts, undecided
+
+
+def _planar_gamma(int64_t d1, int64_t d2, decay, double scale):
+    """Test hook: (g, dg), the kernel's enclosure of lam ||d||_2 - ||d||_1 / scale."""
+    cdef double g = 0.0, dg = 0.0
+    planar_gamma(d1, d2, _double_or_nan(Fraction(decay)), 1.0 / scale, &g, &dg)
+    return g, dg
+
+
+def _planar_accept(const int64_t[:, ::1] d, decay, double scale, random_state=None):
+    """Test hook: the planar acceptance test of each proposal row of d (1 accepted, 0 not),
+    decided as planar_laplace_into decides it."""
+    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef LockedBits bits = locked_bits(h)
+    cdef Pending pend[256]
+    cdef Source s
+    cdef Py_ssize_t n = d.shape[0]
+    cdef signed char[::1] accept = np.zeros(n, dtype=np.int8)
+    lam_exact = Fraction(decay)
+    if n == 0:
+        return np.asarray(accept)
+    with h.lock:
+        source_init(&s, h.bitgen)
+        _planar_accept_block(&s, &d[0, 0], n, _double_or_nan(lam_exact), 1.0 / scale,
+                             &accept[0], pend, lam_exact, Fraction(scale), bits)
+    return np.asarray(accept)
+
+
+def _planar_accept_cell(double u, int64_t d1, int64_t d2, decay, double scale):
+    """Test hook: the fast decision (1 / 0 / -1 undecided) on U*'s cell [u, u + ulp(u))."""
+    cdef double g = 0.0, dg = 0.0
+    if not (DBL_MIN <= u < 1.0):
+        raise ValueError("u must be a normal double in (0, 1)")
+    planar_gamma(d1, d2, _double_or_nan(Fraction(decay)), 1.0 / scale, &g, &dg)
+    return accept_cell(u, g, dg)
+
+
+def _planar_accept_exact(double u, int64_t d1, int64_t d2, decay, double scale, bits):
+    """Test hook: the exact decision on U*'s cell, refined with bits() when it must be."""
+    return _planar_accept_exactly(u, d1, d2, Fraction(decay), Fraction(scale), bits)

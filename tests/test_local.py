@@ -25,7 +25,7 @@ from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import local
-from dpcore.local import _epsilon, _frequency, _planar
+from dpcore.local import _epsilon, _frequency
 
 mpmath.mp.dps = 80
 TWO_64 = 2**64
@@ -645,24 +645,94 @@ def test_planar_laplace_fine_grid_law():
     assert planar_pvalue(offsets, eps * grid) > ALPHA
 
 
-@pytest.mark.parametrize("lam, inv_scale, d", [
-    (Fraction(3), Fraction(1), (1, 2)),            # gamma = 3 sqrt(5) - 3 ~ 3.708: M = 4 factors
-    (Fraction(1, 2), Fraction(1, 4), (3, 4)),      # rational gamma = 2.5 - 1.75 = 0.75
-    (Fraction(7, 10), Fraction(1, 2), (2, 5)),     # gamma = 0.7 sqrt(29) - 3.5 ~ 0.2696
-    (Fraction(1, 2), Fraction(1, 2), (0, 0)),      # gamma = 0: always accepted
+def _planar_gamma_exact(d, lam, scale):
+    """lam ||d||_2 - ||d||_1 / scale at 80 digits (mpmath; lam, scale rationals)."""
+    lam, scale = Fraction(lam), Fraction(scale)
+    n2 = d[0] ** 2 + d[1] ** 2
+    off = Fraction(abs(d[0]) + abs(d[1])) / scale
+    return mpmath.mpf(lam.numerator) / lam.denominator * mpmath.sqrt(n2) \
+        - mpmath.mpf(off.numerator) / off.denominator
+
+
+PLANAR_CASES = [
+    (Fraction(3), 1.0, (1, 2)),            # gamma = 3 sqrt(5) - 3 ~ 3.708
+    (Fraction(1, 2), 4.0, (3, 4)),         # rational gamma = 2.5 - 1.75 = 0.75
+    (Fraction(0.7), 2.0, (2, 5)),          # gamma = 0.7 sqrt(29) - 3.5 ~ 0.2696
+    (Fraction(1, 2), 2.0, (0, 0)),         # gamma = 0: always accepted
+    (Fraction(1, 2**20), 2.0**21, (-123456, 98765)),  # a fine grid: large offsets, small gamma
+]
+
+
+@pytest.mark.parametrize("lam, scale, d", PLANAR_CASES + [
+    (Fraction(7, 10), 2.0, (2, 5)),  # lam not a double: every decision exact in either mode
 ])
 @pytest.mark.parametrize("exact", [False, True])
-def test_bernoulli_exp_planar_exact(lam, inv_scale, d, exact, monkeypatch):
-    monkeypatch.setattr(_planar, "_FORCE_EXACT", exact)
-    n = 20_000 if not exact else 5_000
-    words = _planar._Words(dpcore.default_rng(sum(d) + 1))
-    n2, taxi = d[0] ** 2 + d[1] ** 2, abs(d[0]) + abs(d[1])
-    hits = sum(_planar._bernoulli_exp_planar(words, n2, taxi, lam, inv_scale) for _ in range(n))
-    p = math.exp(-(float(lam) * math.sqrt(n2) - taxi * float(inv_scale)))
+def test_planar_acceptance_probability(lam, scale, d, exact):
+    """The kernel accepts proposal d with probability exp(-gamma), on its fast path and with every
+    decision taken in exact arithmetic."""
+    from dpcore import _noise
+    n = 20_000 if not exact and Fraction(float(lam)) == lam else 4_000
+    proposals = np.tile(np.array(d, dtype=np.int64), (n, 1))
+    _noise._force_exact_path(exact)
+    try:
+        hits = int(_noise._planar_accept(proposals, lam, scale, dpcore.default_rng(sum(d) % 97 + 1)).sum())
+    finally:
+        _noise._force_exact_path(False)
+    p = float(mpmath.exp(-_planar_gamma_exact(d, lam, scale)))
     if p == 1.0:
         assert hits == n
         return
-    assert abs(hits / n - p) <= z_critical(n_checks=3) * math.sqrt(p * (1 - p) / n)
+    assert abs(hits / n - p) <= z_critical(n_checks=4) * math.sqrt(p * (1 - p) / n)
+
+
+def test_planar_gamma_bound():
+    """The kernel's double enclosure of gamma holds (mpmath, 80 digits) and is tight."""
+    rng = np.random.default_rng(64)
+    for lam, scale, d in PLANAR_CASES + [(Fraction(0.6), math.sqrt(2) / 0.6 * (1 + 2**-52), (7, -7))]:
+        ds = [d] + [tuple(int(v) for v in rng.integers(-10**6, 10**6, 2)) for _ in range(20)]
+        for e in ds:
+            g, dg = _noise_hooks()._planar_gamma(e[0], e[1], lam, scale)
+            assert abs(mpmath.mpf(g) - _planar_gamma_exact(e, lam, scale)) <= dg, (lam, e)
+            assert dg <= 2.0**-48 * (float(lam) * math.hypot(*e) + 1)
+
+
+def _noise_hooks():
+    from dpcore import _noise
+    return _noise
+
+
+def test_planar_fast_decisions_are_exact():
+    """A fast decision on U*'s cell is only taken when the exact decision agrees; uniforms are
+    placed next to exp(-gamma), where the decision is hardest."""
+    hooks = _noise_hooks()
+    rng = np.random.default_rng(65)
+
+    def no_bits():
+        raise AssertionError("refinement needed: the fast path must not have decided")
+
+    n_fast = 0
+    for lam, scale, d in PLANAR_CASES[:3] + PLANAR_CASES[4:]:
+        threshold = float(mpmath.exp(-_planar_gamma_exact(d, lam, scale)))
+        us = [threshold * (1 + k * 2.0**-50) for k in range(-40, 41)] + list(rng.random(50))
+        for u in us:
+            fast = hooks._planar_accept_cell(u, d[0], d[1], lam, scale)
+            if fast >= 0:
+                n_fast += 1
+                assert fast == hooks._planar_accept_exact(u, d[0], d[1], lam, scale, no_bits), (d, u)
+    assert n_fast > 4 * 100
+
+
+def test_planar_exact_path_law():
+    """Every acceptance decided in exact arithmetic: the offsets still follow the planar law."""
+    hooks = _noise_hooks()
+    hooks._force_exact_path(True)
+    try:
+        z = local.planar_laplace(np.zeros((1000, 2)), epsilon=0.6, grid=1.0, random_state=66)
+    finally:
+        hooks._force_exact_path(False)
+    offsets = np.rint(z).astype(np.int64)
+    assert planar_pvalue(offsets, 0.6) > ALPHA
+    assert planar_pvalue(offsets, 0.6 * 1.25) < ALPHA  # power
 
 
 @pytest.mark.parametrize("eps, grid", [(0.01, 8.0), (1.0, 1.0), (2.0**-10, 2.0**6), (50.0, 0.5)])
@@ -722,16 +792,6 @@ def test_planar_accountant():
     assert len(acc.history) == 1 and acc.history[0].epsilon == mech.epsilon_ldp
     assert acc.history[0].label == "local.planar_laplace"
     assert 0.1 * (50 + math.sqrt(2)) <= mech.epsilon_ldp < 0.1 * (50 + math.sqrt(2)) + 1e-12
-
-
-@pytest.mark.parametrize("eps, grid", [(0.5, 1.0), (3.0, 0.125), (20.0, 1.0)])
-def test_planar_fast_path_matches_exact_path(eps, grid, monkeypatch):
-    """The double-precision pre-decisions change nothing: same words, same outputs."""
-    points = np.zeros((3000, 2))
-    fast = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
-    monkeypatch.setattr(_planar, "_FORCE_EXACT", True)
-    exact = local.planar_laplace(points, epsilon=eps, grid=grid, random_state=31)
-    np.testing.assert_array_equal(fast, exact)
 
 
 # ------------------------------------------------------------------------------------------
@@ -810,14 +870,3 @@ def test_randomizers_laws_under_every_generator(kind):
     z = local.planar_laplace(np.zeros((20_000, 2)), epsilon=0.6, grid=1.0,
                              random_state=generator(kind, 62))
     assert planar_pvalue(np.rint(z).astype(np.int64), 0.6) > ALPHA
-
-
-@pytest.mark.parametrize("kind", GENERATOR_KINDS)
-def test_planar_words_are_64_bit_under_every_generator(kind):
-    """The accept test refines a uniform 64 bits at a time: words must fill all 64 bits (MT19937's
-    random_raw gives 32, and the old reader never returned under it)."""
-    words = _planar._Words(generator(kind, 63))
-    top = [words.next() >> 60 for _ in range(1600)]  # the top nibble: uniform on 0..15
-    assert chisquare_pvalue(np.bincount(top, minlength=16), np.full(16, 1 / 16)) > ALPHA
-    misread = [int(w) >> 60 for w in np.random.MT19937(63).random_raw(1600)]
-    assert max(misread) == 0  # what the old reader saw: the same test rejects it

@@ -585,3 +585,188 @@ def test_integer_samplers_law_under_every_generator(kind):
     assert integer_pvalue(x, dlap_pmf(1.5), np.arange(-21, 22)) > ALPHA
     y = dpcore.discrete_gaussian(2.0, size=N // 4, random_state=generator(kind, 32))
     assert integer_pvalue(y, dgauss_pmf(2.0), np.arange(-16, 17)) > ALPHA
+
+
+# ------------------------------------------------------------------------------------------------
+# The table sampler of the discrete Gaussian (dgauss_table.h): calls of >= 1024 draws. The table
+# is checked entry by entry against mpmath (the facts its exactness rests on), the fast -ln a
+# against mpmath, and the law end to end, including the tail and the exact path.
+
+mp = pytest.importorskip("mpmath")
+
+TABLE_SIGMAS = [0.0625, 0.3, 1.0, 7.3, 31.99, 32.0, 100.0, 1234567.25, 2.0**36, 1.5 * 2.0**36,
+                2.0**40]
+
+
+def _c(table, e):
+    """c_e of dgauss_table.h: 1/2 for the zero block, W for a block, 2 W_t for the tail's check."""
+    if e == 0:
+        return Fraction(1, 2)
+    return Fraction(table["width"]) if e <= table["nblocks"] else Fraction(2 * table["tail_width"])
+
+
+def _true_delta(table, e, sigma):
+    """gamma(L_e) + ln(w_e) - ln(D c_e) at 100 digits (mpmath; error far below 1e-80)."""
+    with mp.workdps(100):
+        start = mp.mpf(int(table["start"][e]))
+        s2 = mp.mpf(Fraction(sigma).numerator) ** 2 / mp.mpf(Fraction(sigma).denominator) ** 2
+        dc = Fraction(table["D"]) * _c(table, e)
+        return start**2 / (2 * s2) + mp.log(int(table["weight"][e])) \
+            - mp.log(dc.numerator) + mp.log(dc.denominator)
+
+
+@pytest.mark.parametrize("sigma", TABLE_SIGMAS)
+def test_table_layout_and_alias_are_exact(sigma):
+    """Blocks tile the half line; the alias table gives entry e probability w_e / 2**29
+    exactly; the tail width satisfies L_T W_t >= sigma**2."""
+    t = _noise._table_entries(sigma)
+    n, w, kinds = t["nblocks"], t["width"], t["kinds"]
+    cap = 2 ** t["threshold_bits"]
+    assert t["weight"].sum() == 2**29 and (t["weight"] >= 0).all()
+    assert w & (w - 1) == 0 and (w == 1 or w <= sigma / 32) and w <= 2**34
+    assert t["kind"][0] == kinds["block"] and t["start"][0] == 0 and t["mask"][0] == 0
+    for e in range(1, n + 1):
+        assert t["kind"][e] == kinds["block"]
+        assert t["start"][e] == 1 + (e - 1) * w and t["mask"][e] == w - 1
+    assert t["kind"][n + 1] == kinds["tail"] and t["start"][n + 1] == t["tail_start"] == 1 + n * w
+    assert t["tail_start"] >= 7.9 * sigma - w
+    assert Fraction(t["tail_start"] * t["tail_width"]) >= Fraction(sigma) ** 2
+    assert (t["kind"][n + 2:] == kinds["null"]).all() and (t["weight"][n + 3:] == 0).all()
+    # Walker/Vose: column c holds thr[c] units of entry c and cap - thr[c] of entry alias[c]
+    units = t["thr"].copy()
+    np.add.at(units, t["alias"], cap - t["thr"])
+    np.testing.assert_array_equal(units, t["weight"])
+    assert ((t["thr"] >= 0) & (t["thr"] <= cap)).all()
+
+
+@pytest.mark.parametrize("sigma", TABLE_SIGMAS)
+def test_table_entries_bound_the_target(sigma):
+    """Every block and the tail: true delta = gamma(L) + ln(w / (D c)) >= 0 (so the acceptance
+    D c f(k) / w is <= 1) and within delta_err of the stored delta; every squeeze lies below the
+    block's smallest acceptance exp(-((W - 1)(2 L + W - 1) / (2 sigma**2) + delta))."""
+    t = _noise._table_entries(sigma)
+    n = t["nblocks"]
+    s2 = Fraction(sigma) ** 2
+    for e in range(n + 2):
+        delta = _true_delta(t, e, sigma)
+        assert delta > 0, (e, delta)
+        assert abs(delta - mp.mpf(float(t["delta"][e]))) <= t["delta_err"][e], e
+        assert t["delta_err"][e] < 2.0**-40 * (1 + int(t["start"][e]) ** 2 / (2 * sigma**2))
+        if e <= n and t["squeeze"][e] > 0:
+            w1 = int(t["mask"][e])
+            worst = Fraction(w1 * (2 * int(t["start"][e]) + w1)) / (2 * s2)
+            with mp.workdps(100):
+                g = mp.mpf(worst.numerator) / worst.denominator + delta
+                assert mp.log(mp.mpf(int(t["squeeze"][e])) / 2**32) < -g, e
+    # the squeezes are not vacuous: weighted by the proposal, nearly every accept needs no
+    # arithmetic (the acceptance itself is about 0.99)
+    w = t["weight"][:n + 1].astype(float)
+    assert (w * t["squeeze"][:n + 1]).sum() / w.sum() > 0.97 * 2**32
+
+
+@pytest.mark.parametrize("sigma", [0.3, 7.3, 100.0, 1234567.25, 2.0**40])
+def test_table_gamma_bound(sigma):
+    """The kernel's g ~ -ln a(L + j) = j (2 L + j) / (2 sigma**2) + delta is within dg of it."""
+    t = _noise._table_entries(sigma)
+    rng = np.random.default_rng(38)
+    s2 = Fraction(sigma) ** 2
+    entries = [0, 1, t["nblocks"]] + [int(e) for e in rng.integers(1, t["nblocks"] + 1, 20)]
+    for e in entries:
+        w1 = int(t["mask"][e])
+        for j in {0, w1, w1 // 2, int(rng.integers(0, w1 + 1))}:
+            g, dg = _noise._table_gamma(sigma, e, j)
+            part = Fraction(j * (2 * int(t["start"][e]) + j)) / (2 * s2)
+            with mp.workdps(100):
+                exact = mp.mpf(part.numerator) / part.denominator + _true_delta(t, e, sigma)
+                assert abs(mp.mpf(g) - exact) <= dg, (e, j)
+            assert dg <= 2.0**-40
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 100.0, 2.0**36, 2.0**40])
+def test_table_fast_path_decides_almost_everything(sigma):
+    attempts, undecided = _noise._table_fast_rate(sigma, 200_000, random_state=3)
+    assert attempts < 1.02 * 200_000  # about 1.01 attempts per draw (null entry, rejections)
+    assert undecided < 1e-4 * attempts
+
+
+def test_large_calls_use_the_table_sampler():
+    """discrete_gaussian draws >= 1024 values with the table sampler (default tail cut)."""
+    for sigma, n in [(2.5, 1024), (1e6, 5000)]:
+        a = dpcore.discrete_gaussian(sigma, n, random_state=dpcore.ChaCha20(40))
+        b = np.empty(n, dtype=np.int64)
+        _noise._table_sampler_into(b, sigma, _noise.TABLE_TAIL_SIGMAS, dpcore.ChaCha20(40))
+        np.testing.assert_array_equal(a, b)
+
+
+def _normal_bins_pvalue(x, sigma, sigma_law, edges_in_sigmas):
+    """Chi-square of x against N(0, sigma_law**2) on bins (edges in units of sigma; the discrete
+    law equals the normal one on them within ~1e-100 for sigma >= 1000, Poisson summation)."""
+    from scipy import stats
+
+    edges = np.concatenate([[-np.inf], np.asarray(edges_in_sigmas) * sigma, [np.inf]])
+    counts = np.histogram(x, bins=edges)[0]
+    return chisquare_pvalue(counts, np.diff(stats.norm.cdf(edges / sigma_law)))
+
+
+@pytest.mark.parametrize("sigma", [31.99, 64.5, 100.0])
+def test_table_sampler_law_medium_sigma(sigma):
+    """Blocks of width 1 and 2 (sigma around 32 and 100), on unit cells out to 5 sigma. Power:
+    against sigma 4% too large the noncentrality is about 660 on ~10 sigma cells, rejected at
+    ALPHA with probability > 0.9999."""
+    x = dpcore.discrete_gaussian(sigma, size=N, random_state=int(sigma * 10))
+    support = np.arange(-int(5 * sigma), int(5 * sigma) + 1)
+    assert integer_pvalue(x, dgauss_pmf(sigma), support) > ALPHA
+    assert integer_pvalue(x, dgauss_pmf(sigma * 1.04), support) < ALPHA  # power
+    # within-block position (j = (|y| - 1) mod 2) against the exact law too
+    if sigma > 64:
+        k = np.abs(x[x != 0]) - 1
+        ks = np.arange(0, int(40 * sigma))
+        p = np.exp(-((ks + 1.0) ** 2) / (2 * sigma**2))
+        probs = np.array([p[ks % 2 == 0].sum(), p[ks % 2 == 1].sum()])
+        assert chisquare_pvalue(np.bincount(k % 2, minlength=2), probs / probs.sum()) > ALPHA
+
+
+@pytest.mark.parametrize("sigma", [1234567.25, 1.3 * 2.0**36, 2.0**40])
+def test_table_sampler_law_large_sigma(sigma):
+    """Bins aligned to the blocks near the centre (block-level acceptance) and out to 5 sigma,
+    plus quarter blocks (the slope inside a block). Power: against sigma 2% too large the
+    noncentrality on the first bins is 162, rejected at ALPHA with probability > 0.9999999."""
+    x = dpcore.discrete_gaussian(sigma, size=N, random_state=int(sigma) % 1000)
+    w = _noise._table_entries(sigma)["width"] / sigma
+    edges = np.concatenate([-np.arange(5.0, 0, -0.25), np.arange(0, 5.01, 0.25)])
+    assert _normal_bins_pvalue(x, sigma, sigma, edges) > ALPHA
+    assert _normal_bins_pvalue(x, sigma, sigma * 1.02, edges) < ALPHA  # power
+    quarter = np.arange(0, 2 * w * 16 + 1e-12, w / 4)  # 32 blocks, 4 bins each, one side
+    quarter_edges = np.concatenate([-quarter[::-1], quarter[1:]])
+    assert _normal_bins_pvalue(x, sigma, sigma, quarter_edges) > ALPHA
+
+
+@pytest.mark.parametrize("sigma, cut", [pytest.param(2.3, 0.7, marks=pytest.mark.slow),
+                                        pytest.param(100.0, 1.0, marks=pytest.mark.slow),
+                                        (1.3 * 2.0**36, 1.5)])
+def test_table_tail_law(sigma, cut):
+    """With the tail cut at cut * sigma, a large share of the draws take the exact tail path
+    (geometric sub-blocks, exact acceptance); the law is still the discrete Gaussian."""
+    n = 12_000
+    x = np.empty(n, dtype=np.int64)
+    _noise._table_sampler_into(x, sigma, cut, dpcore.ChaCha20(int(sigma * 3) % 2**32))
+    tail = np.abs(x) >= _noise._table_entries(sigma, cut)["tail_start"]
+    assert tail.mean() > 0.1
+    if sigma < 1000:
+        support = np.arange(-int(6 * sigma) - 2, int(6 * sigma) + 3)
+        assert integer_pvalue(x, dgauss_pmf(sigma), support) > ALPHA
+        assert integer_pvalue(x, dgauss_pmf(sigma * 1.08), support) < ALPHA  # power
+    else:
+        edges = np.arange(-4, 4.01, 0.5)
+        assert _normal_bins_pvalue(x, sigma, sigma, edges) > ALPHA
+        assert _normal_bins_pvalue(x, sigma, sigma * 1.08, edges) < ALPHA  # power
+
+
+def test_table_exact_path_law_large_sigma():
+    """Every acceptance decided in rational arithmetic (the fast tests and squeezes off)."""
+    sigma = 1234567.25
+    with exact_path():
+        x = dpcore.discrete_gaussian(sigma, size=2000, random_state=25)
+    edges = np.arange(-3, 3.01, 0.5)
+    assert _normal_bins_pvalue(x, sigma, sigma, edges) > ALPHA
+    assert _normal_bins_pvalue(x, sigma, sigma * 1.25, edges) < ALPHA  # power

@@ -1,5 +1,7 @@
 """Typed surface of the compiled kernel dpcore._noise (def-level names only)."""
 from fractions import Fraction
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -8,6 +10,9 @@ from dpcore._random import RandomStateLike
 
 MAX_DLAP_SCALE: float
 MAX_DGAUSS_SIGMA: float
+TABLE_MIN_SIZE: int  # discrete Gaussian calls of this many draws or more use the table sampler
+TABLE_MIN_SIGMA: float  # ... with sigma at least this
+TABLE_TAIL_SIGMAS: float  # the table's tail starts near this many sigmas
 
 # Parameters are validated by the callers (dpcore.mechanisms, dpcore._release); nothing is here.
 def discrete_laplace_into(
@@ -37,6 +42,9 @@ def discrete_gaussian_grid_into(
     sigma: float,
     random_state: RandomStateLike = ...,
 ) -> None: ...
+def planar_laplace_into(
+    out: NDArray[np.int64], decay: Fraction, scale: float, random_state: RandomStateLike = ...
+) -> None: ...  # rows of out (n x 2): exact draws with P(d) ~ exp(-decay ||d||_2)
 def snapping_into(
     out: NDArray[np.float64],
     x: NDArray[np.float64],
@@ -63,6 +71,22 @@ def _floor_refined(u: float, extra: int, nextra: int, v2: int, scale: float) -> 
 def _dgauss_g(y: int, sigma: float) -> tuple[float, float, float]: ...  # (g, dg, t)
 def _accept_coarse(top: int, g: float, dg: float) -> int: ...  # 1 accept, 0 reject, -1 undecided
 def _accept_cell(u: float, g: float, dg: float) -> int: ...
+def _table_sampler_into(
+    out: NDArray[np.int64], sigma: float, tail_sigmas: float, random_state: RandomStateLike = ...
+) -> None: ...
+def _table_entries(sigma: float, tail_sigmas: float = ...) -> dict[str, Any]: ...
+def _table_gamma(sigma: float, entry: int, j: int) -> tuple[float, float]: ...  # (g, dg)
+def _table_fast_rate(
+    sigma: float, n: int, random_state: RandomStateLike = ...
+) -> tuple[int, int]: ...  # (attempts, undecided)
+def _planar_gamma(d1: int, d2: int, decay: Fraction, scale: float) -> tuple[float, float]: ...
+def _planar_accept(
+    d: NDArray[np.int64], decay: Fraction, scale: float, random_state: RandomStateLike = ...
+) -> NDArray[np.int8]: ...
+def _planar_accept_cell(u: float, d1: int, d2: int, decay: Fraction, scale: float) -> int: ...
+def _planar_accept_exact(
+    u: float, d1: int, d2: int, decay: Fraction, scale: float, bits: Callable[[], int]
+) -> bool: ...
 def _pending_cell(
     u: float, v: int, nv: int, v2: int, refined: bool
 ) -> tuple[Fraction, Fraction]: ...

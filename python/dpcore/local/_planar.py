@@ -1,8 +1,8 @@
 """Planar Laplace on a grid (geo-indistinguishability, [ABCP13]), sampled exactly.
 
 The offsets are exact discrete Laplace proposals accepted by an exact Bernoulli(exp(-gamma))
-with gamma irrational, decided on exact enclosures from 64-bit words read through
-:class:`dpcore._random.Words64`.
+with gamma irrational, all in the noise kernel (`dpcore._noise.planar_laplace_into`): proven
+floating-point bounds decide nearly every acceptance, exact rational arithmetic the rest.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpcore import _validation as check
+from dpcore import _noise
 from dpcore._floats import round_up
-from dpcore._random import Words64
 from dpcore._release import Cost, release
 from dpcore.accounting import AccountantLike
 from dpcore.random import RandomStateLike
@@ -24,97 +24,6 @@ __all__ = ["planar_laplace", "PlanarLaplaceMechanism"]
 
 #: Largest |coordinate| / grid accepted (grid indices and outputs stay exact in doubles).
 MAX_GRID_INDEX = 2.0**50
-
-
-class _Words:
-    """64-bit words from a generator, fetched in batches (order fixed: a seed reproduces)."""
-
-    def __init__(self, rng):
-        self._words = Words64(rng)
-        self._buf = []
-
-    def next(self):
-        if not self._buf:
-            self._buf = self._words.batch(256).tolist()[::-1]
-        return self._buf.pop()
-
-
-def _uniform_below(words, enclosure, first):
-    """True with probability exactly r, for r in [0, 1] known through ``enclosure(bits)`` ->
-    (lo, hi) with lo <= r <= hi and hi - lo <= about 2**-bits.
-
-    A real uniform U is read 64 bits at a time (``first`` is its first word): after P bits it
-    lies in [a / 2**P, (a + 1) / 2**P); U < r is decided once that cell lies below lo or at/above
-    hi. For an irrational r this happens with probability one; a rational r has lo == hi.
-    """
-    a, bits = first, 64
-    while True:
-        lo, hi = enclosure(bits + 4)
-        cell = Fraction(1, 2**bits)
-        if (a + 1) * cell <= lo:
-            return True
-        if a * cell >= hi:
-            return False
-        a = (a << 64) | words.next()
-        bits += 64
-
-
-def _sqrt_enclosure(n, bits):
-    """(lo, hi) with lo <= sqrt(n) <= hi for an integer n >= 0, hi - lo <= 2**-bits (exact when
-    n is a perfect square)."""
-    s = math.isqrt(n << (2 * bits))
-    lo = Fraction(s, 2**bits)
-    return (lo, lo) if s * s == n << (2 * bits) else (lo, Fraction(s + 1, 2**bits))
-
-
-# Fast path of the planar acceptance test: gamma is first computed in doubles. While lam
-# sqrt(n2) < 2**20 and taxi / s < 2**21, each of the few roundings errs by at most 2**-53 of
-# a number below 2**21, so |gamma_double - gamma| < 2**-29 and |r_double - r| < 2**-28 for r =
-# gamma / (M K); a uniform whose first 64 bits put it more than _FAST_MARGIN away from r_double
-# is decided by them alone, exactly as the exact comparison would decide it. Otherwise the same
-# word goes on to the exact comparison (the law is the exact one either way).
-_FAST_MARGIN = 2.0**-26
-_FAST_LIMIT = 2.0**20
-_FORCE_EXACT = False  # test hook: every decision through the exact enclosures
-
-
-def _bernoulli_exp_planar(words, n2, taxi, lam, inv_scale):
-    """Exact Bernoulli(exp(-gamma)) with gamma = lam sqrt(n2) - taxi inv_scale >= 0 (irrational
-    in general): exp(-gamma) = exp(-gamma / M)**M with an integer M >= gamma, each factor by
-    Canonne-Kamath-Steinke's series (K = 1, 2, ... while Bernoulli(c / K); success iff K odd),
-    every Bernoulli(c / K) decided on the uniform's first word when the double estimate of
-    c / K is clearly away from it, else by `_uniform_below` on an exact enclosure."""
-    offset = taxi * inv_scale
-
-    def gamma(bits):
-        lo, hi = _sqrt_enclosure(n2, bits)
-        return lam * lo - offset, lam * hi - offset
-
-    main, off = float(lam) * math.sqrt(n2), taxi * float(inv_scale)
-    in_range = main < _FAST_LIMIT and off < 2 * _FAST_LIMIT
-    if in_range:
-        g = main - off
-        m = max(1, math.ceil(g + _FAST_MARGIN))  # >= gamma: the error is below the margin
-    else:
-        m = max(1, math.ceil(gamma(16)[1]))
-    fast = in_range and not _FORCE_EXACT
-    for _ in range(m):
-        k = 1
-        while True:
-            a = words.next()
-            if fast:
-                r = g / (m * k)
-                if (a + 1) * 2.0**-64 <= r - _FAST_MARGIN:
-                    k += 1
-                    continue
-                if a * 2.0**-64 >= r + _FAST_MARGIN:
-                    break
-            if not _uniform_below(words, lambda b, k=k: tuple(x / (m * k) for x in gamma(b)), a):
-                break
-            k += 1
-        if k % 2 == 0:
-            return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -242,11 +151,11 @@ def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
     -----
     Sampling is exact: proposals are two independent exact discrete Laplace integers of scale
     s >= sqrt(2) / (epsilon u) (P proportional to exp(-(|d1| + |d2|) / s)), accepted with
-    probability exp(-(epsilon u ||d|| - (|d1| + |d2|) / s)) <= 1 (||d||_1 <= sqrt(2) ||d||_2),
-    decided by the Canonne-Kamath-Steinke Bernoulli(exp(-gamma)) series with each comparison
-    made on an exact enclosure of the irrational gamma (integer square roots), refined until it
-    decides. About 1.3 proposals per point. The acceptance test runs in Python (tens of
-    microseconds per point) and is not constant-time.
+    probability exp(-gamma), gamma = epsilon u ||d|| - (|d1| + |d2|) / s >= 0 (||d||_1 <=
+    sqrt(2) ||d||_2): accept iff -ln(U) > gamma for a full-precision uniform U, decided in the
+    compiled kernel on proven enclosures of -ln(U) and gamma, and in exact rational arithmetic
+    (integer square roots, correctly rounded logarithms, U's cell refined with fresh bits) when
+    those do not decide. About 1.3 proposals per point. Not constant-time.
 
     References
     ----------
@@ -303,24 +212,6 @@ def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
 
 def _planar_offsets(n, mech, rng):
     """n exact draws of d in Z^2 with P(d) proportional to exp(-lambda ||d||_2)."""
-    from dpcore import _noise
-
-    lam = mech.decay
-    inv_scale = 1 / Fraction(mech.proposal_scale)
-    words = _Words(rng)
     out = np.empty((n, 2), dtype=np.int64)
-    pending = np.arange(n)
-    while pending.size:
-        batch = max(2 * pending.size, 16)
-        proposals = np.empty(2 * batch, dtype=np.int64)
-        _noise.discrete_laplace_into(proposals, mech.proposal_scale, rng)
-        proposals = proposals.reshape(batch, 2)
-        filled = 0
-        for d1, d2 in proposals.tolist():
-            if filled == pending.size:
-                break
-            if _bernoulli_exp_planar(words, d1 * d1 + d2 * d2, abs(d1) + abs(d2), lam, inv_scale):
-                out[pending[filled]] = (d1, d2)
-                filled += 1
-        pending = pending[filled:]
+    _noise.planar_laplace_into(out, mech.decay, mech.proposal_scale, rng)
     return out
