@@ -1,0 +1,17 @@
+"""Differentially private synthetic tabular data from noisy marginals.
+
+* :class:`Domain` (with :class:`Categorical` and :class:`Numeric` columns): the public domain of
+  a table, declared by the caller or read from a JSON schema, never inferred from the data;
+  encodes records (DataFrame, mapping, array or CSV) into integer codes by public rules and
+  decodes synthetic codes back.
+
+Conventions (see each Privacy section): neighbouring relation add/remove one record; the domain
+is public; budgets are rho-zCDP (``rho=``; the default kind of noise, exact discrete Gaussian),
+pure epsilon-DP (``epsilon=``; exact discrete Laplace) or (epsilon, delta)-DP through zCDP
+(``epsilon=``, ``delta=``); each release is charged once, before anything is drawn; sampling
+synthetic records is post-processing. ``random_state=None`` is dpcore's cryptographically secure
+generator; seeds are for tests.
+"""
+from dpcore.synth._domain import MAX_CELL_CHARS, MAX_COLUMN_CODES, Categorical, Domain, Numeric
+
+__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "Numeric"]
