@@ -90,7 +90,7 @@ DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.learn._kernel", "dpcore.learn._search", "dpcore.learn._tree",
     "dpcore.learn._kmeans", "dpcore.learn._feature_selection", "dpcore._random",
     "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
-    "dpcore.robust._svt", "dpcore.synth._domain",
+    "dpcore.robust._svt", "dpcore.synth._domain", "dpcore.synth._marginals",
 ]
 
 

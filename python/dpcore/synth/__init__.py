@@ -4,6 +4,8 @@
   a table, declared by the caller or read from a JSON schema, never inferred from the data;
   encodes records (DataFrame, mapping, array or CSV) into integer codes by public rules and
   decodes synthetic codes back.
+* :func:`marginals`: noisy counts of several marginals at once (exact discrete Gaussian or
+  discrete Laplace noise).
 
 Conventions (see each Privacy section): neighbouring relation add/remove one record; the domain
 is public; budgets are rho-zCDP (``rho=``; the default kind of noise, exact discrete Gaussian),
@@ -13,5 +15,6 @@ synthetic records is post-processing. ``random_state=None`` is dpcore's cryptogr
 generator; seeds are for tests.
 """
 from dpcore.synth._domain import MAX_CELL_CHARS, MAX_COLUMN_CODES, Categorical, Domain, Numeric
+from dpcore.synth._marginals import marginals
 
-__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "Numeric"]
+__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "Numeric", "marginals"]
