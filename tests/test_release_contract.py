@@ -140,6 +140,8 @@ RELEASES = {
     "synth.marginals": (lambda **o: synth.marginals(SYNTH_DATA, **_kw(dict(
         domain=SYNTH_DOMAIN, attributes=["a", ("a", "b")], epsilon=EPS), o)), (EPS, 0.0),
         [dict(attributes=["c"]), dict(domain=None), dict(rho=0.1)]),
+    "synth.MST": (lambda **o: synth.MST(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
+        SYNTH_DATA), (EPS, 0.0), [dict(domain=None), dict(rho=0.1), dict(delta=1.5)]),
 }
 
 # Arguments every release must reject before charging.

@@ -6,6 +6,9 @@
   decodes synthetic codes back.
 * :func:`marginals`: noisy counts of several marginals at once (exact discrete Gaussian or
   discrete Laplace noise).
+* :class:`MST`: McKenna, Miklau and Sheldon's MST (noisy 1-way marginals, a maximum spanning
+  tree of attribute pairs chosen with the exponential mechanism, noisy 2-way marginals on it, a
+  consistent tree model) with ``cost`` known before ``fit`` and ``sample`` as post-processing.
 
 Conventions (see each Privacy section): neighbouring relation add/remove one record; the domain
 is public; budgets are rho-zCDP (``rho=``; the default kind of noise, exact discrete Gaussian),
@@ -16,5 +19,7 @@ generator; seeds are for tests.
 """
 from dpcore.synth._domain import MAX_CELL_CHARS, MAX_COLUMN_CODES, Categorical, Domain, Numeric
 from dpcore.synth._marginals import marginals
+from dpcore.synth._mst import MST
 
-__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "Numeric", "marginals"]
+__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "MST", "Numeric",
+           "marginals"]

@@ -99,15 +99,8 @@ class Categorical:
         for code, cat in enumerate(self.categories):
             lookup[_text(cat)] = code
         outside = self.outside_code
-        values = np.asarray(values, dtype=object).reshape(-1)
-        # few distinct values: map each once (the texts of the unique values, not of every row)
-        try:
-            uniques, inverse = np.unique(values, return_inverse=True)
-        except TypeError:  # mixed types that do not compare: one lookup per value
-            uniques, inverse = values, np.arange(values.size)
-        mapped = np.array([outside if _missing(u) else lookup.get(_text(u), outside)
-                           for u in uniques], dtype=np.int64)
-        return mapped[inverse.reshape(-1)] if values.size else np.zeros(0, np.int64)
+        return _map_values(values, lambda u: outside if _missing(u) else
+                           lookup.get(_text(u), outside), np.int64)
 
     def decode(self, codes, rng) -> np.ndarray:
         """Values (an object array) of codes; the missing code decodes as None."""
@@ -119,6 +112,28 @@ class Categorical:
         if self.other is not None:
             out["other"] = _jsonable(self.other)
         return out
+
+
+def _map_values(values, rule, dtype) -> np.ndarray:
+    """``rule`` applied to every value of a 1-d array, once per distinct value: through
+    ``np.unique`` when the values compare, else a memo of the hashable ones."""
+    arr = _column(values)
+    if arr.dtype.kind in "biufUS":  # comparable: map the distinct values only
+        uniques, inverse = np.unique(arr, return_inverse=True)
+        mapped = np.array([rule(u.item()) for u in uniques], dtype=dtype)
+        return mapped[inverse.reshape(-1)] if arr.size else np.zeros(0, dtype)
+    memo: dict = {}
+
+    def once(value):
+        try:
+            return memo[value]
+        except KeyError:
+            out = memo[value] = rule(value)
+            return out
+        except TypeError:  # unhashable (a list, an array): mapped directly
+            return rule(value)
+
+    return np.fromiter(map(once, arr), dtype=dtype, count=arr.size)
 
 
 def _missing(value) -> bool:
@@ -188,16 +203,10 @@ class Numeric:
 
     def numbers(self, values) -> np.ndarray:
         """The values as float64, NaN where a value is not a number (by the public rule)."""
-        arr = np.asarray(values)
+        arr = _column(values)
         if arr.dtype.kind in "biuf":
             return arr.astype(np.float64).reshape(-1)
-        arr = arr.astype(object).reshape(-1)
-        try:
-            uniques, inverse = np.unique(arr, return_inverse=True)
-        except TypeError:
-            uniques, inverse = arr, np.arange(arr.size)
-        parsed = np.array([_parse_number(u) for u in uniques], dtype=np.float64)
-        return parsed[inverse.reshape(-1)] if arr.size else np.zeros(0)
+        return _map_values(arr, _parse_number, np.float64)
 
     def encode(self, values) -> np.ndarray:
         """Codes (int64) of a 1-d array of values; never raises for a value."""
@@ -260,6 +269,28 @@ def _parse_number(value) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+def _column(values) -> np.ndarray:
+    """A column as a 1-d array, its values unchanged: numpy would turn a list mixing text and
+    numbers into text (2.0 -> "2.0"), so such a list becomes an object array."""
+    if isinstance(values, np.ndarray):
+        return values.reshape(-1) if values.ndim <= 1 else _objects(list(values))
+    items = list(values)
+    try:
+        arr = np.asarray(items)
+    except (ValueError, TypeError):
+        return _objects(items)
+    if arr.ndim != 1 or (arr.dtype.kind in "US" and not all(
+            isinstance(v, (str, bytes)) for v in items)) or arr.dtype.kind not in "biufUSO":
+        return _objects(items)
+    return arr
+
+
+def _objects(items) -> np.ndarray:
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return arr
 
 
 class Domain:
@@ -415,12 +446,12 @@ class Domain:
             missing = [n for n in self.names if n not in present]
             if missing:
                 raise ValueError(f"data lacks the domain's columns {missing}")
-            return [np.asarray(data[n].to_numpy(dtype=object)) for n in self.names]
+            return [np.asarray(data[n].to_numpy()) for n in self.names]
         if isinstance(data, dict):
             missing = [n for n in self.names if n not in data]
             if missing:
                 raise ValueError(f"data lacks the domain's columns {missing}")
-            return [np.asarray(data[n], dtype=object).reshape(-1) for n in self.names]
+            return [_column(data[n]) for n in self.names]
         arr = np.asarray(data, dtype=object) if not isinstance(data, np.ndarray) else data
         if arr.ndim != 2 or arr.shape[1] != len(self):
             raise ValueError(f"data must be a 2-d array with {len(self)} columns (the domain's, "
