@@ -9,6 +9,9 @@
 * :class:`MST`: McKenna, Miklau and Sheldon's MST (noisy 1-way marginals, a maximum spanning
   tree of attribute pairs chosen with the exponential mechanism, noisy 2-way marginals on it, a
   consistent tree model) with ``cost`` known before ``fit`` and ``sample`` as post-processing.
+* :func:`workload_error` and :func:`tstr_accuracy`: evaluation of synthetic data against the
+  real data (average L1 error over all 2-way and 3-way marginals; a classifier trained on
+  synthetic records, tested on real ones). Not releases.
 
 Conventions (see each Privacy section): neighbouring relation add/remove one record; the domain
 is public; budgets are rho-zCDP (``rho=``; the default kind of noise, exact discrete Gaussian),
@@ -19,7 +22,8 @@ generator; seeds are for tests.
 """
 from dpcore.synth._domain import MAX_CELL_CHARS, MAX_COLUMN_CODES, Categorical, Domain, Numeric
 from dpcore.synth._marginals import marginals
+from dpcore.synth._evaluate import tstr_accuracy, workload_error
 from dpcore.synth._mst import MST
 
 __all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "MST", "Numeric",
-           "marginals"]
+           "marginals", "tstr_accuracy", "workload_error"]
