@@ -142,6 +142,9 @@ RELEASES = {
         [dict(attributes=["c"]), dict(domain=None), dict(rho=0.1)]),
     "synth.MST": (lambda **o: synth.MST(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
         SYNTH_DATA), (EPS, 0.0), [dict(domain=None), dict(rho=0.1), dict(delta=1.5)]),
+    "synth.PrivBayes": (lambda **o: synth.PrivBayes(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS),
+                                                        o)).fit(SYNTH_DATA), (EPS, 0.0),
+                        [dict(degree=0), dict(network_share=1.0), dict(max_cells=-1)]),
 }
 
 # Arguments every release must reject before charging.

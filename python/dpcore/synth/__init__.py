@@ -9,6 +9,8 @@
 * :class:`MST`: McKenna, Miklau and Sheldon's MST (noisy 1-way marginals, a maximum spanning
   tree of attribute pairs chosen with the exponential mechanism, noisy 2-way marginals on it, a
   consistent tree model) with ``cost`` known before ``fit`` and ``sample`` as post-processing.
+* :class:`PrivBayes`: Zhang et al.'s PrivBayes (a Bayesian network of bounded degree chosen with
+  the exponential mechanism on a low-sensitivity L1 dependence score, noisy conditionals).
 * :func:`workload_error` and :func:`tstr_accuracy`: evaluation of synthetic data against the
   real data (average L1 error over all 2-way and 3-way marginals; a classifier trained on
   synthetic records, tested on real ones). Not releases.
@@ -24,6 +26,7 @@ from dpcore.synth._domain import MAX_CELL_CHARS, MAX_COLUMN_CODES, Categorical, 
 from dpcore.synth._marginals import marginals
 from dpcore.synth._evaluate import tstr_accuracy, workload_error
 from dpcore.synth._mst import MST
+from dpcore.synth._privbayes import PrivBayes
 
 __all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "MST", "Numeric",
-           "marginals", "tstr_accuracy", "workload_error"]
+           "PrivBayes", "marginals", "tstr_accuracy", "workload_error"]

@@ -15,27 +15,34 @@ from dpcore.synth._marginals import count_marginals
 __all__ = ["tstr_accuracy", "workload_error"]
 
 
-def _codes(data, domain, name):
-    if isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "iu":
-        if data.shape[1] != len(domain):
-            raise ValueError(f"{name} codes must have {len(domain)} columns, got {data.shape[1]}")
-        return data
-    return domain.encode(data)
+def _codes(data, domain, name, codes):
+    if not codes:
+        return domain.encode(data)
+    arr = check.real_array(data, name)
+    if arr.ndim != 2 or arr.shape[1] != len(domain) or arr.dtype.kind not in "iu":
+        raise ValueError(f"with codes=True, {name} must be a 2-d integer array with "
+                         f"{len(domain)} columns, got shape {arr.shape}, dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or np.any(arr.max(axis=0) >= np.array(domain.shape))):
+        raise ValueError(f"{name} codes must lie in 0 .. size - 1 for each column")
+    return arr
 
 
-def workload_error(real, synthetic, *, domain: Domain, ways=(2, 3)) -> float:
+def workload_error(real, synthetic, *, domain: Domain, ways=(2, 3), codes: bool = False
+                   ) -> float:
     """Average L1 distance between the real and synthetic normalised marginals over every set
     of ``ways`` columns (all 2-way and 3-way marginals by default).
 
     Parameters
     ----------
-    real, synthetic : DataFrame, mapping, 2-d array, CSV path, or integer codes
-        Records (encoded by ``domain``), or their codes (an integer array, records x columns,
-        as ``sample(output="codes")`` returns).
+    real, synthetic : DataFrame, mapping, 2-d array or CSV path
+        Records (encoded by ``domain``), or with ``codes=True`` their codes.
     domain : Domain
         The public domain both are encoded with.
     ways : int or sequence of int, default=(2, 3)
         Marginal widths of the workload (1 <= width <= number of columns).
+    codes : bool, default=False
+        ``real`` and ``synthetic`` are already integer codes (records x columns, as
+        ``Domain.encode`` and ``sample(output="codes")`` return).
 
     Returns
     -------
@@ -64,7 +71,7 @@ def workload_error(real, synthetic, *, domain: Domain, ways=(2, 3)) -> float:
     widths = [check.integer(w, "ways", minimum=1, maximum=len(domain)) for w in widths]
     if not widths:
         raise ValueError("ways must name at least one marginal width")
-    x, y = _codes(real, domain, "real"), _codes(synthetic, domain, "synthetic")
+    x, y = _codes(real, domain, "real", codes), _codes(synthetic, domain, "synthetic", codes)
     cliques = [c for w in widths for c in itertools.combinations(range(len(domain)), w)]
     errors = [np.abs(_frequencies(a) - _frequencies(b)).sum()
               for a, b in zip(count_marginals(x, domain.shape, cliques),
@@ -88,19 +95,23 @@ def one_hot(codes, sizes) -> np.ndarray:
     return out
 
 
-def tstr_accuracy(synthetic, real, *, domain: Domain, label: str, estimator=None) -> float:
+def tstr_accuracy(synthetic, real, *, domain: Domain, label: str, estimator=None,
+                  codes: bool = False) -> float:
     """Train on synthetic, test on real: the accuracy on ``real`` of a classifier of ``label``
     trained on ``synthetic`` (the other columns one-hot encoded by their domain codes).
 
     Parameters
     ----------
-    synthetic, real : DataFrame, mapping, 2-d array, CSV path, or integer codes
-        Training records and test records (encoded by ``domain``).
+    synthetic, real : DataFrame, mapping, 2-d array or CSV path
+        Training records and test records (encoded by ``domain``), or with ``codes=True`` their
+        codes.
     domain : Domain
     label : str
         The column to predict (its codes are the classes).
     estimator : scikit-learn classifier, optional
         Default: ``LogisticRegression(max_iter=1000)``. Cloned before fitting.
+    codes : bool, default=False
+        The data are already integer codes (as in :func:`workload_error`).
 
     Returns
     -------
@@ -129,7 +140,8 @@ def tstr_accuracy(synthetic, real, *, domain: Domain, label: str, estimator=None
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a dpcore.synth.Domain, got {type(domain).__name__}")
     target = domain.index(label)
-    train, test = _codes(synthetic, domain, "synthetic"), _codes(real, domain, "real")
+    train = _codes(synthetic, domain, "synthetic", codes)
+    test = _codes(real, domain, "real", codes)
     features = [j for j in range(len(domain)) if j != target]
     sizes = [domain.shape[j] for j in features]
     if test.shape[0] == 0:
