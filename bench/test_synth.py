@@ -17,7 +17,8 @@ Cells: ``adult`` (adult-like, training data seed 2031, 10**5 records; test recor
 the development data that chose the defaults used seeds 1000..1009) and ``breast_cancer``
 (scikit-learn's bundled set, a fixed 400 / 169 train / test split), both at epsilon = 1,
 delta = 1e-9 (smartnoise's conversion to rho; dpcore runs at that rho). Noise seeds 0..9 for
-every contender. Contenders: ``dpcore-mst``; ``independent`` (every 1-way marginal at the same
+every contender. Contenders: ``dpcore-mst``; ``dpcore-privbayes`` (defaults; no criterion);
+``independent`` (every 1-way marginal at the same
 rho with dpcore's discrete Gaussian, clipped at zero, columns sampled independently);
 ``smartnoise-mst`` (its own sampler) and ``smartnoise-mst-iid`` (i.i.d. records from the same
 fitted model; see ``synth_peers.py``).
@@ -172,7 +173,7 @@ def holm(pvalues):
 
 
 def report(directory):
-    from dpcore.synth import MST, tstr_accuracy, workload_error
+    from dpcore.synth import MST, PrivBayes, tstr_accuracy, workload_error
 
     directory = pathlib.Path(directory)
     times_path = directory / "smartnoise-times.json"
@@ -192,6 +193,8 @@ def report(directory):
                 len(codes), output="codes")
             times.append(time.perf_counter() - start)
             samples = {"dpcore-mst": synth,
+                       "dpcore-privbayes": PrivBayes(rho=rho, domain=domain, random_state=seed)
+                       .fit(train).sample(len(codes), output="codes"),
                        "independent": independent_sample(train, domain, rho, len(codes), seed)}
             peer_file = directory / f"{name}-smartnoise-{seed}.npz"
             if peer_file.exists():
