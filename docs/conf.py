@@ -212,7 +212,7 @@ PUBLIC_MODULES = [
     "dpcore.stats", "dpcore.mechanisms", "dpcore.selection", "dpcore.accounting", "dpcore.random",
     "dpcore.calibration", "dpcore.tuning", "dpcore.graph", "dpcore.mestimators",
     "dpcore.distributed", "dpcore.bingham", "dpcore.local", "dpcore.robust", "dpcore.publish",
-    "dpcore.learn",
+    "dpcore.synth", "dpcore.learn",
 ]
 
 

@@ -27,13 +27,13 @@ PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
-    "dpcore.robust", "dpcore.publish", "dpcore.plans",
+    "dpcore.robust", "dpcore.publish", "dpcore.plans", "dpcore.synth",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
 RELEASE_MODULES = [
     "dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.distributed", "dpcore.bingham", "dpcore.local",
-    "dpcore.robust", "dpcore.publish",
+    "dpcore.robust", "dpcore.publish", "dpcore.synth",
 ]
 
 
@@ -82,7 +82,7 @@ def test_privacy_check_can_fail():
 
 # doctest reads the names defined in a module, not those it re-exports: the learners', the local
 # and robust families' own modules and the kernel holding ChaCha20 are listed too.
-PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust")
+PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust", "dpcore.synth")
 DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.distributed", "dpcore.local._frequency", "dpcore.local._numeric", "dpcore.local._planar",
     "dpcore.learn._erm", "dpcore.learn._erm_calibration", "dpcore.learn._functional",
@@ -90,7 +90,8 @@ DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.learn._kernel", "dpcore.learn._search", "dpcore.learn._tree",
     "dpcore.learn._kmeans", "dpcore.learn._feature_selection", "dpcore._random",
     "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
-    "dpcore.robust._svt",
+    "dpcore.robust._svt", "dpcore.synth._domain", "dpcore.synth._marginals",
+    "dpcore.synth._mst", "dpcore.synth._evaluate", "dpcore.synth._privbayes",
 ]
 
 

@@ -14,7 +14,7 @@ import pytest
 from _generators import GENERATOR_KINDS, generator
 
 import dpcore
-from dpcore import distributed, graph, local, mestimators, publish, robust, stats
+from dpcore import distributed, graph, local, mestimators, publish, robust, stats, synth
 
 EPS = 0.5
 _data = np.random.default_rng(0)  # test data only (not noise)
@@ -22,6 +22,9 @@ X1 = _data.uniform(0.0, 10.0, 300)
 X2 = _data.uniform(0.0, 1.0, (300, 2))
 RING = np.array([[i, (i + 1) % 12] for i in range(12)])
 LABELS = _data.integers(0, 3, 300)
+SYNTH_DOMAIN = synth.Domain({"a": synth.Numeric(0.0, 10.0, bins=5),
+                             "b": synth.Categorical([0, 1, 2])})
+SYNTH_DATA = {"a": X1, "b": LABELS}
 
 
 def _dask(x):
@@ -134,6 +137,14 @@ RELEASES = {
     "robust.sparse_vector": (lambda **o: robust.sparse_vector(
         X1[:50], 5.0, **_kw(dict(epsilon=EPS, max_positives=2), o)), (EPS, 0.0),
         [dict(max_positives=0)]),
+    "synth.marginals": (lambda **o: synth.marginals(SYNTH_DATA, **_kw(dict(
+        domain=SYNTH_DOMAIN, attributes=["a", ("a", "b")], epsilon=EPS), o)), (EPS, 0.0),
+        [dict(attributes=["c"]), dict(domain=None), dict(rho=0.1)]),
+    "synth.MST": (lambda **o: synth.MST(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
+        SYNTH_DATA), (EPS, 0.0), [dict(domain=None), dict(rho=0.1), dict(delta=1.5)]),
+    "synth.PrivBayes": (lambda **o: synth.PrivBayes(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS),
+                                                        o)).fit(SYNTH_DATA), (EPS, 0.0),
+                        [dict(degree=0), dict(network_share=1.0), dict(max_cells=-1)]),
 }
 
 # Arguments every release must reject before charging.

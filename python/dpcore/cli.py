@@ -3,8 +3,9 @@
 ``dpcore demo`` releases a few statistics of the bundled (synthetic) demo data under one privacy
 budget and prints what it released and the privacy spent; ``dpcore graph`` releases a synthetic
 graph from an edge list (PrivHRG, edge-DP); ``dpcore publish`` releases a consistent
-hierarchical histogram of one CSV column with range counts. Only released (noisy) values are
-printed; no private intermediate value is ever shown.
+hierarchical histogram of one CSV column with range counts; ``dpcore synth`` writes synthetic
+records of a CSV table (MST over a public JSON schema). Only released (noisy) values are printed;
+no private intermediate value is ever shown.
 """
 from __future__ import annotations
 
@@ -350,6 +351,67 @@ def run_publish(args):
     return result
 
 
+def run_synth(args):
+    """Write synthetic records of a CSV table (MST on a public schema; rho-zCDP or epsilon-DP)."""
+    from dpcore.synth import MST, Domain
+
+    budget = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
+    for option, value in budget.items():  # the options' names in messages, before any read
+        if value is not None:
+            check.positive(value, f"--{option}")
+    if (args.rho is None) == (args.epsilon is None):
+        raise ValueError("give exactly one of --rho (zCDP) and --epsilon (with optional --delta)")
+    if args.n is not None:
+        check.integer(args.n, "-n", minimum=0)
+    domain = Domain.from_json(args.schema)  # public: read and checked before the data
+    header = _read_header(args.input)
+    missing = [c for c in domain.names if header is None or c not in header]
+    if missing:
+        raise ValueError(f"the input has no column(s) {missing} of the schema")
+    model = MST(domain=domain, random_state=args.seed, **budget)
+    cost = model.cost
+    model.fit(args.input)
+    records = model.sample(args.n, output="dict")
+    integer = {n for n, c in domain.columns.items() if getattr(c, "integer", False)}
+
+    def cell(name, value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return str(int(value)) if name in integer else str(value)
+
+    out = sys.stdout if args.output == "-" else open(args.output, "w", newline="")
+    try:
+        writer = csv.writer(out)
+        writer.writerow(domain.names)
+        columns = [records[n] for n in domain.names]
+        for i in range(len(columns[0]) if columns else 0):
+            writer.writerow([cell(n, c[i]) for n, c in zip(domain.names, columns)])
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    guarantee = (f"rho-zCDP, rho = {cost.rho:.4g}" if cost.rho is not None else
+                 f"epsilon-DP, epsilon = {cost.epsilon:.4g}" if not cost.delta else
+                 f"(epsilon, delta)-DP, epsilon = {cost.epsilon:.4g}, delta = {cost.delta:.3g}")
+    summary = {
+        "synthetic_records": len(records[domain.names[0]]),
+        "noisy_record_count": float(model.n_records_),
+        "tree_edges": [list(e) for e in model.edges_],
+        "privacy": {"rho": cost.rho, "epsilon": cost.epsilon, "delta": cost.delta,
+                    "neighbouring": "add/remove one record (one CSV row)",
+                    "guarantee": guarantee + " (MST; the schema is public)"},
+    }
+    stream = sys.stderr if args.output == "-" else sys.stdout
+    if args.json:
+        json.dump(summary, stream, indent=2)
+        print(file=stream)
+    else:
+        print(f"dpcore synth: {summary['synthetic_records']} synthetic records written to "
+              f"{args.output} (noisy record count {model.n_records_:.1f})", file=stream)
+        print("  tree: " + ", ".join(f"{a}-{b}" for a, b in model.edges_), file=stream)
+        print(f"privacy spent: {guarantee} (add/remove one record)", file=stream)
+    return summary
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="dpcore", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dpcore {dpcore.__version__}")
@@ -396,6 +458,18 @@ def build_parser():
                          help="non-negative counts keeping the noisy total (post-processing)")
     publish.add_argument("--json", action="store_true", help="machine-readable output")
     publish.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
+    synth = sub.add_parser("synth", help="write synthetic records of a CSV table (MST)",
+                           description=run_synth.__doc__.splitlines()[0])
+    synth.add_argument("input", help="CSV with a header row naming the schema's columns")
+    synth.add_argument("--schema", required=True, help="public JSON schema of the columns "
+                       "(categories, or numeric bounds and bins; see dpcore.synth.Domain)")
+    synth.add_argument("-o", "--output", required=True, help="synthetic CSV ('-' for stdout)")
+    synth.add_argument("--rho", type=float, help="zCDP budget (discrete Gaussian noise)")
+    synth.add_argument("--epsilon", type=float, help="epsilon budget (pure DP without --delta)")
+    synth.add_argument("--delta", type=float, help="with --epsilon: (epsilon, delta)-DP")
+    synth.add_argument("-n", type=int, help="synthetic records (default: the noisy count)")
+    synth.add_argument("--json", action="store_true", help="machine-readable summary")
+    synth.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     return parser
 
 
@@ -406,6 +480,9 @@ def main(argv=None):
         print("warning: --seed makes the noise reproducible; never use it for a real release",
               file=sys.stderr)
     try:
+        if command == "synth":  # its budget is --rho or --epsilon: checked by run_synth
+            run_synth(args)
+            return 0
         _public_parameters(args)
         if command == "demo":
             result = run_demo(args.epsilon, args.delta, args.data, args.seed)

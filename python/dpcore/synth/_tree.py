@@ -1,0 +1,188 @@
+"""A tree-structured model from noisy 1-way and 2-way marginals, in closed form, and sampling.
+
+On a tree, consistent non-negative marginals (one table per edge, agreeing on shared
+attributes) define a distribution: the product of the edge tables over the product of the shared
+node marginals, sampled from the root down by conditionals. The noisy measurements are made
+non-negative and consistent first:
+
+1. each attribute's marginal is the inverse-variance average of its own noisy 1-way marginal and
+   the sums of the noisy 2-way tables that contain it; the total is the inverse-variance average
+   of every measured marginal's total;
+2. each marginal is projected (Euclidean) onto the non-negative vectors with that total;
+3. each edge table is projected onto the tables with those row and column sums (least squares,
+   closed form), clipped at zero and raked back to the sums (iterative proportional fitting,
+   from a start holding a trace of the independent table, so that the sums are reachable).
+
+Everything here is post-processing of released noisy counts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["TreeModel", "consistent_table", "sample_conditional", "simplex_projection"]
+
+#: Raking sweeps of each edge table (it stops earlier once the sums match to 1e-9).
+RAKING_SWEEPS = 200
+#: Share of an edge table's mass given to the independent table before raking (keeps every
+#: cell of a positive row and column reachable).
+TRACE = 1e-6
+
+
+def simplex_projection(values, total) -> np.ndarray:
+    """The Euclidean projection of ``values`` onto {x >= 0, sum x = total} (total > 0)."""
+    v = np.asarray(values, dtype=np.float64)
+    u = np.sort(v)[::-1]
+    cumulative = np.cumsum(u) - total
+    ranks = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - cumulative / ranks > 0)[0][-1]
+    theta = cumulative[rho] / (rho + 1.0)
+    return np.maximum(v - theta, 0.0)
+
+
+def consistent_table(noisy, rows, cols, sweeps=RAKING_SWEEPS) -> np.ndarray:
+    """A non-negative table near ``noisy`` whose row and column sums are ``rows`` and ``cols``
+    (non-negative, with equal totals)."""
+    table = np.asarray(noisy, dtype=np.float64)
+    n_rows, n_cols = table.shape
+    # least-squares projection onto {row sums = rows, column sums = cols}: add a row term, a
+    # column term and a constant (the orthogonal complement of the constraints' null space)
+    row_gap = rows - table.sum(axis=1)
+    col_gap = cols - table.sum(axis=0)
+    shift = row_gap.sum()
+    table = (table + row_gap[:, None] / n_cols + col_gap[None, :] / n_rows
+             - shift / (n_rows * n_cols))
+    # clipped at zero, plus a trace (1e-6 of the mass) of the independent table on the cells
+    # whose row and column sums are positive: raking then always has a solution to reach
+    total = max(rows.sum(), 1e-300)
+    table = np.maximum(table, 0.0) + TRACE * np.outer(rows, cols) / total
+    table[rows <= 0, :] = 0.0
+    table[:, cols <= 0] = 0.0
+    scale = max(rows.sum(), 1.0)
+    for _ in range(sweeps):
+        table *= _ratio(rows, table.sum(axis=1))[:, None]
+        table *= _ratio(cols, table.sum(axis=0))[None, :]
+        if np.max(np.abs(table.sum(axis=1) - rows)) <= 1e-9 * scale:
+            break
+    return table
+
+
+def _ratio(target, current):
+    out = np.zeros_like(target)
+    positive = current > 0
+    out[positive] = target[positive] / current[positive]
+    return out
+
+
+def sample_conditional(parent_codes, table, rng) -> np.ndarray:
+    """Child codes drawn from the rows of ``table`` (parent value x child value, non-negative)
+    selected by ``parent_codes``; a row summing to zero draws from the column sums."""
+    table = np.asarray(table, dtype=np.float64)
+    fallback = table.sum(axis=0)
+    out = np.empty(parent_codes.size, dtype=np.int64)
+    u = rng.random(parent_codes.size)
+    order = np.argsort(parent_codes, kind="stable")
+    values, starts = np.unique(parent_codes[order], return_index=True)
+    ends = np.append(starts[1:], order.size)
+    for value, start, end in zip(values, starts, ends):
+        row = table[value]
+        if not row.sum() > 0:
+            row = fallback
+        out[order[start:end]] = draw_categorical(row, u[order[start:end]])
+    return out
+
+
+def draw_categorical(weights, uniforms) -> np.ndarray:
+    """Codes with probabilities proportional to ``weights`` (non-negative, positive sum), by
+    inverse CDF of the given uniforms in [0, 1); a zero weight is never drawn."""
+    weights = np.asarray(weights, dtype=np.float64)
+    cdf = np.cumsum(weights)
+    cdf /= cdf[-1]
+    cdf[np.nonzero(weights > 0)[0][-1]:] = 1.0  # rounding never reaches a zero-weight tail
+    return np.searchsorted(cdf, uniforms, side="right").astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeModel:
+    """A distribution over integer-coded records: consistent marginals on a spanning tree.
+
+    Attributes
+    ----------
+    sizes : tuple of int
+        Codes per attribute.
+    marginals : list of ndarray
+        Non-negative 1-way marginal of each attribute, each summing to ``total``.
+    edges : list of (int, int)
+        The tree's edges (attribute positions).
+    tables : list of ndarray
+        Non-negative 2-way table of each edge (first attribute by second), consistent with
+        ``marginals``.
+    total : float
+        The estimated number of records.
+    """
+
+    sizes: tuple
+    marginals: list
+    edges: list
+    tables: list
+    total: float
+
+    @classmethod
+    def estimate(cls, sizes, one_way, edges, two_way) -> TreeModel:
+        """The model from noisy measurements.
+
+        Parameters
+        ----------
+        sizes : sequence of int
+        one_way : list of (noisy counts, per-cell variance)
+            One per attribute (variance a scalar or an array).
+        edges : list of (int, int)
+            A spanning tree (or forest) over the attributes.
+        two_way : list of (noisy table, per-cell variance)
+            One per edge.
+        """
+        d = len(sizes)
+        estimates = [[(np.asarray(y, float), np.broadcast_to(np.asarray(v, float), np.shape(y)))]
+                     for y, v in one_way]
+        totals = [(float(np.sum(y)), float(np.sum(v))) for (y, v), in estimates]
+        for (a, b), (table, var) in zip(edges, two_way):
+            table = np.asarray(table, dtype=np.float64)
+            estimates[a].append((table.sum(axis=1), np.full(sizes[a], var * sizes[b])))
+            estimates[b].append((table.sum(axis=0), np.full(sizes[b], var * sizes[a])))
+            totals.append((float(table.sum()), var * table.size))
+        weights = np.array([1.0 / v for _, v in totals])
+        total = max(float(np.dot(weights, [t for t, _ in totals]) / weights.sum()), 1.0)
+        marginals = []
+        for i in range(d):
+            precision = sum(1.0 / v for _, v in estimates[i])
+            mean = sum(y / v for y, v in estimates[i]) / precision
+            marginals.append(simplex_projection(mean, total))
+        tables = [consistent_table(np.asarray(t, float), marginals[a], marginals[b])
+                  for (a, b), (t, _) in zip(edges, two_way)]
+        return cls(tuple(int(s) for s in sizes), marginals, list(edges), tables, total)
+
+    def sample(self, n, rng) -> np.ndarray:
+        """``n`` records (an (n, d) int64 array): each tree's root from its marginal, then each
+        attribute from its edge table given its parent's code (breadth-first)."""
+        d = len(self.sizes)
+        codes = np.zeros((n, d), dtype=np.int64)
+        done = np.zeros(d, dtype=bool)
+        neighbours: list[list] = [[] for _ in range(d)]
+        for (a, b), table in zip(self.edges, self.tables):
+            neighbours[a].append((b, table))
+            neighbours[b].append((a, table.T))
+        for root in range(d):
+            if done[root]:
+                continue
+            codes[:, root] = draw_categorical(self.marginals[root], rng.random(n))
+            done[root] = True
+            queue = [root]
+            while queue:
+                parent = queue.pop(0)
+                for child, table in neighbours[parent]:
+                    if not done[child]:
+                        codes[:, child] = sample_conditional(codes[:, parent], table, rng)
+                        done[child] = True
+                        queue.append(child)
+        return codes
