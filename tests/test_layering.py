@@ -273,7 +273,7 @@ KERNEL_OWNERS = {
 PENDING_KERNEL_IMPORTS = {
     ("dpcore._release.bins", "dpcore._noise"), ("dpcore.learn._tree", "dpcore._noise"),
     ("dpcore.local._planar", "dpcore._noise"), ("dpcore.publish._continual", "dpcore._noise"),
-    ("dpcore.publish._mwem", "dpcore._noise"), ("dpcore.local._planar", "dpcore._random"),
+    ("dpcore.publish._mwem", "dpcore._noise"),
     ("dpcore.graph_stats", "dpcore._select"), ("dpcore.distributed", "dpcore._histogram"),
 }
 
