@@ -292,13 +292,20 @@ class PldComposition:
         s = self.state
         if s.opaque:
             return None
+        delta = float(_down(budget_delta))
+        if s.pld is None and s.rdp is None:
+            if s.gauss_ratio2 == 0:
+                return Spent(self.name, _ZERO, _ZERO, None)
+            if not delta > 0.0:
+                return None
+            # only Gaussians: the exact curve (Balle-Wang), no grid
+            sigma = _up(1 / Fraction(s.gauss_ratio2)) ** 0.5
+            eps = _gaussian_epsilon(math.nextafter(sigma, math.inf), delta)
+            return Spent(self.name, Fraction(eps), budget_delta, None)
         pld = s.pld
         if s.gauss_ratio2 > 0:
             gauss = gaussian_pld(s.gauss_ratio2, self.cache.interval)
             pld = gauss if pld is None else pld.compose(gauss)
-        delta = float(_down(budget_delta))
-        if pld is None and s.rdp is None:
-            return Spent(self.name, _ZERO, _ZERO, None)
         if not delta > 0.0:
             return None
         if s.rdp is None:
@@ -314,3 +321,25 @@ class PldComposition:
         if not math.isfinite(eps):
             return None
         return Spent(self.name, Fraction(eps), budget_delta, None)
+
+
+def _gaussian_epsilon(sigma, delta):
+    """The smallest epsilon (to a relative 2**-40, on the safe side) at which the Gaussian with
+    sensitivity 1 and ``sigma`` is (epsilon, delta)-DP: bisection on the rigorous upper bound
+    :func:`dpcore.calibration.analytic_gaussian_delta`."""
+    def holds(eps):
+        return calibration.analytic_gaussian_delta(sigma, eps, 1.0) <= delta
+
+    if holds(0.0):
+        return 0.0
+    hi = 1.0
+    while not holds(hi):
+        hi *= 2.0
+    lo = 0.0
+    while hi - lo > 2.0**-40 * hi:
+        mid = (lo + hi) / 2.0
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

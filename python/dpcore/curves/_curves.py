@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fractions import Fraction
+
 from dpcore import _validation as check
+from dpcore._floats import round_up
 from dpcore.curves import _laws, _rdp
 
 RELATIONS = ("add/remove", "substitution")
@@ -199,7 +202,7 @@ class Gaussian(PrivacyCurve):
         _check_relation(self.relation)
 
     def gaussian_ratio2(self):
-        return _rdp.up((self.sensitivity / self.sigma) ** 2).item()
+        return round_up((Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2)
 
     def rdp(self, orders=_rdp.DEFAULT_ORDERS):
         return _rdp.up(np.asarray(orders, dtype=np.float64) * self.gaussian_ratio2() / 2.0)
@@ -228,7 +231,7 @@ class Laplace(PrivacyCurve):
 
     @property
     def e0(self):
-        return _rdp.up(self.sensitivity / self.scale).item()
+        return round_up(Fraction(self.sensitivity) / Fraction(self.scale))
 
     def rdp(self, orders=_rdp.DEFAULT_ORDERS):
         return _rdp.laplace(orders, self.e0)
@@ -266,7 +269,8 @@ class DiscreteLaplace(PrivacyCurve):
         return _laws.DiscreteLaplaceLaw(self.scale, self.sensitivity)
 
     def fallback(self):
-        return {"epsilon": _rdp.up(self.sensitivity / self.scale).item(), "delta": 0.0}
+        return {"epsilon": round_up(Fraction(self.sensitivity) / Fraction(self.scale)),
+                "delta": 0.0}
 
 
 @dataclass(frozen=True)
@@ -287,7 +291,7 @@ class DiscreteGaussian(PrivacyCurve):
 
     @property
     def rho(self):
-        return _rdp.up(self.sensitivity**2 / (2.0 * self.sigma**2)).item()
+        return round_up(Fraction(self.sensitivity) ** 2 / (2 * Fraction(self.sigma) ** 2))
 
     def rdp(self, orders=_rdp.DEFAULT_ORDERS):
         return _rdp.up(np.asarray(orders, dtype=np.float64) * self.rho)
@@ -399,7 +403,7 @@ class Repeated(PrivacyCurve):
 
     def gaussian_ratio2(self):
         base = self.curve.gaussian_ratio2()
-        return None if base is None else _rdp.up(base * self.count).item()
+        return None if base is None else round_up(Fraction(base) * self.count)
 
     def rdp(self, orders=_rdp.DEFAULT_ORDERS):
         return _rdp.up(self.curve.rdp(orders) * self.count)
@@ -416,8 +420,8 @@ class Repeated(PrivacyCurve):
         if base is None:
             return None
         if "rho" in base:
-            return {"rho": _rdp.up(base["rho"] * self.count).item()}
-        return {"epsilon": _rdp.up(base["epsilon"] * self.count).item(),
+            return {"rho": round_up(Fraction(base["rho"]) * self.count)}
+        return {"epsilon": round_up(Fraction(base["epsilon"]) * self.count),
                 "delta": min(1.0, base["delta"] * self.count * (1 + 2.0**-50))}
 
 

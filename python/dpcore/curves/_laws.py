@@ -174,7 +174,7 @@ def _down(x):
 #: Fine points per grid interval: losses are first rounded up to interval / SUBDIVISION, then
 #: each fine atom is split between the two grid losses around it (see ``_split_masses``).
 SUBDIVISION = 32
-_MAX_FINE_POINTS = 1 << 22
+_MAX_FINE_POINTS = 1 << 20
 
 
 def _masses(u, v):

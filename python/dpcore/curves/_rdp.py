@@ -171,7 +171,7 @@ def _sampled_gaussian_fractional(ratio, rate, orders):
     trapezoid rule in log space: A_a = E_z[(1 - q + q e^(r z - r^2/2))^a], z ~ N(0, 1). The
     integrand is analytic in the strip |Im z| < pi / r, so the rule's relative error is about
     exp(-2 pi^2 / (r step)) (< 1e-30 with the step used) once the range covers the mass; a
-    relative 2**-30 is added."""
+    relative 2**-36 (covering the rounding of the sum) is added."""
     a = np.asarray(orders, dtype=np.float64)
     q, r = float(rate), float(ratio)
     step = min(0.02, 0.25 / r)
@@ -184,7 +184,7 @@ def _sampled_gaussian_fractional(ratio, rate, orders):
     for i, alpha in enumerate(a):
         log_terms = -z * z / 2.0 + alpha * log_mix
         log_a = np.logaddexp.reduce(log_terms) + math.log(step) - 0.5 * math.log(2.0 * math.pi)
-        out[i] = (log_a + 2.0**-30 * (1.0 + abs(log_a))) / (alpha - 1.0)
+        out[i] = (log_a + 2.0**-36 * (1.0 + abs(log_a))) / (alpha - 1.0)
     return np.maximum(out, 0.0)
 
 
