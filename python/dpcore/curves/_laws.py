@@ -171,10 +171,11 @@ def _down(x):
         return np.where(np.isfinite(x), x - (np.abs(x) * 2.0**-48 + 2.0**-1000), x)
 
 
-#: Fine points per grid interval: losses are first rounded up to interval / SUBDIVISION, then
-#: each fine atom is split between the two grid losses around it (see ``_split_masses``).
-SUBDIVISION = 32
-_MAX_FINE_POINTS = 1 << 20
+#: Most fine points per grid interval: losses are first rounded up to interval / r, then each
+#: fine atom is split between the two grid losses around it (see ``_split_masses``); r grows
+#: with the interval's mass, up to SUBDIVISION.
+SUBDIVISION = 1024
+_FINE_BUDGET = 1 << 20  # about this many fine points per distribution
 
 
 def _masses(u, v):
@@ -195,8 +196,9 @@ def _split_masses(interval, i_lo, n_bins, up_to, above):
     times e^-y): the share w = (1 - e^(e_{j-1} - y)) / (1 - e^-h) goes to e_j. The split pair's
     hockey-stick curve is the chord of the original's between grid points and equal at them,
     so it dominates at every order (the "connect the dots" construction of Doroshenko et al.
-    2022), without the upward bias of rounding every loss to the grid. Bins of mass below
-    2**-40 are not subdivided (their whole mass goes to the upper grid loss).
+    2022), without the upward bias of rounding every loss to the grid. An interval of mass p is
+    cut into r = 2**ceil(log2(p 2**20)) pieces (1 .. SUBDIVISION), so the upward bias of the
+    fine rounding, p h / r summed, stays near (number of intervals with mass) h 2**-20.
 
     Error: every delta (and every later composition's) is a sum of the masses against a
     non-decreasing weight in [0, 1]. The masses are differences of consecutive values of ``u``
@@ -208,16 +210,21 @@ def _split_masses(interval, i_lo, n_bins, up_to, above):
     u, v = up_to(y), above(y)
     coarse, clipped = _masses(u, v)
     upper, lower = coarse.copy(), np.zeros(n_bins)
-    refine = np.flatnonzero(coarse > 2.0**-40)
-    r = max(1, min(SUBDIVISION, _MAX_FINE_POINTS // max(refine.size, 1)))
-    if refine.size and r > 1:
-        offsets = np.arange(r + 1) / r
-        fine_y = ((i_lo + refine)[:, None] + offsets[None, :]) * interval
+    with np.errstate(divide="ignore"):
+        pieces = np.exp2(np.clip(np.ceil(np.log2(coarse * _FINE_BUDGET)), 0,
+                                 math.log2(SUBDIVISION))).astype(np.int64)
+    for r in np.unique(pieces):
+        if r == 1:
+            continue
+        refine = np.flatnonzero(pieces == r)
+        # the end points are the coarse ones (same doubles): the sequence still telescopes
+        fine_y = ((i_lo + refine)[:, None] + np.arange(r + 1)[None, :] / r) * interval
         fine, fine_clipped = _masses(up_to(fine_y), above(fine_y))
         clipped += fine_clipped
         share = np.expm1(-np.arange(1, r + 1) * interval / r) / np.expm1(-interval)
         upper[refine] = fine @ share
         lower[refine] = fine @ (1.0 - share)
+    r = int(pieces.max()) if n_bins else 1
     knots = np.zeros(n_bins + 1)
     knots[0] = u[0]
     knots[:-1] += lower
