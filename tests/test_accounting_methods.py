@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import dpcore
+import dpcore.curves
 from dpcore import calibration
 from dpcore._release import Cost
 from dpcore.accounting import Charge
@@ -228,3 +229,20 @@ def test_charge_records_the_curve():
     acc = dpcore.Accountant(5.0, 1e-6, method="pld")
     entry = acc.charge(epsilon=0.5, curve=Laplace(2.0), label="x")
     assert entry == Charge(0.5, 0.0, None, "x", rho_implied=0.125, curve=Laplace(2.0))
+
+
+def test_pld_composes_curves_with_only_a_plain_guarantee_as_that():
+    """Sampling (epsilon, delta)-DP releases without replacement: no PLD or RDP bound, but the
+    amplified (epsilon', g delta); the PLD analysis uses it rather than giving up."""
+    curve = dpcore.curves.ApproxDP(0.5, 1e-8, relation="substitution").without_replacement(0.1)
+    acc = dpcore.Accountant(10.0, 1e-6, method="pld")
+    for _ in range(50):
+        acc.charge(curve=curve)
+    pld_spent = [a.evaluate(acc._budget_delta) for a in acc._analyses][-1]
+    assert pld_spent is not None and pld_spent.analysis == "pld"
+    eps1 = curve.fallback()["epsilon"]
+    assert acc.spent[0] < 50 * eps1  # tighter than summing the amplified epsilons
+    with acc.parallel() as block:  # a block entry replaced in place: the history is rebuilt
+        block.charge(epsilon=0.1)
+        block.charge(epsilon=0.2)
+    assert acc.history[-1].epsilon == 0.2

@@ -259,8 +259,20 @@ class PldComposition:
         self.state = state or _PldState()
 
     def add(self, entry):
-        s = self.state
+        return self._add_curve(self._effective_curve(entry))
+
+    def _effective_curve(self, entry):
+        """The entry's curve, or its plain (epsilon, delta) when the curve has neither a PLD
+        nor an RDP bound (e.g. sampling without replacement of an (epsilon, delta) mechanism)."""
         curve = curve_of(entry)
+        if (entry.epsilon is not None and curve.gaussian_ratio2() is None
+                and curve.pld(self.cache.interval) is None
+                and np.all(np.isinf(self.cache.rdp(curve)))):
+            return ApproxDP(entry.epsilon, entry.delta)
+        return curve
+
+    def _add_curve(self, curve):
+        s = self.state
         ratio2 = curve.gaussian_ratio2()
         if ratio2 is not None:
             return PldComposition(self.cache, _PldState(
@@ -279,14 +291,10 @@ class PldComposition:
     def replace(self, old, new, entries):
         """Rebuilt from the history, equal curves grouped (one k-fold composition each)."""
         fresh = PldComposition(self.cache)
-        groups = Counter(curve_of(e) for e in entries)
+        groups = Counter(self._effective_curve(e) for e in entries)
         for curve, count in groups.items():
             fresh = fresh._add_curve(curve if count == 1 else curve.repeat(count))
         return fresh
-
-    def _add_curve(self, curve):
-        from dpcore.accounting._entries import Charge
-        return self.add(Charge(None, None, None, curve=curve))
 
     def evaluate(self, budget_delta):
         s = self.state
@@ -298,9 +306,10 @@ class PldComposition:
                 return Spent(self.name, _ZERO, _ZERO, None)
             if not delta > 0.0:
                 return None
-            # only Gaussians: the exact curve (Balle-Wang), no grid
-            sigma = _up(1 / Fraction(s.gauss_ratio2)) ** 0.5
-            eps = _gaussian_epsilon(math.nextafter(sigma, math.inf), delta)
+            # only Gaussians: the exact curve (Balle-Wang), no grid; sigma rounded down (a
+            # smaller sigma loses more privacy)
+            sigma = math.nextafter(_down(1 / Fraction(s.gauss_ratio2)) ** 0.5, 0.0)
+            eps = _gaussian_epsilon(sigma, delta)
             return Spent(self.name, Fraction(eps), budget_delta, None)
         pld = s.pld
         if s.gauss_ratio2 > 0:
