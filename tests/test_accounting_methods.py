@@ -246,3 +246,12 @@ def test_pld_composes_curves_with_only_a_plain_guarantee_as_that():
         block.charge(epsilon=0.1)
         block.charge(epsilon=0.2)
     assert acc.history[-1].epsilon == 0.2
+
+
+def test_laplace_on_a_very_fine_grid_keeps_its_plain_guarantee():
+    """A shift beyond 2**53 grid units has no DiscreteLaplace curve: the release still runs and
+    charges its pure epsilon."""
+    acc = dpcore.Accountant(5000.0, method="pld")
+    dpcore.laplace(1.0, sensitivity=1.0, epsilon=2000.0, granularity=2.0**-54, accountant=acc,
+                   random_state=0)
+    assert acc.history[0].curve is None and acc.spent[0] == pytest.approx(2000.0)

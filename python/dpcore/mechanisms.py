@@ -218,10 +218,13 @@ class LaplaceMechanism:
         mechanism with integer sensitivity floor(sensitivity/grid + 1) grid units (rounding
         moves each value by < 1 unit) and scale ``scale``: :class:`~dpcore.curves.DiscreteLaplace`
         (exact RDP and privacy-loss distribution). Vectors (an L1 sensitivity spread over
-        coordinates) and snapping keep the pure epsilon guarantee."""
+        coordinates), snapping and shifts beyond 2**53 grid units keep the pure epsilon
+        guarantee."""
         if self.method != "discrete" or self.size != 1:
             return None
         shift = math.floor(Fraction(self.sensitivity) / Fraction(self.grid) + 1)
+        if shift > 2**53:  # beyond the curve's exact integer range (a very fine granularity)
+            return None
         return DiscreteLaplace(self.scale, shift)
 
     def privacy_loss(self, distance):

@@ -266,7 +266,7 @@ class PldComposition:
         nor an RDP bound (e.g. sampling without replacement of an (epsilon, delta) mechanism)."""
         curve = curve_of(entry)
         if (entry.epsilon is not None and curve.gaussian_ratio2() is None
-                and curve.pld(self.cache.interval) is None
+                and _pld_or_none(curve, self.cache.interval) is None
                 and np.all(np.isinf(self.cache.rdp(curve)))):
             return ApproxDP(entry.epsilon, entry.delta)
         return curve
@@ -277,9 +277,8 @@ class PldComposition:
         if ratio2 is not None:
             return PldComposition(self.cache, _PldState(
                 s.pld, float(_add_up(s.gauss_ratio2, ratio2)), s.rdp, s.opaque))
-        pld = curve.pld(self.cache.interval)
-        if pld is not None:
-            joined = pld if s.pld is None else s.pld.compose(pld)
+        joined = _joined(s.pld, curve, self.cache.interval)
+        if joined is not None:
             return PldComposition(self.cache, _PldState(joined, s.gauss_ratio2, s.rdp, s.opaque))
         values = self.cache.rdp(curve)
         if np.all(np.isinf(values)):
@@ -313,8 +312,11 @@ class PldComposition:
             return Spent(self.name, Fraction(eps), budget_delta, None)
         pld = s.pld
         if s.gauss_ratio2 > 0:
-            gauss = gaussian_pld(s.gauss_ratio2, self.cache.interval)
-            pld = gauss if pld is None else pld.compose(gauss)
+            try:
+                gauss = gaussian_pld(s.gauss_ratio2, self.cache.interval)
+                pld = gauss if pld is None else pld.compose(gauss)
+            except ValueError:  # too wide for the grid: no PLD analysis
+                return None
         if not delta > 0.0:
             return None
         if s.rdp is None:
@@ -352,3 +354,26 @@ def _gaussian_epsilon(sigma, delta):
         else:
             lo = mid
     return hi
+
+
+def _pld_or_none(curve, interval):
+    """The curve's PLD, or None when it has none or it would not fit the grid (a huge epsilon
+    at a fine interval): the charge then composes in RDP, or the PLD analysis steps aside."""
+    try:
+        return curve.pld(interval)
+    except ValueError:
+        return None
+
+
+def _joined(pld, curve, interval):
+    """``pld`` composed with the curve's, or None when the curve has none or the result would
+    not fit the grid."""
+    other = _pld_or_none(curve, interval)
+    if other is None:
+        return None
+    if pld is None:
+        return other
+    try:
+        return pld.compose(other)
+    except ValueError:
+        return None

@@ -219,7 +219,9 @@ class Accountant:
         """The largest epsilon e such that k further pure charges of e fit the remaining budget.
 
         Computed exactly (k * e <= remaining epsilon as rationals), so splitting a budget with it
-        never fails for rounding reasons.
+        never fails for rounding reasons. With ``method="rdp"`` or ``"pld"`` the remaining
+        epsilon is that of the tight total, which does not grow additively: a split that the
+        tight analysis cannot fit is refused like any other charge.
 
         Parameters
         ----------

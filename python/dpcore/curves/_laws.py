@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from dpcore.curves._pld import PrivacyLossDistribution, from_masses
+from dpcore.curves._pld import MAX_POINTS, PrivacyLossDistribution, from_masses
 
 # Quantile of a base loss beyond which the tail is cut (upper: to +inf; lower: moved up).
 _QUANTILE_TAIL = 2.0**-60
@@ -206,6 +206,9 @@ def _split_masses(interval, i_lo, n_bins, up_to, above):
     those values (each <= _RELATIVE_ERROR times a value <= 1) enter at most three times per
     sequence; masses clipped at 0 and the rounding of the split sums are added as they are.
     """
+    if n_bins + 1 > MAX_POINTS:  # before any work: the grid would be too long
+        raise ValueError(f"the privacy-loss distribution needs {n_bins + 1} grid points, more "
+                         f"than {MAX_POINTS}: use a coarser interval")
     y = (i_lo + np.arange(n_bins + 1)) * interval
     u, v = up_to(y), above(y)
     coarse, clipped = _masses(u, v)
