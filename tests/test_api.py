@@ -25,6 +25,7 @@ def _import(module_name):
 
 PUBLIC_MODULES = [
     "dpcore", "dpcore.mechanisms", "dpcore.random", "dpcore.accounting", "dpcore.calibration",
+    "dpcore.curves",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
     "dpcore.robust", "dpcore.publish", "dpcore.plans", "dpcore.synth",

@@ -24,6 +24,7 @@ from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic, release
+from dpcore.curves import DiscreteGaussian, DiscreteLaplace
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 if TYPE_CHECKING:
@@ -98,6 +99,12 @@ def _exact_grid_release(flat, grid, bound, noise):
         warnings.warn(f"{saturated} released value(s) beyond the double range saturated at "
                       "+-1.7976931348623157e308", RuntimeWarning, stacklevel=5)
     return out
+
+
+def _gaussian_sensitivity_units(sensitivity, grid, size):
+    """L2 sensitivity in grid units, rounded up: rounding moves each element by < 1 grid unit,
+    so the L2 distance grows by < sqrt(size)."""
+    return math.nextafter(sensitivity / grid + math.sqrt(size), math.inf)
 
 
 def _shaped(result, scalar):
@@ -204,6 +211,22 @@ class LaplaceMechanism:
             per_element * size, delta,
         )
 
+    @property
+    def curve(self):
+        """The release's privacy curve (:mod:`dpcore.curves`), or None when it is just
+        ``epsilon_effective``-DP. A scalar ``"discrete"`` release is the discrete Laplace
+        mechanism with integer sensitivity floor(sensitivity/grid + 1) grid units (rounding
+        moves each value by < 1 unit) and scale ``scale``: :class:`~dpcore.curves.DiscreteLaplace`
+        (exact RDP and privacy-loss distribution). Vectors (an L1 sensitivity spread over
+        coordinates), snapping and shifts beyond 2**53 grid units keep the pure epsilon
+        guarantee."""
+        if self.method != "discrete" or self.size != 1:
+            return None
+        shift = math.floor(Fraction(self.sensitivity) / Fraction(self.grid) + 1)
+        if shift > 2**53:  # beyond the curve's exact integer range (a very fine granularity)
+            return None
+        return DiscreteLaplace(self.scale, shift)
+
     def privacy_loss(self, distance):
         """Epsilon of this release for neighbours whose query values are ``distance`` apart
         (L1 distance for ``"discrete"``; the number of elements that differ, each by at most
@@ -222,7 +245,7 @@ class LaplaceMechanism:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
         flat = np.ascontiguousarray(values.reshape(-1))
         bound = math.inf if self.bound is None else self.bound
-        cost = Cost(self.epsilon_effective, self.delta_effective)
+        cost = Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
 
         def draw(rng):
             if self.method == "discrete":
@@ -326,7 +349,9 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
       U* never goes below 2**-1074, so the noise is bounded; when B' > 372 lambda the guarantee
       is (epsilon, delta) with delta = n * 2**-1070 instead of pure.
 
-    The accountant is charged ``epsilon_effective`` (and ``delta_effective``).
+    The accountant is charged ``epsilon_effective`` (and ``delta_effective``); a scalar
+    ``"discrete"`` release also states its curve, the discrete Laplace mechanism
+    (``LaplaceMechanism.curve``), which ``Accountant(method="rdp" | "pld")`` composes.
 
     References
     ----------
@@ -403,9 +428,7 @@ class GaussianMechanism:
             delta = check.probability(delta, "delta")
             sigma_real = calibration.analytic_gaussian_sigma(epsilon, delta, sensitivity)
         grid = granularity or _pow2_floor(sigma_real * 2.0**-GRID_BITS)
-        # Rounding moves each element by < 1 grid unit: L2 grows by < sqrt(size).
-        sens_units = sensitivity / grid + math.sqrt(size)
-        sens_units = math.nextafter(sens_units, math.inf)  # cover the rounding of the line above
+        sens_units = _gaussian_sensitivity_units(sensitivity, grid, size)
         if rho is not None:
             sigma = math.nextafter(sens_units / math.sqrt(2.0 * rho), math.inf)
         elif size == 1:
@@ -423,13 +446,23 @@ class GaussianMechanism:
         rho_eff = sens_units**2 / (2.0 * sigma**2)
         return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta)
 
+    @property
+    def curve(self):
+        """The release's privacy curve: the discrete Gaussian with sigma ``sigma`` on an integer
+        query of L2 sensitivity sensitivity/grid + sqrt(size) grid units,
+        :class:`~dpcore.curves.DiscreteGaussian` (its zCDP/RDP bound)."""
+        return DiscreteGaussian(self.sigma, _gaussian_sensitivity_units(
+            self.sensitivity, self.grid, self.size))
+
     def release(self, value, *, random_state=None, accountant=None):
         """Add the calibrated noise to ``value``."""
         values = check.finite_array(value, "value")
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
         flat = np.ascontiguousarray(values.reshape(-1))
-        cost = Cost(rho=self.rho) if self.epsilon is None else Cost(self.epsilon, self.delta)
+        curve = self.curve
+        cost = (Cost(rho=self.rho, curve=curve) if self.epsilon is None
+                else Cost(self.epsilon, self.delta, curve=curve))
 
         def draw(rng):
             if not _fits_fast_path(flat, self.grid):
@@ -495,6 +528,10 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
     * ``(epsilon, delta)`` for a scalar: (epsilon, delta)-DP by the exact discrete-Gaussian
       privacy curve (CKS Theorem 7); for arrays, via the tight zCDP to (epsilon, delta)
       conversion. The classical sqrt(2 ln(1.25/delta))/epsilon formula is never used.
+
+    The accountant is charged rho or (epsilon, delta), with the release's curve
+    (``GaussianMechanism.curve``: the discrete Gaussian's rho_eff-zCDP bound, never the
+    continuous Gaussian's privacy-loss distribution) for ``Accountant(method="rdp" | "pld")``.
 
     References
     ----------

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore import _validation as check
-from dpcore.accounting import PrivacyWarning
+from dpcore.accounting import Accountant, ParallelBlock, Partition, PrivacyWarning
+from dpcore.curves import PrivacyCurve
 from dpcore.random import check_random_state
 
 __all__ = ["Cost", "LARGE_DELTA", "check_accountant", "public_arithmetic", "release"]
@@ -27,13 +28,24 @@ LARGE_DELTA = 0.01
 
 @dataclass(frozen=True)
 class Cost:
-    """What one release is charged: (epsilon, delta)-DP or rho-zCDP (validated on creation)."""
+    """What one release is charged: (epsilon, delta)-DP or rho-zCDP (validated on creation),
+    and optionally the release's privacy curve (:mod:`dpcore.curves`).
+
+    The (epsilon, delta) or rho is the guarantee every accountant can compose; ``curve``
+    describes the same release more finely (an RDP bound per order, a privacy-loss
+    distribution) for accountants with ``method="rdp"`` or ``"pld"``. A cost without a curve
+    composes as its (epsilon, delta) or rho everywhere.
+    """
 
     epsilon: float | None = None
     delta: float = 0.0
     rho: float | None = None
+    curve: PrivacyCurve | None = None
 
     def __post_init__(self):
+        if self.curve is not None and not isinstance(self.curve, PrivacyCurve):
+            raise TypeError("curve must be a dpcore.curves.PrivacyCurve or None, got "
+                            f"{type(self.curve).__name__}")
         if self.rho is not None:
             if self.epsilon is not None:
                 raise ValueError("a cost is either rho (zCDP) or (epsilon, delta), not both")
@@ -54,12 +66,16 @@ class Cost:
                 PrivacyWarning, stacklevel=3)
 
     def charge(self, accountant, label):
-        """Charge ``accountant`` (if not None) for this cost, once."""
+        """Charge ``accountant`` (if not None) for this cost, once. The curve goes to dpcore's
+        accountants (other objects with a ``charge`` method get the plain guarantee only)."""
         if accountant is None:
             return None
+        extra = {}
+        if self.curve is not None and isinstance(accountant, (Accountant, ParallelBlock, Partition)):
+            extra["curve"] = self.curve
         if self.rho is not None:
-            return accountant.charge(rho=self.rho, label=label)
-        return accountant.charge(epsilon=self.epsilon, delta=self.delta, label=label)
+            return accountant.charge(rho=self.rho, label=label, **extra)
+        return accountant.charge(epsilon=self.epsilon, delta=self.delta, label=label, **extra)
 
 
 def check_accountant(accountant):

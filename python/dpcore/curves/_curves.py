@@ -1,0 +1,432 @@
+"""Privacy curves: what one release guarantees, as a descriptor an accountant can compose.
+
+Each curve states its neighbouring relation and gives what is known about it: its Rényi-DP
+epsilon(alpha) on a grid of orders (``rdp``), a pessimistic privacy-loss distribution on a grid
+(``pld``, None where no dominating pair is known), and a plain (epsilon, delta) or rho-zCDP
+guarantee (``fallback``) where one exists.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fractions import Fraction
+
+from dpcore import _validation as check
+from dpcore._floats import round_up
+from dpcore.curves import _laws, _rdp
+
+RELATIONS = ("add/remove", "substitution")
+#: Default interval of the privacy-loss grids (that of Google's dp_accounting).
+DEFAULT_INTERVAL = 1e-4
+
+
+def _check_relation(relation):
+    if relation is not None and relation not in RELATIONS:
+        raise ValueError(f"relation must be None, 'add/remove' or 'substitution', got {relation!r}")
+    return relation
+
+
+def _check_interval(interval):
+    interval = check.positive(interval, "interval")
+    if interval > 1.0:
+        raise ValueError(f"interval must be <= 1, got {interval!r}")
+    return interval
+
+
+class PrivacyCurve:
+    """Base class of the privacy curves (frozen dataclasses: hashable, comparable, picklable).
+
+    ``relation`` is the neighbouring relation the guarantee holds for: ``"add/remove"``,
+    ``"substitution"``, or None (whichever relation the sensitivity was derived for).
+    """
+
+    relation: str | None = None
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        """Upper bounds on the Rényi-DP epsilon(alpha) at ``orders`` (array; inf where none)."""
+        return np.full(np.asarray(orders, dtype=np.float64).shape, np.inf)
+
+    def pld(self, interval=DEFAULT_INTERVAL):
+        """The pessimistic :class:`~dpcore.curves.PrivacyLossDistribution` on a grid of step
+        ``interval``, or None where no dominating pair is known."""
+        return _cached_pld(self, _check_interval(interval))
+
+    def _pld(self, interval):
+        law = self._law()
+        return None if law is None else _laws.discretise(law, interval)
+
+    def _law(self):
+        """The symmetric dominating pair on the real line (see ``_laws``), or None."""
+        return None
+
+    def fallback(self):
+        """A plain guarantee: ``{"epsilon": e, "delta": d}`` or ``{"rho": r}``, or None."""
+        return None
+
+    def gaussian_ratio2(self):
+        """(sensitivity / sigma)**2 summed, for curves that compose as one Gaussian; else None."""
+        return None
+
+    def epsilon_for(self, delta, *, orders=_rdp.DEFAULT_ORDERS, interval=DEFAULT_INTERVAL):
+        """The smallest epsilon this curve guarantees at ``delta``: the better of its RDP
+        conversion, its PLD and its fallback.
+
+        Examples
+        --------
+        >>> from dpcore.curves import Gaussian
+        >>> round(Gaussian(sigma=5.0).epsilon_for(1e-6), 3)
+        0.932
+        """
+        delta = check.probability(delta, "delta", open_low=False)
+        best = math.inf
+        if delta > 0:
+            best = _rdp.epsilon_from_rdp(_rdp.check_orders(orders), self.rdp(
+                _rdp.check_orders(orders)), delta)[0]
+            pld = self.pld(interval)
+            if pld is not None:
+                best = min(best, pld.epsilon(delta))
+        plain = self.fallback()
+        if plain is not None and "epsilon" in plain and plain["delta"] <= delta:
+            best = min(best, plain["epsilon"])
+        return best
+
+    # constructions
+    def repeat(self, count):
+        """This curve composed ``count`` times (:class:`Repeated`)."""
+        return Repeated(self, count)
+
+    def poisson(self, rate):
+        """This mechanism on a Poisson sample (:class:`PoissonSubsampled`)."""
+        return PoissonSubsampled(self, rate)
+
+    def without_replacement(self, rate):
+        """This mechanism on a sample without replacement (:class:`SampledWithoutReplacement`)."""
+        return SampledWithoutReplacement(self, rate)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_pld(curve, interval):
+    return curve._pld(interval)
+
+
+def _positive(obj, *names):
+    for name in names:
+        object.__setattr__(obj, name, check.positive(getattr(obj, name), name))
+
+
+@dataclass(frozen=True)
+class PureDP(PrivacyCurve):
+    """epsilon-DP: every mechanism with this guarantee is dominated by randomized response
+    (Kairouz-Oh-Viswanath), whose RDP and privacy-loss distribution this curve uses."""
+
+    epsilon: float
+    relation: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check.privacy_loss(self.epsilon, "epsilon",
+                                                               check.MAX_EPSILON))
+        _check_relation(self.relation)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.randomized_response(orders, self.epsilon)
+
+    def _law(self):
+        return _laws.RandomizedResponseLaw(self.epsilon)
+
+    def fallback(self):
+        return {"epsilon": self.epsilon, "delta": 0.0}
+
+
+@dataclass(frozen=True)
+class ApproxDP(PrivacyCurve):
+    """(epsilon, delta)-DP, dominated by the canonical pair of Kairouz-Oh-Viswanath (mass delta
+    that only one data set can produce). No finite RDP when delta > 0."""
+
+    epsilon: float
+    delta: float
+    relation: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check.privacy_loss(self.epsilon, "epsilon",
+                                                               check.MAX_EPSILON))
+        object.__setattr__(self, "delta", check.probability(self.delta, "delta", open_low=False))
+        _check_relation(self.relation)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        if self.delta == 0.0:
+            return _rdp.randomized_response(orders, self.epsilon)
+        return super().rdp(orders)
+
+    def _law(self):
+        return _laws.RandomizedResponseLaw(self.epsilon, self.delta)
+
+    def fallback(self):
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+@dataclass(frozen=True)
+class ZCDP(PrivacyCurve):
+    """rho-zCDP: RDP epsilon(alpha) = alpha rho at every order (Bun-Steinke). No dominating
+    pair is known (a zCDP mechanism need not be dominated by a Gaussian)."""
+
+    rho: float
+    relation: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", check.privacy_loss(self.rho, "rho", check.MAX_RHO))
+        _check_relation(self.relation)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.up(np.asarray(orders, dtype=np.float64) * self.rho)
+
+    def fallback(self):
+        return {"rho": self.rho}
+
+
+@dataclass(frozen=True)
+class Gaussian(PrivacyCurve):
+    """The continuous Gaussian mechanism N(0, sigma**2) on a query of L2 sensitivity
+    ``sensitivity``: RDP alpha D**2 / (2 sigma**2), and the exact dominating pair
+    (N(D, sigma**2), N(0, sigma**2)) (rotation invariance reduces any dimension to one)."""
+
+    sigma: float
+    sensitivity: float = 1.0
+    relation: str | None = None
+
+    def __post_init__(self):
+        _positive(self, "sigma", "sensitivity")
+        _check_relation(self.relation)
+
+    def gaussian_ratio2(self):
+        return round_up((Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.up(np.asarray(orders, dtype=np.float64) * self.gaussian_ratio2() / 2.0)
+
+    def _law(self):
+        return _laws.GaussianLaw(self.gaussian_ratio2() / 2.0)
+
+    def fallback(self):
+        return {"rho": self.gaussian_ratio2() / 2.0}
+
+
+@dataclass(frozen=True)
+class Laplace(PrivacyCurve):
+    """The continuous Laplace mechanism with scale ``scale`` on a scalar query of sensitivity
+    ``sensitivity``: pure (sensitivity / scale)-DP; RDP (Mironov 2017) and the exact dominating
+    pair (Lap(D, b), Lap(0, b)) (larger shifts dominate smaller ones: monotone likelihood
+    ratio)."""
+
+    scale: float
+    sensitivity: float = 1.0
+    relation: str | None = None
+
+    def __post_init__(self):
+        _positive(self, "scale", "sensitivity")
+        _check_relation(self.relation)
+
+    @property
+    def e0(self):
+        return round_up(Fraction(self.sensitivity) / Fraction(self.scale))
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.laplace(orders, self.e0)
+
+    def _law(self):
+        return _laws.LaplaceLaw(self.e0)
+
+    def fallback(self):
+        return {"epsilon": self.e0, "delta": 0.0}
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace(PrivacyCurve):
+    """The discrete Laplace mechanism P(z) ~ exp(-|z| / scale) added to an integer-valued scalar
+    query whose neighbours differ by at most the integer ``sensitivity``: pure
+    (sensitivity / scale)-DP, exact RDP (a geometric sum) and the exact dominating pair
+    (DLap(D), DLap(0)) (monotone likelihood ratio: the largest shift dominates)."""
+
+    scale: float
+    sensitivity: int = 1
+    relation: str | None = None
+
+    def __post_init__(self):
+        _positive(self, "scale")
+        object.__setattr__(self, "sensitivity",
+                           check.integer(self.sensitivity, "sensitivity", minimum=1))
+        if self.sensitivity > 2**53:
+            raise ValueError(f"sensitivity must be <= 2**53, got {self.sensitivity!r}")
+        _check_relation(self.relation)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.discrete_laplace(orders, self.scale, self.sensitivity)
+
+    def _law(self):
+        return _laws.DiscreteLaplaceLaw(self.scale, self.sensitivity)
+
+    def fallback(self):
+        return {"epsilon": round_up(Fraction(self.sensitivity) / Fraction(self.scale)),
+                "delta": 0.0}
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian(PrivacyCurve):
+    """The discrete Gaussian N_Z(0, sigma**2) added to an integer-valued query (any dimension)
+    of L2 sensitivity ``sensitivity``: rho-zCDP with rho = D**2 / (2 sigma**2), so RDP
+    alpha rho (Canonne-Kamath-Steinke 2020, Thm. 14). This is the only bound used: the discrete
+    Gaussian is *not* given the continuous Gaussian's privacy-loss distribution (no dominance is
+    proven), so it has no PLD."""
+
+    sigma: float
+    sensitivity: float = 1.0
+    relation: str | None = None
+
+    def __post_init__(self):
+        _positive(self, "sigma", "sensitivity")
+        _check_relation(self.relation)
+
+    @property
+    def rho(self):
+        return round_up(Fraction(self.sensitivity) ** 2 / (2 * Fraction(self.sigma) ** 2))
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.up(np.asarray(orders, dtype=np.float64) * self.rho)
+
+    def fallback(self):
+        return {"rho": self.rho}
+
+
+class _Subsampled(PrivacyCurve):
+    """Shared by the two samplings: a base curve and a rate; the base must hold for the
+    sampling's relation (or for none)."""
+
+    curve: PrivacyCurve
+    rate: float
+    _RELATION = ""
+
+    def __post_init__(self):
+        if not isinstance(self.curve, PrivacyCurve):
+            raise TypeError(f"curve must be a PrivacyCurve, got {type(self.curve).__name__}")
+        if self.curve.relation not in (None, self._RELATION):
+            raise ValueError(f"{type(self).__name__} needs a base curve for {self._RELATION} "
+                             f"neighbours, this one holds for {self.curve.relation}")
+        object.__setattr__(self, "rate", check.probability(self.rate, "rate", open_high=False))
+
+    @property
+    def relation(self):
+        return self._RELATION
+
+    def fallback(self):
+        """(log(1 + rate (e^eps - 1)), rate delta) from a base (eps, delta) (Balle-Barthe-
+        Gaboardi 2018: Poisson under add/remove, without replacement under substitution)."""
+        base = self.curve.fallback()
+        if base is None or "epsilon" not in base:
+            return None
+        eps = _rdp.up(math.log1p(self.rate * math.expm1(base["epsilon"]))).item()
+        return {"epsilon": eps, "delta": min(1.0, self.rate * base["delta"] * (1 + 2.0**-50))}
+
+
+@dataclass(frozen=True)
+class PoissonSubsampled(_Subsampled):
+    """``curve``'s mechanism run on a Poisson sample: each record kept independently with
+    probability ``rate``. Add/remove neighbours (the base must hold for add/remove, or for
+    whatever relation its sensitivity was derived for).
+
+    * RDP: the binomial expansion for removal (exact for the Gaussian, Mironov-Talwar-Zhang
+      2019), a Taylor bound for addition, joint convexity, see ``_rdp.poisson_subsampled``.
+    * PLD: for bases with a dominating pair (P, Q) on the line, the pairs (q P + (1-q) Q, Q)
+      (removal) and (Q, q P + (1-q) Q) (addition) dominate (Zhu-Dong-Wang 2022, Thm. 11).
+    * Fallback: (log(1 + q (e^eps - 1)), q delta) from a base (eps, delta) (Balle-Barthe-
+      Gaboardi 2018).
+    """
+
+    curve: PrivacyCurve
+    rate: float
+    _RELATION = "add/remove"
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        orders = np.asarray(orders, dtype=np.float64)
+        if isinstance(self.curve, Gaussian):  # Mironov-Talwar-Zhang: removal dominates
+            ratio = math.sqrt(self.curve.gaussian_ratio2())
+            return _rdp.poisson_subsampled(self.curve.rdp, self.rate, orders,
+                                           remove_dominates=True, gaussian_ratio=ratio)
+        return _rdp.poisson_subsampled(self.curve.rdp, self.rate, orders)
+
+    def _pld(self, interval):
+        law = self.curve._law()
+        return None if law is None else _laws.discretise(law, interval, self.rate)
+
+
+@dataclass(frozen=True)
+class SampledWithoutReplacement(_Subsampled):
+    """``curve``'s mechanism run on m records drawn uniformly without replacement from n,
+    ``rate`` = m / n. Substitution neighbours (the base must hold for substitution).
+
+    * RDP: a binomial bound on the coupled pair ((1-g) R + g P, (1-g) R + g P'), see
+      ``_rdp.without_replacement``.
+    * No PLD (the coupled pair involves three outputs); the accountant uses the RDP.
+    * Fallback: (log(1 + g (e^eps - 1)), g delta) (Balle-Barthe-Gaboardi 2018).
+    """
+
+    curve: PrivacyCurve
+    rate: float
+    _RELATION = "substitution"
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.without_replacement(self.curve.rdp, self.rate,
+                                        np.asarray(orders, dtype=np.float64))
+
+    def _pld(self, interval):
+        return None
+
+
+@dataclass(frozen=True)
+class Repeated(PrivacyCurve):
+    """``curve`` composed ``count`` times (adaptively): RDP times count, the PLD's count-fold
+    convolution (by repeated squaring), the fallback composed by summation."""
+
+    curve: PrivacyCurve
+    count: int
+
+    def __post_init__(self):
+        if not isinstance(self.curve, PrivacyCurve):
+            raise TypeError(f"curve must be a PrivacyCurve, got {type(self.curve).__name__}")
+        object.__setattr__(self, "count", check.integer(self.count, "count", minimum=1))
+
+    @property
+    def relation(self):
+        return self.curve.relation
+
+    def gaussian_ratio2(self):
+        base = self.curve.gaussian_ratio2()
+        return None if base is None else round_up(Fraction(base) * self.count)
+
+    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+        return _rdp.up(self.curve.rdp(orders) * self.count)
+
+    def _pld(self, interval):
+        ratio2 = self.gaussian_ratio2()
+        if ratio2 is not None:  # a Gaussian composed is a Gaussian: no discretisation error
+            return _laws.discretise(_laws.GaussianLaw(ratio2 / 2.0), interval)
+        base = self.curve.pld(interval)
+        return None if base is None else base.self_compose(self.count)
+
+    def fallback(self):
+        base = self.curve.fallback()
+        if base is None:
+            return None
+        if "rho" in base:
+            return {"rho": round_up(Fraction(base["rho"]) * self.count)}
+        return {"epsilon": round_up(Fraction(base["epsilon"]) * self.count),
+                "delta": min(1.0, base["delta"] * self.count * (1 + 2.0**-50))}
+
+
+def gaussian_pld(ratio2, interval):
+    """The PLD of a Gaussian with (sensitivity / sigma)**2 = ``ratio2``."""
+    return _laws.discretise(_laws.GaussianLaw(ratio2 / 2.0), interval)
+
+
