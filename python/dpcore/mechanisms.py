@@ -627,10 +627,14 @@ def discrete_gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *
 
     Notes
     -----
+    Exact rejection sampling. Calls of fewer than 1024 draws (or sigma < 1/16) use
     Canonne-Kamath-Steinke rejection from a discrete Laplace proposal with t = floor(sigma) + 1,
-    accepting with probability exp(-(|y| - sigma**2/t)**2 / (2 sigma**2)). The acceptance test is
-    taken in double-double arithmetic when a proven error bound decides it, otherwise exactly in
-    rational arithmetic, so the law is exactly the discrete Gaussian. Not constant-time.
+    accepting with probability exp(-(|y| - sigma**2/t)**2 / (2 sigma**2)). Larger calls propose
+    |y| from an exact integer alias table over blocks of a power-of-two width (uniform inside a
+    block) with an exact geometric tail beyond about 7.9 sigma, and accept with probability at
+    most 1 (the table's entries are proven when it is built). Acceptance tests are decided on
+    proven floating-point bounds when they suffice, otherwise exactly in rational arithmetic, so
+    the law is exactly the discrete Gaussian. Not constant-time.
 
     Privacy
     -------
