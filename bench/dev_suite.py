@@ -34,12 +34,14 @@ whose rule it keeps; ``alpha`` runs with the column 1 it was chosen with).
 ``regression``: LinearRegression's method (the functional mechanism, pure epsilon only; SSP;
 AdaSSP with its ridge at a quarter of the noise bound, and at the whole bound with a token
 eigenvalue floor as in Wang 2018) and SSP's public rules (``dpcore.learn._ssp``: the eigenvalue
-floor ``EIGEN_FLOOR``, the gate ``MAX_NOISE_PER_RECORD``, the mean's noise target
-``MEAN_NOISE``), pure epsilon and with delta = 1e-6, on regression data of its own (:func:`regression_sets`, disjoint
-from learn_accuracy.py's diabetes and make_regression data): four ``make_regression`` problems
-(n from 3,000 to 10^5, d from 5 to 30, two with correlated features, Gaussian noise added for a
-population R^2 of 0.5 to 0.92) and four small latent-factor problems (n from 300 to 1,500, d
-from 8 to 15, correlated features, two with half of them log-normal, R^2 0.3 to 0.6), each
+floor ``EIGEN_FLOOR``, the spectrum shrinkage ``SHRINK_SPECTRUM``, the gates
+``MAX_NOISE_PER_RECORD`` and ``MAX_NOISE_PER_RECORD_GAUSSIAN``, the mean's noise target
+``MEAN_NOISE``), pure epsilon and with delta = 1e-6, on regression data of its own
+(:func:`regression_sets`, disjoint from learn_accuracy.py's diabetes and make_regression data):
+four ``make_regression`` problems (n from 3,000 to 10^5, d from 5 to 30, two with correlated
+features, Gaussian noise added for a population R^2 of 0.5 to 0.92) and four small
+latent-factor problems (n from 300 to 1,500, d from 8 to 15, correlated features, two with half
+of them log-normal, R^2 0.3 to 0.6), each
 split 70/30 once; bounds are the training part's min/max. The score is the test R^2.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
@@ -237,8 +239,11 @@ REGRESSION_RULES = {
     "adassp Wang": ({"method": "adassp"}, {"RIDGE_SCALE": 1.0, "EIGEN_FLOOR": 0.02}),
     "ssp floor 0.25": ({}, {"EIGEN_FLOOR": 0.25}),
     "ssp floor 1": ({}, {"EIGEN_FLOOR": 1.0}),
-    "gate 0.5": ({}, {"MAX_NOISE_PER_RECORD": 0.5}),
-    "gate 2": ({}, {"MAX_NOISE_PER_RECORD": 2.0}),
+    "ssp no shrink": ({}, {"SHRINK_SPECTRUM": False}),
+    "gate 1 (Laplace)": ({}, {"MAX_NOISE_PER_RECORD": 1.0}),
+    "gate 4 (Laplace)": ({}, {"MAX_NOISE_PER_RECORD": 4.0}),
+    "gate 0.5 (Gaussian)": ({}, {"MAX_NOISE_PER_RECORD_GAUSSIAN": 0.5}),
+    "gate 2 (Gaussian)": ({}, {"MAX_NOISE_PER_RECORD_GAUSSIAN": 2.0}),
     "mean 0.01": ({}, {"MEAN_NOISE": 0.01}),
     "mean 0.05": ({}, {"MEAN_NOISE": 0.05}),
 }

@@ -205,7 +205,7 @@ def test_mean_only_plan_is_the_public_gate():
                 sensitivity=100.0, epsilon=eps * share, size=55,
                 granularity=probe.mechanisms["gram"].grid)
             sd = math.sqrt(2) * gram.scale * gram.grid
-            expected = ssp_noise_norm(10, sd, sd) > n
+            expected = ssp_noise_norm(10, sd, sd) > _ssp.MAX_NOISE_PER_RECORD * n
             plan = ssp_plan(n, domain, epsilon=eps)
             assert plan.mean_only == expected
             if plan.mean_only:
@@ -449,3 +449,35 @@ def test_alpha_is_a_ridge_in_the_scaled_units():
     Xc, yc = X - X.mean(axis=0), (y - y.mean()) / 2.0       # y scaled by its half-width 2
     w = np.linalg.solve(Xc.T @ Xc + 50.0 * np.eye(3), Xc.T @ yc)
     np.testing.assert_allclose(reg.coef_, 2.0 * w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, {"delta": 1e-6}, {"method": "adassp"}])
+def test_fit_is_the_documented_post_processing(kw):
+    # The slopes and intercept recomputed from the released statistics by the documented rule
+    # (projected means, centred Gram, [ridge], spectrum pulled to its mean by the noise's
+    # expected spread, floor at EIGEN_FLOOR tau), in plain NumPy.
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(20_000, 4)) / 3
+    y = np.clip(X @ [0.3, 0.2, -0.4, 0.1] + 0.1 + 0.2 * rng.normal(size=20_000), -1, 1)
+    reg = LinearRegression(epsilon=1.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=3,
+                           **kw).fit(X, y)
+    plan, rel, n, d = reg.plan_, reg.noisy_statistics_, 20_000, 4
+    A = np.zeros((d, d))
+    A[np.triu_indices(d)] = rel["gram"]
+    A[np.triu_indices(d, 1)] /= plan.offdiag_weight
+    A = np.triu(A) + np.triu(A, 1).T
+    xbar = np.clip(rel["sum_x"] / n, -1, 1)
+    ybar = float(np.clip(rel["sum_y"][0] / n, -1, 1))
+    C = A - n * np.outer(xbar, xbar)
+    g = rel["xy"] - n * xbar * ybar
+    mu, V = np.linalg.eigh(C + reg.ridge_ * np.eye(d))
+    sd = plan.noise_sd("gram")
+    noise = (d - 1) * (sd**2 + d * (sd / plan.offdiag_weight) ** 2)
+    m = mu.mean()
+    mu = m + max(0.0, 1 - noise / np.sum((mu - m) ** 2)) * (mu - m)
+    mu = np.maximum(mu, _ssp.EIGEN_FLOOR * reg.noise_norm_)
+    w = V @ ((V.T @ g) / mu)
+    np.testing.assert_allclose(reg.coef_, w, rtol=1e-9, atol=1e-12)
+    assert reg.intercept_ == pytest.approx(ybar - w @ xbar, abs=1e-12)
+    if kw.get("method") != "adassp":
+        assert reg.ridge_ == 0.0
