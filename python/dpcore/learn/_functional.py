@@ -96,7 +96,8 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     sufficient statistics with exact noise (``dpcore.learn._ssp``): the upper triangle of
     X^T X, X^T y and, with an intercept, X^T 1 and sum y. The intercept is profiled out with the
     released means (projected onto the public domain), the eigenvalues of the centred noisy
-    X^T X are raised to at least half of tau, a 95% bound on the spectral norm of its noise
+    X^T X are pulled towards their mean by the spread the noise adds in expectation, then
+    raised to at least half of tau, a 95% bound on the spectral norm of its noise
     (:func:`dpcore.learn._ssp.ssp_noise_norm`), and w = C^-1 g. ``method="adassp"`` (Wang
     2018) also releases the smallest eigenvalue of the Gram matrix of the rows [x, c], which
     sets a ridge: lambda = max(0, tau / 4 - a noisy lower bound of that eigenvalue) (Wang's
