@@ -4,6 +4,7 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py alpha [--seeds 20]     # alpha="auto"
     PYTHONPATH=python python bench/dev_suite.py nb-split [--seeds 20]  # GaussianNB's budget
     PYTHONPATH=python python bench/dev_suite.py intercept [--seeds 20] # intercept_scaling
+    PYTHONPATH=python python bench/dev_suite.py regression [--seeds 20] # LinearRegression
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -30,6 +31,19 @@ whose rule it keeps; ``alpha`` runs with the column 1 it was chosen with).
 ``nb-split``: GaussianNB with epsilon in thirds (counts, sums, sums of squares) against
 :func:`dpcore.learn.gaussian_nb_budget`.
 
+``regression``: LinearRegression's method (the functional mechanism, pure epsilon only; SSP;
+AdaSSP with its ridge at a quarter of the noise bound, and at the whole bound with a token
+eigenvalue floor as in Wang 2018) and SSP's public rules (``dpcore.learn._ssp``: the eigenvalue
+floor ``EIGEN_FLOOR``, the spectrum shrinkage ``SHRINK_SPECTRUM``, the gates
+``MAX_NOISE_PER_RECORD`` and ``MAX_NOISE_PER_RECORD_GAUSSIAN``, the mean's noise target
+``MEAN_NOISE``), pure epsilon and with delta = 1e-6, on regression data of its own
+(:func:`regression_sets`, disjoint from learn_accuracy.py's diabetes and make_regression data):
+four ``make_regression`` problems (n from 3,000 to 10^5, d from 5 to 30, two with correlated
+features, Gaussian noise added for a population R^2 of 0.5 to 0.92) and four small
+latent-factor problems (n from 300 to 1,500, d from 8 to 15, correlated features, two with half
+of them log-normal, R^2 0.3 to 0.6), each
+split 70/30 once; bounds are the training part's min/max. The score is the test R^2.
+
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
 """
@@ -40,14 +54,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import learn_accuracy as la  # noqa: E402
 
-from dpcore.learn import GaussianNB, LinearSVC, LogisticRegression, auto_alpha  # noqa: E402
-from dpcore.learn import _naive_bayes  # noqa: E402
+from dpcore.learn import (  # noqa: E402
+    GaussianNB,
+    LinearRegression,
+    LinearSVC,
+    LogisticRegression,
+    auto_alpha,
+)
+from dpcore.learn import _naive_bayes, _ssp  # noqa: E402
 from dpcore.learn._erm_calibration import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -177,23 +197,118 @@ def nb_split_cells(sets, seeds):
             yield (s.name, "GaussianNB", eps), row
 
 
+def _latent_regression(n, d, r2, seed, skew):
+    """Features from 3 latent factors plus noise (half of them exponentiated when ``skew``),
+    y linear in them plus noise for a population R^2 of ``r2``."""
+    rng = np.random.default_rng(seed)  # insecure-ok: benchmark data, not noise
+    A = rng.normal(size=(3, d))
+    X = rng.normal(size=(n, 3)) @ A + 0.7 * rng.normal(size=(n, d))
+    if skew:
+        X[:, : d // 2] = np.exp(0.5 * X[:, : d // 2])
+    w = rng.normal(size=d) * (rng.random(d) < 0.6)
+    s = X @ w
+    return X, s + rng.normal(size=n) * s.std() * math.sqrt((1 - r2) / r2)
+
+
+def regression_sets():
+    """(name, X_train, X_test, y_train, y_test, bounds_X, bounds_y) for the regression study."""
+    out = []
+    for n, d, noise, rank, seed in [(100_000, 10, 0.3, None, 101), (20_000, 20, 0.6, 5, 102),
+                                    (3_000, 5, 0.3, None, 103), (100_000, 30, 0.5, 8, 104)]:
+        X, y = make_regression(n_samples=n, n_features=d, n_informative=max(2, d // 2),
+                               effective_rank=rank, random_state=seed)
+        y = y + np.random.default_rng(seed).normal(size=n) * y.std() * noise  # insecure-ok: data
+        out.append((f"make_regression n={n} d={d}", X, y))
+    for n, d, r2, skew, seed in [(440, 10, 0.5, True, 201), (300, 8, 0.3, False, 202),
+                                 (1500, 10, 0.6, True, 203), (800, 15, 0.5, False, 204)]:
+        X, y = _latent_regression(n, d, r2, seed, skew)
+        out.append((f"latent n={n} d={d}{' skewed' if skew else ''}", X, y))
+    sets = []
+    for i, (name, X, y) in enumerate(out):
+        a, b, ya, yb = train_test_split(X, y, test_size=0.3, random_state=300 + i)
+        sets.append((name, a, b, ya, yb, (a.min(axis=0), a.max(axis=0)),
+                     (float(ya.min()), float(ya.max()))))
+    return sets
+
+
+# name -> (LinearRegression keywords, {_ssp constant: value}); the first is the reference
+REGRESSION_RULES = {
+    "functional": ({"method": "functional"}, {}),
+    "ssp": ({}, {}),
+    "adassp": ({"method": "adassp"}, {}),
+    "adassp Wang": ({"method": "adassp"}, {"RIDGE_SCALE": 1.0, "EIGEN_FLOOR": 0.02}),
+    "ssp floor 0.25": ({}, {"EIGEN_FLOOR": 0.25}),
+    "ssp floor 1": ({}, {"EIGEN_FLOOR": 1.0}),
+    "ssp no shrink": ({}, {"SHRINK_SPECTRUM": False}),
+    "gate 1 (Laplace)": ({}, {"MAX_NOISE_PER_RECORD": 1.0}),
+    "gate 4 (Laplace)": ({}, {"MAX_NOISE_PER_RECORD": 4.0}),
+    "gate 0.5 (Gaussian)": ({}, {"MAX_NOISE_PER_RECORD_GAUSSIAN": 0.5}),
+    "gate 2 (Gaussian)": ({}, {"MAX_NOISE_PER_RECORD_GAUSSIAN": 2.0}),
+    "mean 0.01": ({}, {"MEAN_NOISE": 0.01}),
+    "mean 0.05": ({}, {"MEAN_NOISE": 0.05}),
+}
+
+
+def regression_cells(seeds, rules=None):
+    rules = rules or REGRESSION_RULES
+    for name, Xtr, Xte, ytr, yte, bx, by in regression_sets():
+        for delta in (None, 1e-6):
+            for eps in (0.1,) + EPSILONS:
+                row = {}
+                for rule, (kw, constants) in rules.items():
+                    if delta is not None and kw.get("method") == "functional":
+                        continue       # pure epsilon only
+                    saved = {k: getattr(_ssp, k) for k in constants}
+                    for k, v in constants.items():
+                        setattr(_ssp, k, v)
+                    try:
+                        def make(seed, kw=kw, eps=eps, delta=delta):
+                            extra = {} if delta is None else {"delta": delta}
+                            return LinearRegression(epsilon=eps, bounds_X=bx, bounds_y=by,
+                                                    random_state=seed, **kw, **extra)
+                        row[rule] = _median_score(make, Xtr, ytr, Xte, yte, seeds)
+                    finally:
+                        for k, v in saved.items():
+                            setattr(_ssp, k, v)
+                label = "LinearRegression" + ("" if delta is None else " delta=1e-6")
+                yield (name, label, eps), row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=["alpha", "nb-split", "intercept"])
+    parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression"])
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
     cells = {}
-    study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
-             "intercept": intercept_cells}[args.study]
-    for (name, model, eps), row in study(data_sets(), args.seeds):
+    if args.study == "regression":
+        cells_iter = regression_cells(args.seeds)
+    else:
+        study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
+                 "intercept": intercept_cells}[args.study]
+        cells_iter = study(data_sets(), args.seeds)
+    for (name, model, eps), row in cells_iter:
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
-    first = next(iter(next(iter(cells.values()))))
-    print(f"\nrule: mean accuracy difference from {first} over all cells, wins / losses")
-    for rule in next(iter(cells.values())):
-        diff = np.array([row[rule] - row[first] for row in cells.values()])
-        print(f"{rule:18s} {diff.mean():+.4f}  {int((diff > 0).sum())} / {int((diff < 0).sum())}")
+    summarise(cells)
+
+
+def summarise(cells, floor=-1.0):
+    """Each rule's mean difference from the first rule of its rows, with wins / losses; scores
+    are floored at ``floor`` first (an R^2 of -500 would otherwise drown every other cell).
+    Rows without the first rule (AdaSSP with delta has no functional-mechanism twin) are
+    compared with their own first rule."""
+    groups = {}
+    for key, row in cells.items():
+        groups.setdefault(tuple(row), []).append(row)
+    for rules, rows in groups.items():
+        first = rules[0]
+        print(f"\nrule: mean score difference from {first} over {len(rows)} cells "
+              f"(scores floored at {floor:g}), wins / losses")
+        for rule in rules:
+            diff = np.array([max(floor, row[rule]) - max(floor, row[first]) for row in rows])
+            print(f"{rule:18s} {diff.mean():+.4f}  {int((diff > 0).sum())} / "
+                  f"{int((diff < 0).sum())}")
 
 
 if __name__ == "__main__":

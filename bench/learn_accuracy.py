@@ -70,6 +70,22 @@ solved (bisection) so that the mean probability is 0.24 (the realised positive r
 
 ``--quick``: 3 seeds, adult-like n = 5000, blobs n = 10**4: a smoke run (under a minute).
 
+``--regression`` runs the LinearRegression study instead (:func:`regression_study`; issue 28
+item 4): dpcore's sufficient-statistics perturbation (SSP, the default, and AdaSSP; pure
+epsilon, and with delta = 1e-6) against its functional mechanism and the train-mean predictor,
+epsilon in {0.1, 0.5, 1, 2, 5}, on
+
+* a make_regression problem: n = 10^5, d = 10 (all informative), noise 60, seed 7; five 70/30
+  splits (``random_state`` 0..4) x 8 noise seeds. Public bounds from the generator's declared
+  law: features are standard normal, bounds (-4.5, 4.5); y's declared standard deviation is
+  sqrt(d 100^2 / 3 + 60^2) (coefficients uniform on [0, 100]), bounds +-4.5 times it;
+* diabetes: twenty 70/30 splits (``random_state`` 0..19) x 8 noise seeds, bounds the data-set-wide
+  min/max (as above).
+
+Cells are the median test R^2 over all (split, seed) fits; differences come with one-sided
+bootstrap lower bounds (seeds resampled within each split, Bonferroni over the 5 epsilons, i.e.
+each at level 0.05 / 5). ``--repeats`` sets the seeds (default 8), ``--quick`` 2 splits x 3.
+
 ``--timing`` adds the fit-time comparison on n = 10^5, d = 50 (synthetic) against the
 non-private scikit-learn fit; with two shared cores the timings are noisy.
 """
@@ -84,7 +100,13 @@ from typing import Callable
 
 import numpy as np
 from sklearn.cluster import KMeans as SkKMeans
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, make_blobs
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_diabetes,
+    load_digits,
+    make_blobs,
+    make_regression,
+)
 from sklearn.ensemble import RandomForestClassifier as SkForest
 from sklearn.linear_model import LinearRegression as SkLinReg
 from sklearn.linear_model import LogisticRegression as SkLogReg
@@ -433,6 +455,120 @@ def verdict(exp, res):
 
 
 # ------------------------------------------------------------------------------------------------
+# LinearRegression (--regression)
+
+REGRESSION_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+SYNTH_N, SYNTH_D, SYNTH_NOISE, SYNTH_SEED = 100_000, 10, 60.0, 7
+SYNTH_BOUND = 4.5
+
+
+def synthetic_regression():
+    """(X, y, bounds_X, bounds_y): the make_regression problem with its declared bounds."""
+    X, y = make_regression(n_samples=SYNTH_N, n_features=SYNTH_D, n_informative=SYNTH_D,
+                           noise=SYNTH_NOISE, random_state=SYNTH_SEED)
+    sd_y = np.sqrt(SYNTH_D * 100.0**2 / 3.0 + SYNTH_NOISE**2)
+    return X, y, (-SYNTH_BOUND, SYNTH_BOUND), (-SYNTH_BOUND * sd_y, SYNTH_BOUND * sd_y)
+
+
+REGRESSION_METHODS = {
+    "functional": dict(method="functional"),
+    "ssp": {},
+    "adassp": dict(method="adassp"),
+    "ssp delta=1e-6": dict(delta=1e-6),
+    "adassp delta=1e-6": dict(method="adassp", delta=1e-6),
+}
+PURE = ("ssp", "adassp")
+WITH_DELTA = ("ssp delta=1e-6", "adassp delta=1e-6")
+
+
+def _r2(y, pred):
+    return 1.0 - float(np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def regression_scores(X, y, bx, by, splits, seeds):
+    """{method or "train mean": {epsilon: array (splits, seeds) of test R^2}}."""
+    out = {m: {e: np.empty((splits, seeds)) for e in REGRESSION_EPSILONS}
+           for m in REGRESSION_METHODS}
+    out["train mean"] = {e: np.empty((splits, seeds)) for e in REGRESSION_EPSILONS}
+    out["non-private"] = {e: np.empty((splits, seeds)) for e in REGRESSION_EPSILONS}
+    for sp in range(splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=sp)
+        mean_r2 = _r2(yte, np.full(yte.shape, ytr.mean()))
+        ols_r2 = SkLinReg().fit(Xtr, ytr).score(Xte, yte)
+        for e in REGRESSION_EPSILONS:
+            out["train mean"][e][sp] = mean_r2
+            out["non-private"][e][sp] = ols_r2
+            for m, kw in REGRESSION_METHODS.items():
+                for seed in range(seeds):
+                    reg = LinearRegression(epsilon=e, bounds_X=bx, bounds_y=by,
+                                           random_state=1000 * sp + seed, **kw).fit(Xtr, ytr)
+                    out[m][e][sp, seed] = reg.score(Xte, yte)
+    return out
+
+
+def stratified_median_difference_bound(a, b, level, draws=4000):
+    """One-sided lower confidence bound (at ``level``) of median(a) - median(b), a and b arrays
+    (splits, seeds): each split's seeds resampled on their own (splits are fixed)."""
+    rng = np.random.default_rng(1)  # insecure-ok: bootstrap resampling of benchmark scores
+
+    def boot(v):
+        idx = rng.integers(0, v.shape[1], size=(draws,) + v.shape)
+        picked = np.take_along_axis(np.broadcast_to(v, (draws,) + v.shape), idx, axis=2)
+        return np.median(picked.reshape(draws, -1), axis=1)
+    return float(np.quantile(boot(a) - boot(b), level))
+
+
+def regression_study(splits_synth, splits_diabetes, seeds):
+    """Print the LinearRegression tables and the issue's checks; returns the checks' lines."""
+    level = 0.05 / len(REGRESSION_EPSILONS)
+    checks = []
+    Xd, yd = load_diabetes(return_X_y=True)
+    lo, hi = _minmax_bounds(Xd)
+    data = [("make_regression n=10^5 d=10", *synthetic_regression(), splits_synth),
+            ("diabetes", Xd, yd, (lo, hi), (float(yd.min()), float(yd.max())), splits_diabetes)]
+    for name, X, y, bx, by, splits in data:
+        t = time.perf_counter()
+        res = regression_scores(X, y, bx, by, splits, seeds)
+        print(f"\n{name}: median test R^2 over {splits} splits x {seeds} noise seeds "
+              f"[q1, q3] ({time.perf_counter() - t:.0f} s)\n")
+        print("| method | " + " | ".join(f"eps={e:g}" for e in REGRESSION_EPSILONS) + " |")
+        print("|---|" + "---|" * len(REGRESSION_EPSILONS))
+        for m, by_eps in res.items():
+            print(f"| {m} | " + " | ".join(_cell(by_eps[e].ravel()) for e in REGRESSION_EPSILONS)
+                  + " |")
+        for e in REGRESSION_EPSILONS:
+            med = {m: float(np.median(res[m][e])) for m in res}
+            if name.startswith("make_regression"):
+                for m in PURE:
+                    bound = stratified_median_difference_bound(res[m][e], res["functional"][e],
+                                                               level)
+                    ok = med[m] >= med["functional"]
+                    checks.append(f"{name}, eps={e:g}: {m} (pure) {med[m]:.4f} vs functional "
+                                  f"{med['functional']:.4f}: {'pass' if ok else 'FAIL'} "
+                                  f"(difference {med[m] - med['functional']:+.4f}, one-sided "
+                                  f"{1 - level:.0%} lower bound {bound:+.4f})")
+                if e == 0.5:
+                    for m in WITH_DELTA:
+                        ok = med[m] >= 0.85
+                        checks.append(f"{name}, eps=0.5: {m} {med[m]:.4f} >= 0.85: "
+                                      f"{'pass' if ok else 'FAIL'}")
+            else:
+                for m in PURE + WITH_DELTA:
+                    # per split: the median over the seeds minus the train-mean predictor's R^2
+                    per_split = np.median(res[m][e], axis=1) - res["train mean"][e][:, 0]
+                    target = med["train mean"] - 0.01
+                    ok = med[m] >= target
+                    checks.append(f"{name}, eps={e:g}: {m} median {med[m]:.4f} >= train mean "
+                                  f"{med['train mean']:.4f} - 0.01: {'pass' if ok else 'FAIL'} "
+                                  f"(per split, median over seeds minus train mean: median "
+                                  f"{np.median(per_split):+.4f}, worst {per_split.min():+.4f})")
+    print("\nChecks (issue 28 item 4)")
+    for line in checks:
+        print("- " + line)
+    return checks
+
+
+# ------------------------------------------------------------------------------------------------
 # Fit time (--timing)
 
 
@@ -478,7 +614,13 @@ def main(argv=None):
     parser.add_argument("--rows", choices=("unit", "max"), default="unit",
                         help="row scaling of the linear classifiers' inputs (see the docstring)")
     parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--regression", action="store_true",
+                        help="the LinearRegression study only (see the docstring)")
     args = parser.parse_args(argv)
+    if args.regression:
+        seeds = args.repeats if args.repeats is not None else (3 if args.quick else 8)
+        regression_study(2 if args.quick else 5, 2 if args.quick else 20, seeds)
+        return
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
     warnings.simplefilter("ignore")   # diffprivlib warns about its own settings
     t0 = time.perf_counter()

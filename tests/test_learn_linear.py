@@ -695,7 +695,7 @@ def test_fm_huge_epsilon_matches_least_squares():
     from sklearn.linear_model import LinearRegression as SkLR
     X, y = load_diabetes(return_X_y=True)
     lo, hi = X.min(axis=0), X.max(axis=0)   # public in this test
-    reg = LinearRegression(epsilon=1e9, bounds_X=(lo, hi), bounds_y=(y.min(), y.max()),
+    reg = LinearRegression(method="functional", epsilon=1e9, bounds_X=(lo, hi), bounds_y=(y.min(), y.max()),
                            random_state=0).fit(X, y)
     ref = SkLR().fit(X, y)
     assert np.allclose(reg.coef_, ref.coef_, rtol=1e-4, atol=1e-3)
@@ -707,7 +707,7 @@ def test_fm_without_intercept():
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(500, 3))
     y = X @ [0.2, -0.1, 0.3]
-    reg = LinearRegression(epsilon=1e9, bounds_X=(-2, 2), bounds_y=(-2, 2), fit_intercept=False,
+    reg = LinearRegression(method="functional", epsilon=1e9, bounds_X=(-2, 2), bounds_y=(-2, 2), fit_intercept=False,
                            random_state=0).fit(X, y)
     assert np.allclose(reg.coef_, [0.2, -0.1, 0.3], atol=1e-6) and reg.intercept_ == 0.0
 
@@ -724,7 +724,7 @@ def test_fm_noisy_coefficients_law():
     scale = functional_mechanism_sensitivity(1) / eps
     gen = np.random.default_rng(11)
     noise = np.array([
-        LinearRegression(epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), fit_intercept=False,
+        LinearRegression(method="functional", epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), fit_intercept=False,
                          random_state=gen).fit(X, y).noisy_coefficients_ - exact
         for _ in range(3000)
     ])
@@ -747,7 +747,7 @@ def test_fm_with_intercept_releases_two_laplace_parts_charged_once():
     y_scale = 2.0 / (0.2 * eps)
     gen = np.random.default_rng(12)
     acc = dpcore.Accountant(10_000.0)
-    fits = [LinearRegression(epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=gen,
+    fits = [LinearRegression(method="functional", epsilon=eps, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=gen,
                              accountant=acc).fit(X, y) for _ in range(2000)]
     z_fm = np.concatenate([f.noisy_coefficients_ - exact for f in fits]) / fm_scale
     z_y = np.array([f.noisy_target_sum_ - y.sum() for f in fits]) / y_scale
@@ -763,13 +763,13 @@ def test_fm_missing_bounds_and_accountant():
     X = np.zeros((10, 2))
     y = np.zeros(10)
     with pytest.raises(ValueError, match="bounds_X is required"):
-        LinearRegression(bounds_y=(0, 1)).fit(X, y)
+        LinearRegression(method="functional", bounds_y=(0, 1)).fit(X, y)
     with pytest.raises(ValueError, match="bounds_y is required"):
-        LinearRegression(bounds_X=(0, 1)).fit(X, y)
+        LinearRegression(method="functional", bounds_X=(0, 1)).fit(X, y)
     with pytest.raises(ValueError, match="bounds_X"):
-        LinearRegression(bounds_X=(1, 0), bounds_y=(0, 1)).fit(X, y)
+        LinearRegression(method="functional", bounds_X=(1, 0), bounds_y=(0, 1)).fit(X, y)
     acc = dpcore.Accountant(1.0)
-    LinearRegression(epsilon=0.4, bounds_X=(0, 1), bounds_y=(0, 1), accountant=acc).fit(X, y)
+    LinearRegression(method="functional", epsilon=0.4, bounds_X=(0, 1), bounds_y=(0, 1), accountant=acc).fit(X, y)
     assert acc.spent[0] == pytest.approx(0.4)
 
 
@@ -794,22 +794,22 @@ def test_fm_auto_floor_is_the_noise_norm():
     rng = np.random.default_rng(2)
     X = rng.uniform(-1, 1, size=(500, 3))
     y = X @ [0.3, -0.2, 0.1]
-    reg = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0).fit(X, y)
+    reg = LinearRegression(method="functional", epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0).fit(X, y)
     sens = functional_mechanism_sensitivity(3, intercept=True)
     assert reg.sensitivity_ == sens == 42.0
     assert reg.eigen_floor_ == functional_mechanism_noise_norm(3, sens, 2.0 * 0.8)
-    same = LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0,
+    same = LinearRegression(method="functional", epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0,
                             eigen_floor=3 * math.sqrt(3)).fit(X, y)
     np.testing.assert_allclose(same.coef_, reg.coef_, rtol=1e-12)
     with pytest.raises(ValueError, match="eigen_floor"):
-        LinearRegression(epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), eigen_floor="big").fit(X, y)
+        LinearRegression(method="functional", epsilon=2.0, bounds_X=(-1, 1), bounds_y=(-1, 1), eigen_floor="big").fit(X, y)
 
 
 def test_fm_indefinite_noise_is_trimmed():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(20, 5))
     y = rng.uniform(-1, 1, size=20)
-    reg = LinearRegression(epsilon=0.01, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=1).fit(X, y)
+    reg = LinearRegression(method="functional", epsilon=0.01, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=1).fit(X, y)
     assert reg.n_trimmed_ > 0 and np.all(np.isfinite(reg.coef_))
 
 

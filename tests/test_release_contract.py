@@ -247,6 +247,10 @@ needs_learn = pytest.mark.skipif(learn is None, reason="the learners need scikit
 _Xc = _data.uniform(-1, 1, (120, 3)) / 2.0
 _yc = (_Xc[:, 0] > 0).astype(int)
 _yr = _Xc @ np.array([0.3, -0.2, 0.1])
+# LinearRegression's SSP releases the slopes only when n is large enough for them to rise
+# above the noise (else sum y alone): 120 rows take the mean-only path, 4000 the full one
+_Xr = _data.uniform(-1, 1, (4000, 3))
+_yr_big = np.clip(_Xr @ np.array([0.3, -0.2, 0.1]), -1, 1)
 
 ESTIMATORS = {} if learn is None else {
     "LogisticRegression": (lambda **o: learn.LogisticRegression(
@@ -255,6 +259,21 @@ ESTIMATORS = {} if learn is None else {
         **_kw(dict(epsilon=EPS, data_norm=1.0, classes=[0, 1]), o)), _Xc, _yc),
     "LinearRegression": (lambda **o: learn.LinearRegression(
         **_kw(dict(epsilon=EPS, bounds_X=(-1, 1), bounds_y=(-1, 1)), o)), _Xc, _yr),
+    "LinearRegression(ssp)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, bounds_X=(-1, 1), bounds_y=(-1, 1)), o)), _Xr, _yr_big),
+    "LinearRegression(ssp, delta)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, delta=1e-6, bounds_X=(-1, 1), bounds_y=(-1, 1)), o)), _Xr, _yr_big),
+    "LinearRegression(ssp, data_norm)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, data_norm=2.0, bounds_y=(-1, 1)), o)), _Xr, _yr_big),
+    "LinearRegression(adassp)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, method="adassp", bounds_X=(-1, 1), bounds_y=(-1, 1)), o)),
+        _Xr, _yr_big),
+    "LinearRegression(adassp, delta)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, method="adassp", delta=1e-6, bounds_X=(-1, 1),
+                   bounds_y=(-1, 1)), o)), _Xr, _yr_big),
+    "LinearRegression(functional)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, method="functional", bounds_X=(-1, 1), bounds_y=(-1, 1)), o)),
+        _Xc, _yr),
     "GaussianNB": (lambda **o: learn.GaussianNB(
         **_kw(dict(epsilon=EPS, bounds=(-1, 1), classes=[0, 1]), o)), _Xc, _yc),
     "PCA": (lambda **o: learn.PCA(2, **_kw(dict(epsilon=EPS, data_norm=1.0), o)), _Xc, None),

@@ -1,6 +1,8 @@
-"""Private least-squares regression by the functional mechanism (Zhang et al. 2012).
+"""Private least-squares regression: :class:`LinearRegression`, by sufficient-statistics
+perturbation (``dpcore.learn._ssp``: plain SSP with a spectral floor, the default, or AdaSSP's
+adaptive ridge) or by the functional mechanism (Zhang et al. 2012).
 
-:class:`LinearRegression` perturbs the coefficients of the least-squares objective; its L1
+The functional mechanism perturbs the coefficients of the least-squares objective; its L1
 sensitivity (:func:`functional_mechanism_sensitivity`) and the bound on its noise's spectral
 norm (:func:`functional_mechanism_noise_norm`) are small pure functions of public values that
 tests check against hand-derived values.
@@ -18,12 +20,15 @@ from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore.learn import _base
+from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
 from dpcore.mechanisms import LaplaceMechanism
 
 # LinearRegression with an intercept spends this share of epsilon on sum y alone (sensitivity 2
 # against the FM's 2 (d^2 + 4d)): the intercept then costs little R^2 even when the slopes
 # are drowned in noise, and the slopes keep 80% of the budget.
 TARGET_SUM_SHARE = 0.2
+
+METHODS = ("ssp", "adassp", "functional")
 
 __all__ = [
     "LinearRegression",
@@ -79,43 +84,75 @@ def functional_mechanism_noise_norm(p, sensitivity, epsilon):
 
 
 class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimator):
-    """Least-squares linear regression with epsilon-DP by the functional mechanism.
+    """Private least-squares linear regression: sufficient-statistics perturbation (SSP, the
+    default; AdaSSP's adaptive ridge as an option), or the functional mechanism.
 
-    Features are clipped to ``bounds_X`` and labels to ``bounds_y`` and mapped affinely to
-    [-1, 1]. The objective sum_i (y_i - x_i^T w - c)^2 is a polynomial in (w, c) whose
-    coefficients are sums over the records: sum y x, sum x x^T and, with an intercept c,
-    sum x, sum y and n. Its coefficients in w (and sum x) get exact discrete Laplace noise for
-    the L1 sensitivity :func:`functional_mechanism_sensitivity` with 80% of epsilon; sum y,
-    whose sensitivity is only 2, gets its own noise with the remaining 20%
-    (``TARGET_SUM_SHARE``), and n is public. The intercept is profiled out
+    Features are clipped to ``bounds_X`` (and/or their rows to the norm ``data_norm``) and
+    labels to ``bounds_y``, then mapped to a public domain: with ``bounds_X``, each feature
+    affinely to [-1, 1] (centred on the bounds' midpoint with an intercept); with ``data_norm``
+    alone, rows divided by it (norm <= 1); labels to [-1, 1].
+
+    ``method="ssp"`` (sufficient-statistics perturbation): releases the least-squares
+    sufficient statistics with exact noise (``dpcore.learn._ssp``): the upper triangle of
+    X^T X, X^T y and, with an intercept, X^T 1 and sum y. The intercept is profiled out with the
+    released means (projected onto the public domain), the eigenvalues of the centred noisy
+    X^T X are pulled towards their mean by the spread the noise adds in expectation, then
+    raised to at least half of tau, a 95% bound on the spectral norm of its noise
+    (:func:`dpcore.learn._ssp.ssp_noise_norm`), and w = C^-1 g. ``method="adassp"`` (Wang
+    2018) also releases the smallest eigenvalue of the Gram matrix of the rows [x, c], which
+    sets a ridge: lambda = max(0, tau / 4 - a noisy lower bound of that eigenvalue) (Wang's
+    factor 1 over-shrinks with this noise bound), before the same floor. Without ``delta``:
+    pure epsilon-DP with the exact discrete Laplace; with ``delta``: rho-zCDP (rho =
+    :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta)) with the exact discrete
+    Gaussian. The budget split is a public rule (``dpcore.learn._ssp.ssp_plan``): sum y gets the
+    share that gives the released mean a fixed noise level, and when n is too small for any
+    slope to rise above the noise, only sum y is released (with all of epsilon) and the model
+    predicts its mean. ``"ssp"`` is the default: on ``bench/dev_suite.py regression`` it beat
+    the functional mechanism (pure epsilon) and AdaSSP (docs/user_guide/learners.md).
+
+    ``method="functional"`` (Zhang et al. 2012): the objective sum_i (y_i - x_i^T w - c)^2 is a
+    polynomial in (w, c) whose coefficients are sums over the records: sum y x, sum x x^T and,
+    with an intercept c, sum x, sum y and n. Its coefficients in w (and sum x) get exact
+    discrete Laplace noise for the L1 sensitivity :func:`functional_mechanism_sensitivity` with
+    80% of epsilon; sum y, whose sensitivity is only 2, gets its own noise with the remaining
+    20% (``TARGET_SUM_SHARE``), and n is public. The intercept is profiled out
     (c = (sum y - w^T sum x) / n) and the noisy quadratic in w is minimised after dropping its
-    non-positive eigen-directions and raising small eigenvalues to ``eigen_floor``.
-    Without an intercept only sum y x and sum x x^T are released, with all of epsilon.
+    non-positive eigen-directions and raising small eigenvalues to ``eigen_floor``. Without an
+    intercept only sum y x and sum x x^T are released, with all of epsilon.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy parameter, > 0.
     bounds_X : (lower, upper), default=None
-        Public per-feature bounds (scalars or arrays of length n_features). Required.
+        Public per-feature bounds (scalars or arrays of length n_features). Required unless
+        ``data_norm`` is given (``"ssp"`` and ``"adassp"`` only).
     bounds_y : (lower, upper), default=None
         Public bounds of the target. Required.
     fit_intercept : bool, default=True
     alpha : float, default=0.0
-        Ridge term alpha ||w||^2 added to the noisy quadratic (post-processing; in the [-1, 1]
-        units, on the summed objective; the intercept is not shrunk), >= 0. At small epsilon
-        the noise dominates the quadratic; a ridge of the order of the noise scale
-        (``functional_mechanism_sensitivity(d) / epsilon``) tames it; it is public and
+        Ridge term alpha ||w||^2 added to the noisy quadratic (post-processing; in the scaled
+        units, on the summed objective; the intercept is not shrunk), >= 0; with SSP/AdaSSP it
+        is added before the eigenvalue floor and AdaSSP's own ridge. With the functional
+        mechanism, at small epsilon a ridge of the order of the noise scale
+        (``functional_mechanism_sensitivity(d) / epsilon``) tames the noise; it is public and
         data-independent, so any choice keeps the guarantee.
     eigen_floor : float or "auto", default="auto"
-        Spectral post-processing of the noisy quadratic M in w: eigen-directions with
-        eigenvalue <= 0 are dropped (the objective is unbounded there) and positive eigenvalues
-        are raised to at least ``eigen_floor * Delta / epsilon_fm`` (a multiple of the Laplace
-        noise scale; epsilon_fm is 80% of epsilon with an intercept, else epsilon),
-        which stops nearly flat noisy directions from blowing the solution up. >= 0; 0 keeps
-        plain trimming. ``"auto"``: the floor is :func:`functional_mechanism_noise_norm`, a
-        95% bound on the noise's spectral norm (3 sqrt(d) noise scales): no direction is
-        trusted more than the noise allows. Public and data-independent (post-processing).
+        ``method="functional"`` only: spectral post-processing of the noisy quadratic M in w:
+        eigen-directions with eigenvalue <= 0 are dropped and positive eigenvalues are raised
+        to at least ``eigen_floor * Delta / epsilon_fm`` (epsilon_fm is 80% of epsilon with
+        an intercept, else epsilon). >= 0; ``"auto"``: the floor is
+        :func:`functional_mechanism_noise_norm`, a 95% bound on the noise's spectral norm.
+        Public and data-independent (post-processing).
+    method : {"ssp", "adassp", "functional"}, default="ssp"
+    delta : float, default=None
+        ``"ssp"`` and ``"adassp"`` only: 0 < delta < 1, far below 1/n. Given, the fit is
+        (epsilon, delta)-DP through rho-zCDP with discrete Gaussian noise; None: pure
+        epsilon-DP with discrete Laplace noise.
+    data_norm : float, default=None
+        ``"ssp"`` and ``"adassp"`` only: public bound on the L2 norm of a row of X (rows longer than
+        it are scaled down to it), > 0. With ``bounds_X`` too, features are clipped to their
+        bounds first and both bounds are used.
     random_state : None, int, numpy Generator or BitGenerator, default=None
     accountant : dpcore.Accountant, default=None
 
@@ -123,33 +160,67 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     ----------
     coef_ : ndarray, shape (n_features,)
     intercept_ : float
+    method_ : str
+    plan_ : dpcore.learn._ssp.SSPPlan
+        ``"ssp"``/``"adassp"``: the public plan (mechanisms, grids, shares, cost).
+    noisy_statistics_ : dict
+        ``"ssp"``/``"adassp"``: the released values, in the scaled units and the layout of
+        ``dpcore.learn._ssp.ssp_statistics`` (``"gram"``: the upper triangle, row-major, its
+        off-diagonal entries doubled with delta; ``"xy"``, ``"sum_x"``, ``"sum_y"``, and
+        ``"min_eigenvalue"`` with AdaSSP); only ``"sum_y"`` when the plan is mean-only.
+    ridge_ : float
+        ``"ssp"``/``"adassp"``: the ridge lambda used (0 for SSP; inf when only the mean was
+        released).
+    noise_norm_ : float
+        ``"ssp"``/``"adassp"``: tau, the noise bound (inf when only the mean was released).
     noisy_coefficients_ : ndarray
-        The released vector: noisy [-2 sum y x (d), sum x_j^2 (d), 2 sum x_j x_k for j < k
-        (row-major upper triangle), and with an intercept 2 sum x_j (d)], in the [-1, 1] units.
+        ``"functional"``: the released vector: noisy [-2 sum y x (d), sum x_j^2 (d),
+        2 sum x_j x_k for j < k (row-major upper triangle), and with an intercept 2 sum x_j
+        (d)], in the [-1, 1] units.
     noisy_target_sum_ : float or None
-        With an intercept, the released noisy sum y (in the [-1, 1] units); else None.
+        ``"functional"``: with an intercept, the released noisy sum y (in the [-1, 1]
+        units); else None.
     sensitivity_ : float
-        The L1 sensitivity of ``noisy_coefficients_``,
-        :func:`functional_mechanism_sensitivity` (d, intercept=fit_intercept).
+        ``"functional"``: the L1 sensitivity of ``noisy_coefficients_``.
     eigen_floor_ : float
-        The floor used, in the units of M (``"auto"`` resolved).
+        ``"functional"``: the floor used, in the units of M (``"auto"`` resolved).
     n_trimmed_ : int
-        Number of non-positive eigen-directions of the noisy quadratic that were dropped.
+        ``"functional"``: number of non-positive eigen-directions dropped.
 
     Privacy
     -------
-    epsilon-DP under replace-one neighbours (the number of records n is public: the intercept
-    uses it), for X and y clipped to the public bounds. Two exact discrete Laplace releases on
-    power-of-two grids (the rounding to the grid is charged to the sensitivity, as in
-    :func:`dpcore.laplace`): the FM coefficients (sensitivity_, 80% of epsilon with an
-    intercept) and sum y (sensitivity 2, 20%); their effective epsilons, at most ``epsilon``
-    in total, are charged once before either is drawn. Everything after (ridge term, dropping
-    and flooring eigen-directions, profiling out the intercept, the minimisation, the map
-    back to the raw units) is post-processing. The sums are computed in floating point; with
-    n records their rounding error is of order n * 2^-53 relative, not charged.
+    Replace-one neighbours (the number of records n is public: the intercept and the budget
+    split use it), for X and y clipped to the public bounds (``bounds_X`` / ``data_norm``,
+    ``bounds_y``). Every noisy value is an exact discrete Laplace or discrete Gaussian draw
+    added on a power-of-two grid, the rounding to the grid charged to the sensitivity (as in
+    :func:`dpcore.laplace` and :func:`dpcore.gaussian`); the whole fit is charged once,
+    before anything is drawn.
+
+    * ``method="ssp"`` or ``"adassp"``, ``delta=None``: epsilon-DP. Up to five discrete Laplace
+      releases (X^T X, X^T y, X^T 1, sum y, and with AdaSSP the smallest eigenvalue of the Gram
+      matrix of [x, c]) whose epsilons, rounded down from
+      exact rational shares, sum to at most ``epsilon``; their L1 sensitivities are
+      :func:`dpcore.learn._ssp.ssp_sensitivities`. Charged ``epsilon``.
+    * ``method="ssp"`` or ``"adassp"``, ``delta`` given: rho-zCDP with rho =
+      :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta), hence (epsilon, delta)-DP:
+      the same parts with the discrete Gaussian (L2 sensitivities), their rhos summing to at
+      most rho. Charged rho (the accountant reports at most (epsilon, delta)). When the plan is
+      mean-only (n too small for the slopes), sum y alone is released with the discrete
+      Laplace at ``epsilon``: pure epsilon-DP, charged ``epsilon``.
+    * ``method="functional"``: epsilon-DP. Two discrete Laplace releases: the FM coefficients
+      (sensitivity_, 80% of epsilon with an intercept) and sum y (sensitivity 2, 20%); charged
+      ``epsilon``.
+
+    Everything after the release (projecting the means, the ridge, flooring or dropping
+    eigen-directions, profiling out the intercept, the solve, the map back to the raw units) is
+    post-processing of the released values and public numbers. The statistics are computed in
+    floating point; with n records their rounding error is of order n * 2^-53 relative (the
+    smallest eigenvalue: LAPACK's backward error), not charged.
 
     References
     ----------
+    .. [Wan18] Y.-X. Wang, "Revisiting differentially private linear regression: optimal and
+       adaptive prediction & estimation in unbounded domain", UAI 2018.
     .. [ZZX12] J. Zhang, Z. Zhang, X. Xiao, Y. Yang, M. Winslett, "Functional mechanism:
        regression analysis under differential privacy", PVLDB 5(11) (2012) 1364-1375.
 
@@ -162,39 +233,70 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     >>> reg = LinearRegression(epsilon=1.0, bounds_X=(-1, 1), bounds_y=(-1, 1), random_state=0)
     >>> np.round(reg.fit(X, y).coef_, 1)
     array([ 0.5, -0.3])
+    >>> reg = LinearRegression(epsilon=1.0, delta=1e-6, bounds_X=(-1, 1), bounds_y=(-1, 1),
+    ...                        random_state=0)
+    >>> np.round(reg.fit(X, y).coef_, 1)
+    array([ 0.5, -0.3])
     """
 
     def __init__(self, *, epsilon=1.0, bounds_X=None, bounds_y=None, fit_intercept=True, alpha=0.0,
-                 eigen_floor="auto", random_state=None, accountant=None):
+                 eigen_floor="auto", method="ssp", delta=None, data_norm=None,
+                 random_state=None, accountant=None):
         self.epsilon = epsilon
         self.bounds_X = bounds_X
         self.bounds_y = bounds_y
         self.fit_intercept = fit_intercept
         self.alpha = alpha
         self.eigen_floor = eigen_floor
+        self.method = method
+        self.delta = delta
+        self.data_norm = data_norm
         self.random_state = random_state
         self.accountant = accountant
 
     def _check_params(self, n_samples=None, n_features=None):
         """Every parameter, checked before anything is charged (also for each candidate of a
-        grid search). Returns (epsilon, alpha, eigen_floor, (lx, ux), (ly, uy))."""
+        grid search). Returns (epsilon, alpha, eigen_floor, bounds_X pair or None, (ly, uy),
+        delta, data_norm)."""
         epsilon = _base.check_epsilon(self.epsilon)
+        if not isinstance(self.method, str) or self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         alpha = check.nonnegative(self.alpha, "alpha")
         if isinstance(self.eigen_floor, str) and self.eigen_floor != "auto":
             raise ValueError(f"eigen_floor must be a number >= 0 or 'auto', got {self.eigen_floor!r}")
         eigen_floor = "auto" if self.eigen_floor == "auto" \
             else check.nonnegative(self.eigen_floor, "eigen_floor")
         _base.check_bool(self.fit_intercept, "fit_intercept")
-        if self.bounds_X is None:
-            raise ValueError("bounds_X is required: give public feature bounds (lower, upper); "
+        functional = self.method == "functional"
+        delta = data_norm = None
+        if functional:
+            for name in ("delta", "data_norm"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} applies to methods 'ssp' and 'adassp' only (the "
+                                     "functional mechanism is pure epsilon-DP on per-feature "
+                                     "bounds)")
+        else:
+            if eigen_floor != "auto":
+                raise ValueError("a numeric eigen_floor applies to method='functional' only "
+                                 "(SSP and AdaSSP floor the eigenvalues by their public rule)")
+            if self.delta is not None:
+                delta = check.probability(self.delta, "delta")
+            if self.data_norm is not None:
+                data_norm = check.positive(self.data_norm, "data_norm")
+                if not math.isfinite(data_norm):
+                    raise ValueError(f"data_norm must be finite, got {data_norm!r}")
+        if self.bounds_X is None and data_norm is None:
+            raise ValueError("bounds_X is required: give public feature bounds (lower, upper) "
+                             "(or data_norm, a row-norm bound, with method 'ssp' or 'adassp'); "
                              "they are never inferred from the data")
         if self.bounds_y is None:
             raise ValueError("bounds_y is required: give public target bounds (lower, upper); "
                              "they are never inferred from the data")
-        bx = _base.bounds_array(self.bounds_X, "bounds_X", n_features)
+        bx = None if self.bounds_X is None else _base.bounds_array(self.bounds_X, "bounds_X",
+                                                                   n_features)
         by = check.bounds_pair(self.bounds_y, "bounds_y")
         _base.check_n(n_samples)
-        return epsilon, alpha, eigen_floor, bx, by
+        return epsilon, alpha, eigen_floor, bx, by, delta, data_norm
 
     def _cost(self):
         return Cost(self._check_params()[0])
@@ -203,14 +305,64 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         """Fit the private model (see the class docstring). Returns self."""
         self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
+        epsilon, alpha, eigen_floor, bx, by, delta, data_norm = self._check_params(*X.shape)
+        self.method_ = self.method
+        if self.method == "functional":
+            return self._fit_functional(X, y, epsilon, alpha, eigen_floor, bx, by)
+        return self._fit_ssp(X, y, epsilon, alpha, delta, data_norm, bx, by)
+
+    def _target_scale(self, by):
+        ly, uy = by
+        if self.fit_intercept:
+            return (ly + uy) / 2.0, (uy - ly) / 2.0
+        return 0.0, max(abs(ly), abs(uy))
+
+    def _fit_ssp(self, X, y, epsilon, alpha, delta, data_norm, bx, by):
+        n, d = X.shape          # n is public under replace-one neighbours
+        my, hy = self._target_scale(by)
+        Xc = X if bx is None else np.clip(X, *bx)
+        if data_norm is None:   # per-feature bounds only: affine map to [-1, 1]
+            lx, ux = bx
+            if self.fit_intercept:
+                mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
+            else:
+                mx, hx = np.zeros(d), np.maximum(np.abs(lx), np.abs(ux))
+            Xs = (Xc - mx) / hx
+            domain = SSPDomain.make(d, np.ones(d))
+        else:                   # rows scaled down to data_norm, then divided by it
+            norms = np.linalg.norm(Xc, axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shrink = np.where(norms > data_norm, data_norm / norms, 1.0)
+            Xs = Xc * shrink[:, None] / data_norm
+            Xs /= np.maximum(1.0, np.linalg.norm(Xs, axis=1))[:, None]  # (norm <= 1 after rounding)
+            mx, hx = np.zeros(d), np.full(d, data_norm)
+            coord = np.ones(d) if bx is None else np.minimum(
+                1.0, np.maximum(np.abs(bx[0]), np.abs(bx[1])) / data_norm)
+            domain = SSPDomain.make(1, np.where(coord > 0, coord, 1.0))
+        ys = (np.clip(y, *by) - my) / hy
+        plan = ssp_plan(n, domain, epsilon=epsilon, delta=delta, intercept=self.fit_intercept,
+                        adaptive_ridge=self.method == "adassp")
+        stats = ssp_statistics(Xs, ys, plan)
+        noisy = release(lambda rng: ssp_release(plan, stats, rng), cost=plan.cost,
+                        accountant=self.accountant, random_state=self.random_state,
+                        label=f"LinearRegression({self.method})")
+        sol = ssp_solve(plan, noisy, domain, alpha=alpha)
+        self.plan_ = plan
+        self.noisy_statistics_ = noisy
+        self.ridge_ = sol.ridge
+        self.noise_norm_ = sol.noise_norm
+        self.coef_ = hy * sol.coef / hx
+        self.intercept_ = float(my + hy * (sol.intercept - np.sum(sol.coef * mx / hx)))
+        return self
+
+    def _fit_functional(self, X, y, epsilon, alpha, eigen_floor, bx, by):
         d = X.shape[1]
-        epsilon, alpha, eigen_floor, (lx, ux), (ly, uy) = self._check_params(X.shape[0], d)
+        (lx, ux), (ly, uy) = bx, by
         if self.fit_intercept:
             mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
-            my, hy = (ly + uy) / 2.0, (uy - ly) / 2.0
         else:
             mx, hx = np.zeros(d), np.maximum(np.abs(lx), np.abs(ux))
-            my, hy = 0.0, max(abs(ly), abs(uy))
+        my, hy = self._target_scale(by)
         Xs = (np.clip(X, lx, ux) - mx) / hx
         ys = (np.clip(y, ly, uy) - my) / hy
         n = Xs.shape[0]   # public under replace-one neighbours

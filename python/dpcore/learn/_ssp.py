@@ -1,0 +1,417 @@
+"""Least squares by sufficient-statistics perturbation (SSP), with AdaSSP's adaptive ridge
+(Wang 2018) as an option.
+
+The rows are first mapped by :class:`~dpcore.learn.LinearRegression` into a public domain: every
+scaled row x has ||x||_2 <= r and |x_j| <= b_j, and every scaled target |y| <= 1. This module
+releases, with exact noise on power-of-two grids, the statistics least squares needs:
+
+* ``min_eigenvalue`` (AdaSSP only): the smallest eigenvalue of the Gram matrix of the rows
+  [x, c] (c a public constant; without an intercept, of X^T X), the input of the adaptive ridge;
+* ``gram``: the upper triangle of X^T X (row-major, diagonal included);
+* ``xy``: X^T y; and, with an intercept, ``sum_x`` (X^T 1) and ``sum_y`` (sum y).
+
+Pure epsilon-DP uses the exact discrete Laplace (L1 sensitivities); given delta, rho-zCDP with
+rho = :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta) uses the exact discrete Gaussian
+(L2 sensitivities). Each part is one :class:`~dpcore.mechanisms.LaplaceMechanism` or
+:class:`~dpcore.mechanisms.GaussianMechanism`, which rounds to its grid and charges that
+rounding to the sensitivity. The fit (:func:`ssp_solve`) is post-processing of the released
+values and public numbers only.
+
+All functions here read public values only, except :func:`ssp_statistics` (the exact statistics)
+and :func:`ssp_release` (which draws); the charge is made once by the caller.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from dpcore import _validation as check
+from dpcore._floats import round_down
+from dpcore._release import Cost
+from dpcore.calibration import zcdp_rho_for
+from dpcore.learn._base import laplace_grid
+from dpcore.mechanisms import GaussianMechanism, LaplaceMechanism
+
+__all__ = ["SSPDomain", "SSPPlan", "ssp_sensitivities", "ssp_noise_norm", "ssp_plan",
+           "ssp_statistics", "ssp_release", "ssp_solve", "gram_from_upper"]
+
+# Budget of the slope statistics, as fractions of what the intercept's sum y leaves: the
+# smallest eigenvalue (AdaSSP only; without it the others are renormalised), X^T X, X^T y,
+# X^T 1 (bench/dev_suite.py regression).
+SHARES = {"min_eigenvalue": Fraction(1, 10), "gram": Fraction(1, 2), "xy": Fraction(1, 4),
+          "sum_x": Fraction(3, 20)}
+# sum y gets the share that puts the noise of the released mean at MEAN_NOISE (in the [-1, 1]
+# units of y), kept within [MIN_Y_SHARE, MAX_Y_SHARE]: a fixed error for the intercept.
+MEAN_NOISE = 0.02
+MIN_Y_SHARE = 0.02
+MAX_Y_SHARE = 0.8
+# The slopes are released only when the 95% bound on the Gram noise's spectral norm (with the
+# Gram's share of the whole budget) is at most MAX_NOISE_PER_RECORD * n (discrete Laplace) or
+# MAX_NOISE_PER_RECORD_GAUSSIAN * n: beyond it the noise is one or two units of variance per
+# record in the [-1, 1] units and the slopes cost the mean more than they bring (measured on
+# bench/dev_suite.py); the fit then releases sum y alone (all of epsilon) and predicts its mean.
+MAX_NOISE_PER_RECORD = 2.0
+MAX_NOISE_PER_RECORD_GAUSSIAN = 1.0
+# The constant column of the rows [x, c] whose smallest eigenvalue is released: c = r / 2.
+EIGEN_COLUMN = 0.5
+# One-sided failure probability of the noisy lower bound on the smallest eigenvalue.
+FAILURE = 0.05
+# AdaSSP's ridge is max(0, RIDGE_SCALE * tau - lambda_low) (Wang: 1); the eigenvalues of the
+# (ridged) matrix are then raised to at least EIGEN_FLOOR * tau (tau: the 95% noise bound).
+# Chosen on bench/dev_suite.py regression: the whole bound in either over-shrinks.
+RIDGE_SCALE = 0.25
+EIGEN_FLOOR = 0.5
+# Before the floor, the spread of the noisy eigenvalues around their mean is shrunk by the
+# spread the noise adds in expectation (James-Stein on the spectrum; bench/dev_suite.py).
+SHRINK_SPECTRUM = True
+
+PARTS = ("min_eigenvalue", "gram", "xy", "sum_x", "sum_y")
+
+
+def _sqrt_up(q):
+    """A rational >= sqrt(q) (q a non-negative rational), within a few ulps."""
+    s = math.sqrt(float(q))
+    while Fraction(s) * Fraction(s) < q:
+        s = math.nextafter(s, math.inf)
+    return Fraction(s)
+
+
+def _sqrt_down(q):
+    """A double <= sqrt(q) (q a non-negative rational), within a few ulps."""
+    s = math.sqrt(float(q))
+    while Fraction(s) * Fraction(s) > q:
+        s = math.nextafter(s, -math.inf)
+    return s
+
+
+@dataclass(frozen=True)
+class SSPDomain:
+    """The public domain of the scaled rows: ||x||_2^2 <= ``row_norm_sq`` and |x_j| <= ``coord[j]``
+    (and |y| <= 1). ``row_norm_sq`` is lowered to sum_j coord_j^2 when that is smaller."""
+
+    row_norm_sq: Fraction
+    coord: tuple
+
+    @classmethod
+    def make(cls, row_norm_sq, coord):
+        coord = tuple(Fraction(float(b)) for b in coord)
+        if not coord or min(coord) <= 0:
+            raise ValueError("the scaled domain needs at least one feature and positive bounds")
+        r2 = min(Fraction(row_norm_sq), sum(b * b for b in coord))
+        return cls(r2, coord)
+
+    @property
+    def d(self):
+        return len(self.coord)
+
+    @property
+    def eigen_column(self):
+        """The constant c of the rows [x, c] whose smallest eigenvalue is released:
+        ``EIGEN_COLUMN`` r, rounded down."""
+        return EIGEN_COLUMN * _sqrt_down(self.row_norm_sq)
+
+    @property
+    def l1_norm(self):
+        """sup ||x||_1: min(sum_j b_j, sqrt(d) r)."""
+        return min(sum(self.coord), _sqrt_up(self.d * self.row_norm_sq))
+
+
+def ssp_sensitivities(domain, *, gaussian, intercept):
+    """Replace-one sensitivities (L1, or L2 when ``gaussian``) of each released part, as exact
+    rationals, on the scaled domain (n public).
+
+    With x, x' two rows of the domain and y, y' in [-1, 1] (r^2 = ``row_norm_sq``, b the
+    coordinate bounds, L = sup ||x||_1):
+
+    * ``min_eigenvalue`` of sum [x, c][x, c]^T: replacing a row subtracts z z^T and adds z' z'^T
+      (z = [x, c]), so by Weyl's inequalities the smallest eigenvalue moves by at most
+      max(||z||^2, ||z'||^2) <= r^2 + c^2 (c = 0 without an intercept);
+    * ``gram``, L1: the diagonal moves by sum_j |x_j^2 - x'_j^2| <= min(sum b_j^2, 2 r^2), the
+      upper triangle by at most sum_{j<k} |x_j x_k| + |x'_j x'_k| <= 2 P with
+      P = min(((sum b)^2 - sum b^2) / 2, (d - 1) r^2 / 2);
+      L2 (off-diagonal entries released doubled): ||delta||^2 <= 2 ||x x^T - x' x'^T||_F^2
+      = 2 (||x||^4 + ||x'||^4 - 2 (x.x')^2) <= 4 r^4, so 2 r^2;
+    * ``xy`` and ``sum_x``: 2 L (L1) or 2 r (L2); ``sum_y``: 2.
+
+    >>> s = ssp_sensitivities(SSPDomain.make(3, [1, 1, 1]), gaussian=False, intercept=True)
+    >>> {k: float(v) for k, v in s.items()}
+    {'min_eigenvalue': 3.75, 'gram': 9.0, 'xy': 6.0, 'sum_x': 6.0, 'sum_y': 2.0}
+    """
+    r2, b, d = domain.row_norm_sq, domain.coord, domain.d
+    c2 = Fraction(domain.eigen_column) ** 2 if intercept else Fraction(0)
+    out = {"min_eigenvalue": r2 + c2}
+    if gaussian:
+        r = _sqrt_up(r2)
+        out.update(gram=2 * r2, xy=2 * r)
+        if intercept:
+            out.update(sum_x=2 * r, sum_y=Fraction(2))
+        return out
+    sb, sb2 = sum(b), sum(x * x for x in b)
+    pairs = min((sb * sb - sb2) / 2, (d - 1) * r2 / 2)
+    out.update(gram=min(sb2, 2 * r2) + 2 * pairs, xy=2 * domain.l1_norm)
+    if intercept:
+        out.update(sum_x=2 * domain.l1_norm, sum_y=Fraction(2))
+    return out
+
+
+def ssp_noise_norm(d, sd_diagonal, sd_off_diagonal):
+    """A 95% bound on the spectral norm of a symmetric d x d noise matrix with independent
+    entries on and above the diagonal (Laplace or Gaussian, standard deviations as given).
+
+    tau = 2 sqrt(sd_diag^2 + (d - 1) sd_off^2) + 1.5 max(sd_diag, sd_off): twice the largest
+    row's standard deviation is the semicircle edge for large d; the second term covers small d
+    and the Laplace tails. Coverage >= 0.95 is simulated in tests/test_learn_ssp.py for d from 1
+    to 40, Laplace and Gaussian entries. Public values only.
+
+    >>> round(ssp_noise_norm(4, 1.0, 1.0), 3)
+    5.5
+    """
+    d = check.integer(d, "d", minimum=1)
+    sd_d = check.nonnegative(sd_diagonal, "sd_diagonal")
+    sd_o = check.nonnegative(sd_off_diagonal, "sd_off_diagonal")
+    return 2.0 * math.sqrt(sd_d * sd_d + (d - 1) * sd_o * sd_o) + 1.5 * max(sd_d, sd_o)
+
+
+def _noise_sd(mech):
+    """Standard deviation of one noise draw of a mechanism, in the released (scaled) units
+    (discrete laws on grids ~2^30 times finer than the scale: the continuous values)."""
+    if isinstance(mech, LaplaceMechanism):
+        return math.sqrt(2.0) * mech.scale * mech.grid
+    return mech.sigma * mech.grid
+
+
+def _lower_margin(mech):
+    """m with P(noise > m) <= FAILURE for the one-sided lower bound on the eigenvalue."""
+    if isinstance(mech, LaplaceMechanism):
+        return mech.scale * mech.grid * math.log(1.0 / (2.0 * FAILURE))
+    return mech.sigma * mech.grid * math.sqrt(2.0 * math.log(1.0 / FAILURE))
+
+
+@dataclass(frozen=True)
+class SSPPlan:
+    """What an SSP fit releases, computed from public values only (n is public).
+
+    ``mechanisms`` maps each released part (``PARTS``, ``min_eigenvalue`` only with
+    ``adaptive_ridge``; only ``sum_y`` when ``mean_only``) to its calibrated mechanism; ``cost`` is the charge (epsilon, or rho with delta); the gram's
+    off-diagonal entries are released multiplied by ``offdiag_weight`` (2 for the Gaussian).
+    """
+
+    n: int
+    d: int
+    intercept: bool
+    gaussian: bool
+    mean_only: bool
+    adaptive_ridge: bool
+    eigen_column: float
+    offdiag_weight: float
+    cost: Cost
+    sensitivities: dict = field(repr=False)
+    mechanisms: dict = field(repr=False)
+
+    def noise_sd(self, part):
+        return _noise_sd(self.mechanisms[part])
+
+    def gram_noise_norm(self):
+        """:func:`ssp_noise_norm` of the Gram noise (in the scaled units)."""
+        sd = self.noise_sd("gram")
+        return ssp_noise_norm(self.d, sd, sd / self.offdiag_weight)
+
+
+def _slope_shares(intercept, adaptive_ridge):
+    """The slope statistics' proportions (exact rationals summing to 1)."""
+    parts = ["gram", "xy"] + (["sum_x"] if intercept else [])
+    if adaptive_ridge:
+        parts.append("min_eigenvalue")
+    total = sum(SHARES[k] for k in parts)
+    return {k: SHARES[k] / total for k in parts if SHARES[k] > 0}
+
+
+def _shares(intercept, y_share, adaptive_ridge):
+    """Part -> its share of the budget (exact rationals summing to 1)."""
+    out = {k: (1 - y_share) * v for k, v in _slope_shares(intercept, adaptive_ridge).items()}
+    if intercept:
+        out["sum_y"] = y_share
+    return out
+
+
+def _mechanism(sens, share, epsilon, rho, size, gaussian):
+    sens = float(sens)   # sensitivities are rationals of doubles; the float rounds up below
+    sens = math.nextafter(sens, math.inf)
+    if gaussian:
+        return GaussianMechanism.calibrate(sensitivity=sens, rho=round_down(Fraction(rho) * share),
+                                           size=size)
+    eps = round_down(Fraction(epsilon) * share)
+    return LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=size,
+                                      granularity=laplace_grid(sens, eps))
+
+
+def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=False):
+    """The public plan of an SSP fit: which parts are released, with which mechanism each,
+    and the cost (``adaptive_ridge``: AdaSSP, with the smallest eigenvalue). Nothing here reads
+    the data.
+
+    The budget (epsilon, or rho = zcdp_rho_for(epsilon, delta)) is split: sum y (with an
+    intercept) gets the share that puts the noise of the released mean at ``MEAN_NOISE``,
+    within [``MIN_Y_SHARE``, ``MAX_Y_SHARE``]; the rest goes to the other parts in the
+    proportions ``SHARES`` (renormalised over the parts released). When even the Gram's share of
+    the whole budget leaves a Gram noise
+    bound above ``MAX_NOISE_PER_RECORD * n``, only sum y is released (discrete Laplace with all
+    of epsilon, pure epsilon-DP also when delta is given) and the model predicts its mean.
+
+    >>> plan = ssp_plan(1000, SSPDomain.make(2, [1, 1]), epsilon=1.0, adaptive_ridge=True)
+    >>> sorted(plan.mechanisms), plan.mean_only, plan.cost.epsilon
+    (['gram', 'min_eigenvalue', 'sum_x', 'sum_y', 'xy'], False, 1.0)
+    >>> sorted(ssp_plan(1000, SSPDomain.make(2, [1, 1]), epsilon=1.0).mechanisms)
+    ['gram', 'sum_x', 'sum_y', 'xy']
+    >>> ssp_plan(20, SSPDomain.make(2, [1, 1]), epsilon=1.0).mean_only
+    True
+    """
+    n = check.integer(n, "n", minimum=1)
+    epsilon = check.positive(epsilon, "epsilon")
+    gaussian = delta is not None
+    rho = zcdp_rho_for(epsilon, check.probability(delta, "delta")) if gaussian else None
+    d = domain.d
+    sens = ssp_sensitivities(domain, gaussian=gaussian, intercept=intercept)
+    weight = 2.0 if gaussian else 1.0
+    size = {"min_eigenvalue": 1, "gram": d * (d + 1) // 2, "xy": d, "sum_x": d, "sum_y": 1}
+    if intercept:
+        # the slopes' fate at the Gram's share of the whole budget (public)
+        gram_share = _slope_shares(True, adaptive_ridge)["gram"]
+        probe = _mechanism(sens["gram"], gram_share, epsilon, rho, size["gram"], gaussian)
+        sd = _noise_sd(probe)
+        gate = MAX_NOISE_PER_RECORD_GAUSSIAN if gaussian else MAX_NOISE_PER_RECORD
+        if ssp_noise_norm(d, sd, sd / weight) > gate * n:
+            mech = LaplaceMechanism.calibrate(sensitivity=2.0, epsilon=epsilon,
+                                              granularity=laplace_grid(2.0, epsilon))
+            return SSPPlan(n, d, True, False, True, adaptive_ridge, 0.0, weight, Cost(epsilon),
+                           {"sum_y": Fraction(2)}, {"sum_y": mech})
+        if gaussian:
+            y_share = 2.0 / (MEAN_NOISE ** 2 * float(n) ** 2 * rho)
+        else:
+            y_share = 2.0 * math.sqrt(2.0) / (MEAN_NOISE * epsilon * n)
+        y_share = Fraction(min(MAX_Y_SHARE, max(MIN_Y_SHARE, y_share)))
+    else:
+        y_share = Fraction(0)
+    shares = _shares(intercept, y_share, adaptive_ridge)
+    mechs = {k: _mechanism(sens[k], shares[k], epsilon, rho, size[k], gaussian) for k in shares}
+    cost = Cost(rho=rho) if gaussian else Cost(epsilon)
+    column = domain.eigen_column if intercept else 0.0
+    return SSPPlan(n, d, intercept, gaussian, False, adaptive_ridge, column, weight, cost, sens,
+                   mechs)
+
+
+def ssp_statistics(Xs, ys, plan):
+    """The exact statistics (scaled rows and targets) in the layout the plan releases them.
+    Computed in floating point: their rounding (about n 2^-53 relative) is not charged."""
+    if plan.mean_only:
+        return {"sum_y": np.array([ys.sum()])}
+    d = plan.d
+    gram = Xs.T @ Xs
+    iu = np.triu_indices(d)
+    upper = gram[iu]
+    upper[iu[0] != iu[1]] *= plan.offdiag_weight      # exact: a power of two
+    out = {"gram": upper, "xy": Xs.T @ ys}
+    if plan.intercept:
+        sx = Xs.sum(axis=0)
+        c = plan.eigen_column
+        aug = np.empty((d + 1, d + 1))   # the Gram matrix of the rows [x, c]
+        aug[:d, :d] = gram
+        aug[:d, d] = aug[d, :d] = c * sx
+        aug[d, d] = c * c * Xs.shape[0]
+        out.update(sum_x=sx, sum_y=np.array([ys.sum()]))
+    if "min_eigenvalue" in plan.mechanisms:
+        out["min_eigenvalue"] = np.array([np.linalg.eigvalsh(aug if plan.intercept else gram)[0]])
+    return out
+
+
+def ssp_release(plan, stats, rng):
+    """Draw every part of the plan (no validation, no charge: the caller charged plan.cost)."""
+    return {k: np.asarray(m.release(stats[k], random_state=rng), dtype=float)
+            for k, m in plan.mechanisms.items()}
+
+
+def gram_from_upper(upper, d, offdiag_weight=1.0):
+    """The symmetric d x d matrix from its released upper triangle (row-major, diagonal
+    included, off-diagonal entries multiplied by ``offdiag_weight``)."""
+    iu = np.triu_indices(d)
+    out = np.zeros((d, d))
+    out[iu] = upper
+    off = np.triu_indices(d, k=1)
+    out[off] /= offdiag_weight
+    return out + np.triu(out, 1).T
+
+
+def _shrink_spectrum(vals, plan):
+    """The eigenvalues pulled towards their mean m by the factor k = max(0, 1 - N / S): S the
+    observed spread sum (lambda_i - m)^2, N = (d - 1)(sd_diag^2 + d sd_off^2) the spread that
+    symmetric noise with those entry standard deviations adds in expectation (E ||E||_F^2 -
+    E (tr E)^2 / d, whatever the matrix). Noise spreads clustered eigenvalues apart (a
+    semicircle of radius ~tau around each cluster) and makes the smallest ones too small."""
+    d = vals.size
+    sd_d = plan.noise_sd("gram")
+    sd_o = sd_d / plan.offdiag_weight
+    noise_spread = (d - 1) * (sd_d ** 2 + d * sd_o ** 2)
+    m = float(vals.mean())
+    spread = float(np.sum((vals - m) ** 2))
+    keep = max(0.0, 1.0 - noise_spread / spread) if spread > 0 else 0.0
+    return m + keep * (vals - m)
+
+
+@dataclass(frozen=True)
+class SSPSolution:
+    coef: np.ndarray      # slopes in the scaled units
+    intercept: float      # in the scaled units
+    ridge: float
+    noise_norm: float
+
+
+def ssp_solve(plan, noisy, domain, alpha=0.0):
+    """The least-squares fit from the released statistics (post-processing only).
+
+    With an intercept the released means are first projected onto the public domain
+    (|mean x_j| <= b_j, ||mean x|| <= r, |mean y| <= 1) and the intercept profiled out:
+    C = X^T X~ - n xbar xbar^T, g = X^T y~ - n xbar ybar. The noise bound tau is
+    :func:`ssp_noise_norm` of the Gram noise plus 2 ||xbar|| times a bound on the noise of
+    X^T 1 (the centring's share). With the adaptive ridge (AdaSSP), lambda =
+    max(0, RIDGE_SCALE tau - lambda_low), lambda_low = max(0, released smallest eigenvalue - its
+    one-sided 95% noise margin), a lower bound on the smallest eigenvalue of C (C is the Schur
+    complement of the Gram matrix of [x, c], whose eigenvalues bound C's from below); else
+    lambda = 0. The eigenvalues of C + lambda I are pulled towards their mean by the spread the
+    noise adds (:func:`_shrink_spectrum`), then raised to at least EIGEN_FLOOR tau, so no
+    direction is trusted more than the noise allows, and w = V diag(1 / eigenvalues) V^T g; the
+    intercept is ybar - w . xbar. ``alpha`` (public, >= 0) is a ridge added to C first.
+    """
+    d, n = plan.d, plan.n
+    if plan.mean_only:
+        ybar = float(np.clip(noisy["sum_y"][0] / n, -1.0, 1.0))
+        return SSPSolution(np.zeros(d), ybar, math.inf, math.inf)
+    A = gram_from_upper(noisy["gram"], d, plan.offdiag_weight)
+    g = noisy["xy"].copy()
+    tau = plan.gram_noise_norm()
+    if plan.intercept:
+        b = np.array([float(x) for x in domain.coord])
+        xbar = np.clip(noisy["sum_x"] / n, -b, b)
+        r = math.sqrt(float(domain.row_norm_sq))
+        norm = float(np.linalg.norm(xbar))
+        if norm > r:
+            xbar *= r / norm
+        ybar = float(np.clip(noisy["sum_y"][0] / n, -1.0, 1.0))
+        A -= n * np.outer(xbar, xbar)
+        g -= n * xbar * ybar
+        tau += 2.0 * float(np.linalg.norm(xbar)) * 2.0 * math.sqrt(d) * plan.noise_sd("sum_x")
+    if "min_eigenvalue" in noisy:
+        low = max(0.0, float(noisy["min_eigenvalue"][0])
+                  - _lower_margin(plan.mechanisms["min_eigenvalue"]))
+        ridge = max(0.0, RIDGE_SCALE * tau - low)
+    else:
+        ridge = 0.0
+    vals, vecs = np.linalg.eigh(A + (alpha + ridge) * np.eye(d))
+    if SHRINK_SPECTRUM and d > 1:
+        vals = _shrink_spectrum(vals, plan)
+    vals = np.maximum(vals, EIGEN_FLOOR * tau)
+    w = vecs @ ((vecs.T @ g) / vals)
+    c0 = ybar - float(w @ xbar) if plan.intercept else 0.0
+    return SSPSolution(w, c0, ridge, tau)
