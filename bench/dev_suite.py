@@ -4,6 +4,8 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py alpha [--seeds 20]     # alpha="auto"
     PYTHONPATH=python python bench/dev_suite.py nb-split [--seeds 20]  # GaussianNB's budget
     PYTHONPATH=python python bench/dev_suite.py intercept [--seeds 20] # intercept_scaling
+    PYTHONPATH=python python bench/dev_suite.py tree [--seeds 9]       # DecisionTreeClassifier
+    PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -30,6 +32,14 @@ whose rule it keeps; ``alpha`` runs with the column 1 it was chosen with).
 ``nb-split``: GaussianNB with epsilon in thirds (counts, sums, sums of squares) against
 :func:`dpcore.learn.gaussian_nb_budget`.
 
+``tree`` and ``forest`` (issue 28 item 3): the trees' defaults from public inputs
+(:func:`dpcore.learn._tree.tree_defaults`, :func:`~dpcore.learn._tree.forest_defaults`) against
+fixed settings and diffprivlib's model (when importable; run with the peers' Python), at epsilon
+0.1 .. 5. Their data sets are disjoint from learn_accuracy.py's tree cells (breast cancer,
+digits, wine, iris): ``make_classification`` problems shaped like them and like other small
+tables (n 150 .. 5000, d 4 .. 64, 2 .. 10 classes; 2 stratified 70/30 splits each, bounds =
+the generated data's min/max) and diabetes with its target cut at the median.
+
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
 """
@@ -46,7 +56,14 @@ from sklearn.model_selection import train_test_split
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import learn_accuracy as la  # noqa: E402
 
-from dpcore.learn import GaussianNB, LinearSVC, LogisticRegression, auto_alpha  # noqa: E402
+from dpcore.learn import (  # noqa: E402
+    DecisionTreeClassifier,
+    GaussianNB,
+    LinearSVC,
+    LogisticRegression,
+    RandomForestClassifier,
+    auto_alpha,
+)
 from dpcore.learn import _naive_bayes  # noqa: E402
 from dpcore.learn._erm_calibration import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
 
@@ -177,15 +194,101 @@ def nb_split_cells(sets, seeds):
             yield (s.name, "GaussianNB", eps), row
 
 
+TREE_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+# name, n, d, classes, informative features, class_sep, seed
+TREE_SHAPES = [("150x4 k3", 150, 4, 3, 3, 1.5, 11), ("180x13 k3", 180, 13, 3, 5, 1.2, 12),
+               ("1800x64 k10", 1800, 64, 10, 20, 1.5, 13), ("570x30 k2", 570, 30, 2, 6, 1.0, 14),
+               ("300x8 k2", 300, 8, 2, 4, 0.8, 15), ("1000x20 k5", 1000, 20, 5, 8, 1.2, 16),
+               ("5000x10 k2", 5000, 10, 2, 5, 0.7, 17)]
+
+
+def tree_data_sets(reps=2):
+    """The trees' development sets (module docstring): DevSet with ``raw`` only."""
+    from sklearn.datasets import load_diabetes
+
+    tables = []
+    for name, n, d, k, informative, sep, seed in TREE_SHAPES:
+        X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
+                                   n_redundant=0, n_classes=k, n_clusters_per_class=1,
+                                   class_sep=sep, random_state=seed)
+        tables.append((f"make_classification {name}", X, y))
+    X, target = load_diabetes(return_X_y=True)
+    tables.append(("diabetes > median", X, (target > np.median(target)).astype(int)))
+    out = []
+    for name, X, y in tables:
+        bounds = (X.min(axis=0), X.max(axis=0))
+        for rep in range(reps):
+            a, b, ya, yb = train_test_split(X, y, test_size=0.3, random_state=200 + rep,
+                                            stratify=y)
+            out.append(DevSet(f"{name} s{rep}", ya, yb, (a, b, bounds), None))
+    return out
+
+
+def _peer(model):
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import diffprivlib.models as dpl
+        return getattr(dpl, model)
+    except ImportError:
+        return None
+
+
+def tree_cells(sets, seeds):
+    rules = {"tree_defaults": {}, "depth 2, share 0.7": {"max_depth": 2, "split_share": 0.7},
+             "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
+             "depth 4, share 0.7": {"max_depth": 4, "split_share": 0.7},
+             "random depth 5": {"max_depth": 5, "split_share": 0.0}}
+    yield from _tree_like_cells(sets, seeds, "DecisionTreeClassifier", DecisionTreeClassifier,
+                                rules)
+
+
+def forest_cells(sets, seeds):
+    rules = {"forest_defaults": {}, "10 x depth 8 (before)": {"n_estimators": 10, "max_depth": 8},
+             "10 x depth 4": {"n_estimators": 10, "max_depth": 4},
+             "5 x depth 3": {"n_estimators": 5, "max_depth": 3},
+             "20 x depth 5": {"n_estimators": 20, "max_depth": 5}}
+    yield from _tree_like_cells(sets, seeds, "RandomForestClassifier", RandomForestClassifier,
+                                rules)
+
+
+def _tree_like_cells(sets, seeds, model, est, rules):
+    import warnings
+
+    peer = _peer(model)
+    for s in sets:
+        classes = np.unique(s.ytr)
+        Xtr, Xte, bounds = s.raw
+        for eps in TREE_EPSILONS:
+            row = {}
+            for rule, kw in rules.items():
+                def make(seed, eps=eps, kw=kw):
+                    return est(epsilon=eps, bounds=bounds, classes=classes, random_state=seed,
+                               **kw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row[rule] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+            if peer is not None:
+                def make_peer(seed, eps=eps):
+                    return peer(epsilon=eps, bounds=bounds, classes=classes, random_state=seed)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row["diffprivlib"] = _median_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds)
+            yield (s.name, model, eps), row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=["alpha", "nb-split", "intercept"])
+    parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "tree", "forest"])
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
     cells = {}
-    study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
-             "intercept": intercept_cells}[args.study]
-    for (name, model, eps), row in study(data_sets(), args.seeds):
+    study = {"alpha": alpha_cells, "nb-split": nb_split_cells, "intercept": intercept_cells,
+             "tree": tree_cells, "forest": forest_cells}[args.study]
+    sets = tree_data_sets() if args.study in ("tree", "forest") else data_sets()
+    for (name, model, eps), row in study(sets, args.seeds):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
