@@ -195,11 +195,16 @@ def nb_split_cells(sets, seeds):
 
 
 TREE_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
-# name, n, d, classes, informative features, class_sep, seed
-TREE_SHAPES = [("150x4 k3", 150, 4, 3, 3, 1.5, 11), ("180x13 k3", 180, 13, 3, 5, 1.2, 12),
-               ("1800x64 k10", 1800, 64, 10, 20, 1.5, 13), ("570x30 k2", 570, 30, 2, 6, 1.0, 14),
-               ("300x8 k2", 300, 8, 2, 4, 0.8, 15), ("1000x20 k5", 1000, 20, 5, 8, 1.2, 16),
-               ("5000x10 k2", 5000, 10, 2, 5, 0.7, 17)]
+# name, n, d, classes, informative features, redundant features, class_sep, seed; the "r"
+# tables have redundant (correlated, informative) features, as real tables often do
+TREE_SHAPES = [("150x4 k3", 150, 4, 3, 3, 0, 1.5, 11), ("180x13 k3", 180, 13, 3, 5, 0, 1.2, 12),
+               ("1800x64 k10", 1800, 64, 10, 20, 0, 1.5, 13),
+               ("570x30 k2", 570, 30, 2, 6, 0, 1.0, 14), ("300x8 k2", 300, 8, 2, 4, 0, 0.8, 15),
+               ("1000x20 k5", 1000, 20, 5, 8, 0, 1.2, 16),
+               ("5000x10 k2", 5000, 10, 2, 5, 0, 0.7, 17),
+               ("150x4 k3 r", 150, 4, 3, 2, 2, 1.5, 21), ("180x13 k3 r", 180, 13, 3, 4, 6, 1.2, 22),
+               ("570x30 k2 r", 570, 30, 2, 5, 15, 1.0, 23),
+               ("1800x64 k10 r", 1800, 64, 10, 16, 30, 1.5, 24)]
 
 
 def tree_data_sets(reps=2):
@@ -207,9 +212,9 @@ def tree_data_sets(reps=2):
     from sklearn.datasets import load_diabetes
 
     tables = []
-    for name, n, d, k, informative, sep, seed in TREE_SHAPES:
+    for name, n, d, k, informative, redundant, sep, seed in TREE_SHAPES:
         X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
-                                   n_redundant=0, n_classes=k, n_clusters_per_class=1,
+                                   n_redundant=redundant, n_classes=k, n_clusters_per_class=1,
                                    class_sep=sep, random_state=seed)
         tables.append((f"make_classification {name}", X, y))
     X, target = load_diabetes(return_X_y=True)
@@ -239,7 +244,9 @@ def _peer(model):
 def tree_cells(sets, seeds):
     rules = {"tree_defaults": {}, "depth 2, share 0.7": {"max_depth": 2, "split_share": 0.7},
              "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
+             "depth 4, share 0.2, 16 bins": {"max_depth": 4, "split_share": 0.2, "n_bins": 16},
              "depth 4, share 0.7": {"max_depth": 4, "split_share": 0.7},
+             "random depth 4, 16 bins": {"max_depth": 4, "split_share": 0.0, "n_bins": 16},
              "random depth 5": {"max_depth": 5, "split_share": 0.0}}
     yield from _tree_like_cells(sets, seeds, "DecisionTreeClassifier", DecisionTreeClassifier,
                                 rules)

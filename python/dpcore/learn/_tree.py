@@ -400,9 +400,10 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     j = 1 .. B_k - 1 (exactly: the doubles where floor((x - l_k) B_k / (u_k - l_k)) reaches j,
     :func:`bin_threshold`); values outside the bounds fall in the end bins (clipping). The tree
     is complete, of depth ``max_depth``, grown level by level: every internal node draws its
-    split (feature, threshold) among all sum_k (B_k - 1) candidates with the exponential
-    mechanism on the quality ``criterion`` of its records, at ``split_share`` * epsilon /
-    max_depth (``split_share=0``: uniformly at random, without looking at the data). Every
+    split (feature, threshold) among the grid thresholds inside its box (the bounds narrowed by
+    the splits above; all sum_k (B_k - 1) at the root) with the exponential mechanism on the
+    quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth
+    (``split_share=0``: uniformly at random, without looking at the data). Every
     leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
     the budget; it predicts that class. No node count is released, so a small node costs
     nothing more than a large one (there is no stopping rule that the noise could trip at the
@@ -606,10 +607,15 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
     table at the chosen split; a node's table is counted, or is its parent's minus its
     sibling's: of each pair of siblings only the one with fewer records is counted."""
     n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
-    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]: the others
-    # are excluded (-inf) on every data set (a public exclusion)
-    excluded = (np.arange(1, n_bins)[None, :] >= bins[:, None]).ravel()
-    candidates = np.flatnonzero(~excluded)
+    d = bins.size
+    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]; a node's
+    # candidates are the splits strictly inside its box (bins lo[f] .. hi[f] - 1, narrowed by
+    # the released splits above), so none leaves a child empty by construction. The others get
+    # -inf: a public exclusion (a function of the released splits only).
+    cut = np.arange(1, n_bins)
+    excluded = (cut[None, :] >= bins[:, None]).ravel()
+    lo = np.zeros((1, d), dtype=np.int64)
+    hi = np.asarray(bins, dtype=np.int64)[None, :].copy()
     total = 2 ** (depth + 1) - 1
     feature = np.full(total, -1, dtype=np.int32)
     threshold = np.zeros(total)
@@ -630,15 +636,20 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
         cum = np.cumsum(tables, axis=3)                  # (m, d, k, B)
         below = cum[..., :-1]                            # split j + 1: bins <= j go left
         above = cum[..., -1:] - below
+        inside = ((cut[None, None, :] > lo[:, :, None])
+                  & (cut[None, None, :] < hi[:, :, None])).reshape(m, -1)
+        # a node with no split inside its box (every feature cut down to one bin) takes any
+        inside[~inside.any(axis=1)] = ~excluded
         if mech is not None:
             utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
                                     criterion).reshape(m, -1)
-            utility[:, excluded] = -np.inf
+            utility[~inside] = -np.inf
         split_f = np.empty(m, dtype=np.int32)
         split_j = np.empty(m, dtype=np.int32)
         children = np.empty((2 * m, k), dtype=np.int64)
         for r in range(m):
-            if mech is None:   # data-independent: uniform over the candidates
+            if mech is None:   # data-independent: uniform over the node's candidates
+                candidates = np.flatnonzero(inside[r])
                 choice = int(candidates[rng.integers(candidates.size)])
             else:
                 choice = mech.select(utility[r], random_state=rng)
@@ -651,6 +662,10 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
         class_counts = children
         parents = tables
         routing = (split_f, split_j, 2 * np.arange(m, dtype=np.int32))
+        lo, hi = np.repeat(lo, 2, axis=0), np.repeat(hi, 2, axis=0)   # children in heap order
+        rows = np.arange(m)
+        hi[2 * rows, split_f] = np.minimum(hi[2 * rows, split_f], split_j)
+        lo[2 * rows + 1, split_f] = np.maximum(lo[2 * rows + 1, split_f], split_j)
     leaves = np.arange(2**depth - 1, total)
     slot[leaves] = np.arange(leaves.size, dtype=np.int32)
     labels = permute_and_flip_labels(class_counts, leaf_eps, rng)
