@@ -205,6 +205,11 @@ TREE_SHAPES = [("150x4 k3", 150, 4, 3, 3, 0, 1.5, 11), ("180x13 k3", 180, 13, 3,
                ("150x4 k3 r", 150, 4, 3, 2, 2, 1.5, 21), ("180x13 k3 r", 180, 13, 3, 4, 6, 1.2, 22),
                ("570x30 k2 r", 570, 30, 2, 5, 15, 1.0, 23),
                ("1800x64 k10 r", 1800, 64, 10, 16, 30, 1.5, 24)]
+# tables whose features are exp(x / 2): right-skewed like areas, amounts and counts, so that
+# most records sit in the first bins of the public range
+TREE_SKEWED = [("150x4 k3 r skewed", 150, 4, 3, 2, 2, 1.5, 31),
+               ("400x30 k2 r skewed", 400, 30, 2, 5, 15, 1.0, 32),
+               ("180x13 k3 r skewed", 180, 13, 3, 4, 6, 1.2, 33)]
 
 
 def tree_data_sets(reps=2):
@@ -212,10 +217,12 @@ def tree_data_sets(reps=2):
     from sklearn.datasets import load_diabetes
 
     tables = []
-    for name, n, d, k, informative, redundant, sep, seed in TREE_SHAPES:
+    for name, n, d, k, informative, redundant, sep, seed in TREE_SHAPES + TREE_SKEWED:
         X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
                                    n_redundant=redundant, n_classes=k, n_clusters_per_class=1,
                                    class_sep=sep, random_state=seed)
+        if "skewed" in name:
+            X = np.exp(X / 2.0)
         tables.append((f"make_classification {name}", X, y))
     X, target = load_diabetes(return_X_y=True)
     tables.append(("diabetes > median", X, (target > np.median(target)).astype(int)))
@@ -241,34 +248,36 @@ def _peer(model):
         return None
 
 
-def tree_cells(sets, seeds):
+def tree_cells(sets, seeds, epsilons=None):
     rules = {"tree_defaults": {}, "depth 2, share 0.7": {"max_depth": 2, "split_share": 0.7},
+             "depth 2, share 0.5": {"max_depth": 2, "split_share": 0.5},
              "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
-             "depth 4, share 0.2, 16 bins": {"max_depth": 4, "split_share": 0.2, "n_bins": 16},
+             "depth 3, share 0.35": {"max_depth": 3, "split_share": 0.35},
+             "depth 4, share 0.2": {"max_depth": 4, "split_share": 0.2},
              "depth 4, share 0.7": {"max_depth": 4, "split_share": 0.7},
-             "random depth 4, 16 bins": {"max_depth": 4, "split_share": 0.0, "n_bins": 16},
+             "depth 5, share 0.1": {"max_depth": 5, "split_share": 0.1},
              "random depth 5": {"max_depth": 5, "split_share": 0.0}}
     yield from _tree_like_cells(sets, seeds, "DecisionTreeClassifier", DecisionTreeClassifier,
-                                rules)
+                                rules, epsilons)
 
 
-def forest_cells(sets, seeds):
+def forest_cells(sets, seeds, epsilons=None):
     rules = {"forest_defaults": {}, "10 x depth 8 (before)": {"n_estimators": 10, "max_depth": 8},
              "10 x depth 4": {"n_estimators": 10, "max_depth": 4},
              "5 x depth 3": {"n_estimators": 5, "max_depth": 3},
              "20 x depth 5": {"n_estimators": 20, "max_depth": 5}}
     yield from _tree_like_cells(sets, seeds, "RandomForestClassifier", RandomForestClassifier,
-                                rules)
+                                rules, epsilons)
 
 
-def _tree_like_cells(sets, seeds, model, est, rules):
+def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
     import warnings
 
     peer = _peer(model)
     for s in sets:
         classes = np.unique(s.ytr)
         Xtr, Xte, bounds = s.raw
-        for eps in TREE_EPSILONS:
+        for eps in TREE_EPSILONS if epsilons is None else epsilons:
             row = {}
             for rule, kw in rules.items():
                 def make(seed, eps=eps, kw=kw):
@@ -290,12 +299,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "tree", "forest"])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--epsilons", type=float, nargs="*", default=None,
+                        help="tree and forest: only these epsilons")
     args = parser.parse_args(argv)
     cells = {}
     study = {"alpha": alpha_cells, "nb-split": nb_split_cells, "intercept": intercept_cells,
              "tree": tree_cells, "forest": forest_cells}[args.study]
     sets = tree_data_sets() if args.study in ("tree", "forest") else data_sets()
-    for (name, model, eps), row in study(sets, args.seeds):
+    extra = {"epsilons": args.epsilons} if args.study in ("tree", "forest") else {}
+    for (name, model, eps), row in study(sets, args.seeds, **extra):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)

@@ -569,7 +569,7 @@ def test_defaults_read_public_inputs_only():
 
     assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
     assert list(inspect.signature(forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == (3, 16, 0.2)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
     assert [forest_defaults(e) for e in (0.1, 1, 2, 5, 100)] == [(5, 3), (10, 5), (14, 5),
@@ -624,3 +624,54 @@ def test_single_leaf_warning(cls):
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingleLeafWarning)
         cls(epsilon=5.0, random_state=0, **kw).fit(X, y)          # two classes predicted
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_splits_stay_inside_the_node_box(share):
+    # every split is a grid threshold strictly inside the node's box (the bounds narrowed by the
+    # splits above), unless the box has none left (then any split is drawn)
+    rng = np.random.default_rng(17)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (500, 2))
+    y = (X[:, 0] + X[:, 1] > 1).astype(int)
+    B, depth = 8, 6
+    t = DecisionTreeClassifier(epsilon=2.0, bounds=(0, 1), classes=[0, 1], max_depth=depth,
+                               n_bins=B, split_share=share, random_state=5).fit(X, y).tree_
+    box = {0: (np.zeros(2, int), np.full(2, B))}
+    inside = fallback = 0
+    for v in range(2**depth - 1):
+        lo, hi = box[v]
+        f = t.feature[v]
+        j = int(round(t.threshold[v] * B))
+        assert t.threshold[v] == bin_threshold(0.0, float(B), j)
+        if np.any(hi - lo >= 2):
+            assert lo[f] < j < hi[f]
+            inside += 1
+        else:
+            fallback += 1
+        box[t.left[v]] = (lo, np.where(np.arange(2) == f, min(hi[f], j), hi))
+        box[t.right[v]] = (np.where(np.arange(2) == f, max(lo[f], j), lo), hi)
+    assert inside > 30
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_split_base_measure_weighs_features_equally(share):
+    # n_bins (2, 64): feature 0 has 1 threshold, feature 1 has 63. With one class the max
+    # operator is the same for every split, so the exponential mechanism's law is its base
+    # measure, as is the random split's: each feature with probability 1/2 (not 1/64 and 63/64),
+    # then a uniform threshold of that feature
+    rng = np.random.default_rng(18)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (60, 2))
+    y = np.zeros(60, int)
+    gen = np.random.default_rng(19)  # insecure-ok: test seeds
+    picks, cuts = [], []
+    for _ in range(2000):
+        t = DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1], max_depth=1,
+                                   n_bins=[2, 64], split_share=share, random_state=gen)
+        t = t.fit(X, y).tree_
+        picks.append(t.feature[0])
+        if t.feature[0] == 1:
+            cuts.append(int(round(t.threshold[0] * 64)))
+    assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([0.5, 0.5])) > ALPHA
+    assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([1, 63]) / 64) < ALPHA
+    observed = np.bincount(np.array(cuts) - 1, minlength=63)
+    assert chisquare_pvalue(observed, np.full(63, 1 / 63)) > ALPHA

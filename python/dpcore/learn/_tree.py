@@ -194,14 +194,14 @@ def tree_defaults(epsilon, n_classes):
     """(max_depth, n_bins, split_share) of :class:`DecisionTreeClassifier` from public inputs.
 
     Below ``SMALL_EPSILON`` (0.2) the splits barely see the data on small sets, so the tree is
-    close to a random one and the leaves get most of the budget: depth 3, 16 bins, a fifth of
+    close to a random one and the leaves get most of the budget: depth 5, 32 bins, a tenth of
     epsilon for the splits. From 0.2 on: 32 bins, 70% for the splits, and a depth that grows with
     epsilon and with the number of classes (more classes need more leaves):
     ceil(log2 n_classes) + round(log2 epsilon), clipped to 2 .. 6. The number of records is
     private under add/remove neighbours and is not used.
     """
     if epsilon < SMALL_EPSILON:
-        return 3, 16, 0.2
+        return 5, 32, 0.1
     depth = math.ceil(math.log2(n_classes)) + round(math.log2(epsilon))
     return min(max(depth, 2), 6), 32, 0.7
 
@@ -402,8 +402,10 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     is complete, of depth ``max_depth``, grown level by level: every internal node draws its
     split (feature, threshold) among the grid thresholds inside its box (the bounds narrowed by
     the splits above; all sum_k (B_k - 1) at the root) with the exponential mechanism on the
-    quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth
-    (``split_share=0``: uniformly at random, without looking at the data). Every
+    quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth, over the
+    base measure that gives every feature with candidates the same weight, shared equally by
+    its thresholds (so a feature already cut keeps its chance to be cut again where the records
+    are); ``split_share=0`` draws from that base measure, without looking at the data. Every
     leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
     the budget; it predicts that class. No node count is released, so a small node costs
     nothing more than a large one (there is no stopping rule that the noise could trip at the
@@ -421,15 +423,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         of labels present is then not protected).
     max_depth : int or "auto", default="auto"
         Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
-        epsilon and the number of classes (2 .. 6).
+        epsilon and the number of classes (5 below epsilon 0.2, else 2 .. 6).
     n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
         0 .. m - 1 gets one bin per category with bounds (0, m) and m bins; its splits are
-        then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (16 below
-        epsilon 0.2, else 32).
+        then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (32).
     split_share : float or "auto", default="auto"
-        Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.2
+        Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.1
         below epsilon 0.2, else 0.7).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
@@ -467,9 +468,10 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     including a floating-point rounding allowance) and in one leaf label (exact
     permute-and-flip, :func:`permute_and_flip_labels`, one record changes one count by 1, at
     epsilon minus the splits' effective epsilons, rounded down). The levels compose
-    sequentially: epsilon in all, charged once. Which node a level splits and with which
-    candidates depends only on the released splits above (post-processing); the threshold
-    grid is public; random splits (``split_share=0``) do not look at the data. The label set
+    sequentially: epsilon in all, charged once. A node's candidates and base measure depend
+    only on the released splits above (post-processing; the base measure enters as a public
+    offset -log(n_f) / c of each utility, c the mechanism's scale, which leaves the sensitivity
+    and monotonicity unchanged); the threshold grid is public; random splits (``split_share=0``) do not look at the data. The label set
     must be public: with ``classes=None`` it is read from y (see ``classes``). The warning reads
     the released labels only. Not constant-time: the exact samplers' time depends on their
     draws.
@@ -640,17 +642,25 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
                   & (cut[None, None, :] < hi[:, :, None])).reshape(m, -1)
         # a node with no split inside its box (every feature cut down to one bin) takes any
         inside[~inside.any(axis=1)] = ~excluded
+        # base measure: each feature with candidates equally likely, then its thresholds (a
+        # feature whose box was narrowed keeps its weight, so a dense region can be cut again)
+        per_feature = inside.reshape(m, d, n_bins - 1).sum(axis=2)          # (m, d)
         if mech is not None:
             utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
-                                    criterion).reshape(m, -1)
+                                    criterion)                                # (m, d, B - 1)
+            with np.errstate(divide="ignore"):
+                utility = utility - (np.log(per_feature) / mech.scale)[:, :, None]
+            utility = utility.reshape(m, -1)
             utility[~inside] = -np.inf
         split_f = np.empty(m, dtype=np.int32)
         split_j = np.empty(m, dtype=np.int32)
         children = np.empty((2 * m, k), dtype=np.int64)
         for r in range(m):
-            if mech is None:   # data-independent: uniform over the node's candidates
-                candidates = np.flatnonzero(inside[r])
-                choice = int(candidates[rng.integers(candidates.size)])
+            if mech is None:   # data-independent: a feature, then one of its thresholds
+                usable = np.flatnonzero(per_feature[r])
+                f = int(usable[rng.integers(usable.size)])
+                row = np.flatnonzero(inside[r].reshape(d, -1)[f])
+                choice = f * (n_bins - 1) + int(row[rng.integers(row.size)])
             else:
                 choice = mech.select(utility[r], random_state=rng)
             f, j = divmod(choice, n_bins - 1)
