@@ -250,13 +250,13 @@ def _peer(model):
 
 def tree_cells(sets, seeds, epsilons=None):
     rules = {"tree_defaults": {}, "depth 2, share 0.7": {"max_depth": 2, "split_share": 0.7},
-             "depth 2, share 0.5": {"max_depth": 2, "split_share": 0.5},
-             "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
-             "depth 3, share 0.35": {"max_depth": 3, "split_share": 0.35},
-             "depth 4, share 0.2": {"max_depth": 4, "split_share": 0.2},
              "depth 4, share 0.7": {"max_depth": 4, "split_share": 0.7},
-             "depth 5, share 0.1": {"max_depth": 5, "split_share": 0.1},
-             "random depth 5": {"max_depth": 5, "split_share": 0.0}}
+             "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
+             "depth 4, share 0.1": {"max_depth": 4, "split_share": 0.1, "n_bins": 32},
+             "depth 5, share 0.1, 16 bins": {"max_depth": 5, "split_share": 0.1, "n_bins": 16},
+             "depth 6, share 0.1": {"max_depth": 6, "split_share": 0.1, "n_bins": 32},
+             "random depth 5": {"max_depth": 5, "split_share": 0.0, "n_bins": 32},
+             "random depth 5, 16 bins": {"max_depth": 5, "split_share": 0.0, "n_bins": 16}}
     yield from _tree_like_cells(sets, seeds, "DecisionTreeClassifier", DecisionTreeClassifier,
                                 rules, epsilons)
 
