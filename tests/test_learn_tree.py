@@ -25,7 +25,7 @@ from dpcore.learn._tree import (  # noqa: E402
     split_utility,
     tree_defaults,
 )
-from dpcore.learn._tree import _epsilon_ratio  # noqa: E402
+from dpcore.learn._tree import _base_offsets, _epsilon_ratio  # noqa: E402
 from dpcore.selection import ExponentialMechanism  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning"),
@@ -675,3 +675,23 @@ def test_split_base_measure_weighs_features_equally(share):
     assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([1, 63]) / 64) < ALPHA
     observed = np.bincount(np.array(cuts) - 1, minlength=63)
     assert chisquare_pvalue(observed, np.full(63, 1 / 63)) > ALPHA
+
+
+@pytest.mark.parametrize("scale", [2.0**-30, 1e-4, 0.013, 1.0, 7.5])
+def test_base_offsets_keep_integer_utilities_exact(scale):
+    # the max operator plus its public offset is an exact double: neighbours' utilities still
+    # differ by exactly 0 or 1 (sensitivity 1, monotone), whatever the offset
+    rng = np.random.default_rng(20)  # insecure-ok: test data
+    per_feature = rng.integers(0, 2**16, (50, 7))
+    offsets = _base_offsets(per_feature, scale)
+    assert np.all(offsets * 2**14 == np.round(offsets * 2**14))
+    assert np.all(np.abs(offsets) < 2.0**36)
+    u = rng.integers(0, 2**36, (50, 7)).astype(np.float64)
+    step = rng.integers(0, 2, (50, 7))
+    assert np.array_equal((u + step + offsets) - (u + offsets), step.astype(np.float64))
+    # the base measure they give: exp(scale * o_f) within exp(scale 2**-15) of 1 / n_f
+    used = (per_feature > 0) & np.any(offsets != 0, axis=1, keepdims=True)
+    if used.any():
+        ratio = scale * offsets[used] + np.log(per_feature[used])
+        assert np.all(np.abs(ratio) <= scale * 2.0**-15 + 1e-9)
+    assert not _base_offsets(np.array([[3, 5]]), 2.0**-40).any()   # too small a scale: uniform

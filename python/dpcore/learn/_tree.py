@@ -175,13 +175,35 @@ def split_utility(left, right, criterion):
 def split_sensitivity(criterion, n_classes):
     """(sensitivity, monotonic) of :func:`split_utility` as computed in doubles.
 
-    The max operator is an exact integer. The Gini utility is a sum of 2k + 2 rounded terms, each
-    at most the node size n <= 2**36 (``_base.MAX_RECORDS``), so its rounding error is below
-    (2k + 3) 2**-53 2**36 = (2k + 3) 2**-17 on each data set; the sensitivity 1 is inflated by
-    twice that (Casacuberta et al. 2022: rounding adds to the sensitivity)."""
+    The max operator is an exact integer, and so is its sum with the base measure's offset (a
+    multiple of 2**-14 below 2**36 in size, :func:`_base_offsets`: the sum is a multiple of
+    2**-14 below 2**38, a double). The Gini utility is a sum of 2k + 2 rounded terms, each at
+    most the node size n <= 2**36 (``_base.MAX_RECORDS``), so its rounding error is below
+    (2k + 3) 2**-53 2**36 = (2k + 3) 2**-17 on each data set, and adding the offset rounds once
+    more, by at most 2**-53 2**38 = 2**-15; the sensitivity 1 is inflated by twice both
+    (Casacuberta et al. 2022: rounding adds to the sensitivity)."""
     if criterion == "max":
         return 1.0, True
-    return 1.0 + (2 * n_classes + 3) * 2.0**-16, False
+    return 1.0 + (2 * n_classes + 3) * 2.0**-16 + 2.0**-14, False
+
+
+_OFFSET_GRID = 2.0**-14
+
+
+def _base_offsets(per_feature, scale):
+    """Utility offsets o_f = -log(n_f) / scale (n_f: a node's candidates on feature f), so that
+    the exponential mechanism at score scale ``scale`` draws from the base measure weighing each
+    feature equally: exp(scale (u + o_f)) = exp(scale u) / n_f. Rounded to multiples of 2**-14
+    (the base measure moves by a factor exp(scale 2**-15) at most, and stays public), so that
+    an integer utility plus its offset is an exact double; all 0 (the uniform base measure)
+    when an offset would reach 2**36 (a scale below about 2**-32)."""
+    with np.errstate(divide="ignore"):
+        offsets = -np.log(per_feature) / scale     # -inf where n_f = 0: no candidate there
+    usable = np.isfinite(offsets)
+    if np.any(np.abs(offsets[usable]) >= 2.0**36):
+        return np.zeros(per_feature.shape)
+    offsets[~usable] = 0.0
+    return np.round(offsets / _OFFSET_GRID) * _OFFSET_GRID
 
 
 # ------------------------------------------------------------------------------------------------
@@ -470,8 +492,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     epsilon minus the splits' effective epsilons, rounded down). The levels compose
     sequentially: epsilon in all, charged once. A node's candidates and base measure depend
     only on the released splits above (post-processing; the base measure enters as a public
-    offset -log(n_f) / c of each utility, c the mechanism's scale, which leaves the sensitivity
-    and monotonicity unchanged); the threshold grid is public; random splits (``split_share=0``) do not look at the data. The label set
+    offset of each utility, -log(n_f) / c on a 2**-14 grid, c the mechanism's scale, which
+    leaves the max operator's sums exact and adds its rounding to the Gini sensitivity); the
+    threshold grid is public; random splits (``split_share=0``) do not look at the data. The label set
     must be public: with ``classes=None`` it is read from y (see ``classes``). The warning reads
     the released labels only. Not constant-time: the exact samplers' time depends on their
     draws.
@@ -648,8 +671,7 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
         if mech is not None:
             utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
                                     criterion)                                # (m, d, B - 1)
-            with np.errstate(divide="ignore"):
-                utility = utility - (np.log(per_feature) / mech.scale)[:, :, None]
+            utility = (utility + _base_offsets(per_feature, mech.scale)[:, :, None])
             utility = utility.reshape(m, -1)
             utility[~inside] = -np.inf
         split_f = np.empty(m, dtype=np.int32)
