@@ -25,7 +25,8 @@ from dpcore.learn._tree import (  # noqa: E402
     split_utility,
     tree_defaults,
 )
-from dpcore.learn._tree import _base_offsets, _epsilon_ratio  # noqa: E402
+from dpcore.learn._permute_and_flip import _epsilon_ratio  # noqa: E402
+from dpcore.learn._tree import _base_offsets  # noqa: E402
 from dpcore.selection import ExponentialMechanism  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning"),
