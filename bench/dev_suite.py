@@ -265,7 +265,9 @@ def forest_cells(sets, seeds, epsilons=None):
     rules = {"forest_defaults": {}, "10 x depth 8 (before)": {"n_estimators": 10, "max_depth": 8},
              "10 x depth 4": {"n_estimators": 10, "max_depth": 4},
              "5 x depth 3": {"n_estimators": 5, "max_depth": 3},
-             "20 x depth 5": {"n_estimators": 20, "max_depth": 5}}
+             "20 x depth 5": {"n_estimators": 20, "max_depth": 5},
+             "auto trees x depth 6": {"max_depth": 6},
+             "auto trees x depth 8": {"max_depth": 8}}   # large epsilon: --epsilons 5 10 20 50
     yield from _tree_like_cells(sets, seeds, "RandomForestClassifier", RandomForestClassifier,
                                 rules, epsilons)
 

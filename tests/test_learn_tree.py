@@ -573,8 +573,8 @@ def test_defaults_read_public_inputs_only():
     assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
-    assert [forest_defaults(e) for e in (0.1, 1, 2, 5, 100)] == [(5, 3), (10, 5), (14, 5),
-                                                                  (22, 5), (25, 5)]
+    assert [forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
+        (5, 3), (10, 5), (14, 5), (22, 5), (25, 6), (25, 7), (25, 8), (25, 8)]
     # the same public inputs give the same resolved parameters, whatever the number of records
     rng = np.random.default_rng(14)  # insecure-ok: test data
     for cls in ESTIMATOR_CLASSES:
