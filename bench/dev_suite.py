@@ -5,6 +5,8 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py nb-split [--seeds 20]  # GaussianNB's budget
     PYTHONPATH=python python bench/dev_suite.py intercept [--seeds 20] # intercept_scaling
     PYTHONPATH=python python bench/dev_suite.py regression [--seeds 20] # LinearRegression
+    PYTHONPATH=python python bench/dev_suite.py tree [--seeds 9]       # DecisionTreeClassifier
+    PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -43,6 +45,13 @@ features, Gaussian noise added for a population R^2 of 0.5 to 0.92) and four sma
 latent-factor problems (n from 300 to 1,500, d from 8 to 15, correlated features, two with half
 of them log-normal, R^2 0.3 to 0.6), each
 split 70/30 once; bounds are the training part's min/max. The score is the test R^2.
+``tree`` and ``forest`` (issue 28 item 3): the trees' defaults from public inputs
+(:func:`dpcore.learn._tree.tree_defaults`, :func:`~dpcore.learn._tree.forest_defaults`) against
+fixed settings and diffprivlib's model (when importable; run with the peers' Python), at epsilon
+0.1 .. 5. Their data sets are disjoint from learn_accuracy.py's tree cells (breast cancer,
+digits, wine, iris): ``make_classification`` problems shaped like them and like other small
+tables (n 150 .. 5000, d 4 .. 64, 2 .. 10 classes; 2 stratified 70/30 splits each, bounds =
+the generated data's min/max) and diabetes with its target cut at the median.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -61,10 +70,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import learn_accuracy as la  # noqa: E402
 
 from dpcore.learn import (  # noqa: E402
+    DecisionTreeClassifier,
     GaussianNB,
     LinearRegression,
     LinearSVC,
     LogisticRegression,
+    RandomForestClassifier,
     auto_alpha,
 )
 from dpcore.learn import _naive_bayes, _ssp  # noqa: E402
@@ -272,16 +283,123 @@ def regression_cells(seeds, rules=None):
                             setattr(_ssp, k, v)
                 label = "LinearRegression" + ("" if delta is None else " delta=1e-6")
                 yield (name, label, eps), row
+TREE_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+# name, n, d, classes, informative features, redundant features, class_sep, seed; the "r"
+# tables have redundant (correlated, informative) features, as real tables often do
+TREE_SHAPES = [("150x4 k3", 150, 4, 3, 3, 0, 1.5, 11), ("180x13 k3", 180, 13, 3, 5, 0, 1.2, 12),
+               ("1800x64 k10", 1800, 64, 10, 20, 0, 1.5, 13),
+               ("570x30 k2", 570, 30, 2, 6, 0, 1.0, 14), ("300x8 k2", 300, 8, 2, 4, 0, 0.8, 15),
+               ("1000x20 k5", 1000, 20, 5, 8, 0, 1.2, 16),
+               ("5000x10 k2", 5000, 10, 2, 5, 0, 0.7, 17),
+               ("150x4 k3 r", 150, 4, 3, 2, 2, 1.5, 21), ("180x13 k3 r", 180, 13, 3, 4, 6, 1.2, 22),
+               ("570x30 k2 r", 570, 30, 2, 5, 15, 1.0, 23),
+               ("1800x64 k10 r", 1800, 64, 10, 16, 30, 1.5, 24)]
+# tables whose features are exp(x / 2): right-skewed like areas, amounts and counts, so that
+# most records sit in the first bins of the public range
+TREE_SKEWED = [("150x4 k3 r skewed", 150, 4, 3, 2, 2, 1.5, 31),
+               ("400x30 k2 r skewed", 400, 30, 2, 5, 15, 1.0, 32),
+               ("180x13 k3 r skewed", 180, 13, 3, 4, 6, 1.2, 33)]
+
+
+def tree_data_sets(reps=2):
+    """The trees' development sets (module docstring): DevSet with ``raw`` only."""
+    from sklearn.datasets import load_diabetes
+
+    tables = []
+    for name, n, d, k, informative, redundant, sep, seed in TREE_SHAPES + TREE_SKEWED:
+        X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
+                                   n_redundant=redundant, n_classes=k, n_clusters_per_class=1,
+                                   class_sep=sep, random_state=seed)
+        if "skewed" in name:
+            X = np.exp(X / 2.0)
+        tables.append((f"make_classification {name}", X, y))
+    X, target = load_diabetes(return_X_y=True)
+    tables.append(("diabetes > median", X, (target > np.median(target)).astype(int)))
+    out = []
+    for name, X, y in tables:
+        bounds = (X.min(axis=0), X.max(axis=0))
+        for rep in range(reps):
+            a, b, ya, yb = train_test_split(X, y, test_size=0.3, random_state=200 + rep,
+                                            stratify=y)
+            out.append(DevSet(f"{name} s{rep}", ya, yb, (a, b, bounds), None))
+    return out
+
+
+def _peer(model):
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import diffprivlib.models as dpl
+        return getattr(dpl, model)
+    except ImportError:
+        return None
+
+
+def tree_cells(sets, seeds, epsilons=None):
+    rules = {"tree_defaults": {}, "depth 2, share 0.7": {"max_depth": 2, "split_share": 0.7},
+             "depth 4, share 0.7": {"max_depth": 4, "split_share": 0.7},
+             "depth 3, share 0.2, 16 bins": {"max_depth": 3, "split_share": 0.2, "n_bins": 16},
+             "depth 4, share 0.1": {"max_depth": 4, "split_share": 0.1, "n_bins": 32},
+             "depth 5, share 0.1, 16 bins": {"max_depth": 5, "split_share": 0.1, "n_bins": 16},
+             "depth 6, share 0.1": {"max_depth": 6, "split_share": 0.1, "n_bins": 32},
+             "random depth 5": {"max_depth": 5, "split_share": 0.0, "n_bins": 32},
+             "random depth 5, 16 bins": {"max_depth": 5, "split_share": 0.0, "n_bins": 16}}
+    yield from _tree_like_cells(sets, seeds, "DecisionTreeClassifier", DecisionTreeClassifier,
+                                rules, epsilons)
+
+
+def forest_cells(sets, seeds, epsilons=None):
+    rules = {"forest_defaults": {}, "10 x depth 8 (before)": {"n_estimators": 10, "max_depth": 8},
+             "10 x depth 4": {"n_estimators": 10, "max_depth": 4},
+             "5 x depth 3": {"n_estimators": 5, "max_depth": 3},
+             "20 x depth 5": {"n_estimators": 20, "max_depth": 5},
+             "auto trees x depth 6": {"max_depth": 6},
+             "auto trees x depth 8": {"max_depth": 8}}   # large epsilon: --epsilons 5 10 20 50
+    yield from _tree_like_cells(sets, seeds, "RandomForestClassifier", RandomForestClassifier,
+                                rules, epsilons)
+
+
+def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
+    import warnings
+
+    peer = _peer(model)
+    for s in sets:
+        classes = np.unique(s.ytr)
+        Xtr, Xte, bounds = s.raw
+        for eps in TREE_EPSILONS if epsilons is None else epsilons:
+            row = {}
+            for rule, kw in rules.items():
+                def make(seed, eps=eps, kw=kw):
+                    return est(epsilon=eps, bounds=bounds, classes=classes, random_state=seed,
+                               **kw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row[rule] = _median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+            if peer is not None:
+                def make_peer(seed, eps=eps):
+                    return peer(epsilon=eps, bounds=bounds, classes=classes, random_state=seed)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    row["diffprivlib"] = _median_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds)
+            yield (s.name, model, eps), row
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression"])
+    parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
+                                          "forest"])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--epsilons", type=float, nargs="*", default=None,
+                        help="tree and forest: only these epsilons")
     args = parser.parse_args(argv)
     cells = {}
     if args.study == "regression":
         cells_iter = regression_cells(args.seeds)
+    elif args.study in ("tree", "forest"):
+        study = {"tree": tree_cells, "forest": forest_cells}[args.study]
+        cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
                  "intercept": intercept_cells}[args.study]

@@ -85,6 +85,13 @@ epsilon in {0.1, 0.5, 1, 2, 5}, on
 Cells are the median test R^2 over all (split, seed) fits; differences come with one-sided
 bootstrap lower bounds (seeds resampled within each split, Bonferroni over the 5 epsilons, i.e.
 each at level 0.05 / 5). ``--repeats`` sets the seeds (default 8), ``--quick`` 2 splits x 3.
+``--trees`` runs only the tree cells (issue 28): DecisionTreeClassifier and
+RandomForestClassifier, dpcore and diffprivlib with their defaults, on breast cancer, digits, wine
+and iris, 5 stratified 70/30 splits (``random_state`` 0 .. 4; bounds = the data-set-wide
+min/max) x 8 noise seeds (``--repeats``), epsilon in {0.1, 0.5, 1, 2, 5}. Each cell gives the
+median accuracy over the 40 fits with a 95% bootstrap interval, and a Holm-adjusted one-sided
+95% lower bound of median(dpcore) - median(diffprivlib) (bootstrap over splits, then seeds);
+non-inferiority is shown when the bound is >= -0.02.
 
 ``--timing`` adds the fit-time comparison on n = 10^5, d = 50 (synthetic) against the
 non-private scikit-learn fit; with two shared cores the timings are noisy.
@@ -616,6 +623,10 @@ def main(argv=None):
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--regression", action="store_true",
                         help="the LinearRegression study only (see the docstring)")
+    parser.add_argument("--trees", action="store_true",
+                        help="only the tree cells: DecisionTreeClassifier and "
+                             "RandomForestClassifier on breast cancer, digits, wine, iris, "
+                             "5 splits x 8 seeds, epsilon 0.1 .. 5, Holm-adjusted bounds")
     args = parser.parse_args(argv)
     if args.regression:
         seeds = args.repeats if args.repeats is not None else (3 if args.quick else 8)
@@ -623,6 +634,9 @@ def main(argv=None):
         return
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
     warnings.simplefilter("ignore")   # diffprivlib warns about its own settings
+    if args.trees:
+        tree_report(seeds=args.repeats or TREE_SEEDS)
+        return
     t0 = time.perf_counter()
     exps, notes = experiments(args.quick, args.rows)
     rows, verdicts, lr_check = [], [], None
@@ -663,6 +677,154 @@ def main(argv=None):
         for label, t in times.items():
             print(f"| {label} | {t:.3f} s | {t / ref:.2f}x |")
     print(f"\n(total {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+
+
+# ------------------------------------------------------------------------------------------------
+# Trees (issue 28 item 3): --trees
+
+
+TREE_DATA = ("breast cancer", "digits", "wine", "iris")
+TREE_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+TREE_SPLITS = 5          # stratified 70/30 splits, random_state = 0 .. 4
+TREE_SEEDS = 8           # noise seeds per split
+TREE_MARGIN = 0.02       # non-inferiority margin (accuracy)
+
+
+def tree_splits(name, n_splits=TREE_SPLITS):
+    """``n_splits`` stratified 70/30 splits of a scikit-learn data set with the data-set-wide
+    min/max as the public bounds (the same for both libraries)."""
+    from sklearn.datasets import load_iris, load_wine
+
+    loader = {"breast cancer": load_breast_cancer, "digits": load_digits, "wine": load_wine,
+              "iris": load_iris}[name]
+    X, y = loader(return_X_y=True)
+    lo, hi = _minmax_bounds(X)
+    for rep in range(n_splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=rep, stratify=y)
+        yield Split(f"{name} #{rep}", Xtr, Xte, ytr, yte, lo, hi, classes=np.unique(y))
+
+
+def tree_contenders(s):
+    bounds, cls = (s.lo, s.hi), s.classes
+    return {
+        "DecisionTreeClassifier": {
+            "dpcore": lambda e, r: DecisionTreeClassifier(epsilon=e, bounds=bounds, classes=cls,
+                                                          random_state=r),
+            "diffprivlib": lambda e, r: dpl.DecisionTreeClassifier(epsilon=e, bounds=bounds,
+                                                                   classes=cls, random_state=r)},
+        "RandomForestClassifier": {
+            "dpcore": lambda e, r: RandomForestClassifier(epsilon=e, bounds=bounds, classes=cls,
+                                                          random_state=r),
+            "diffprivlib": lambda e, r: dpl.RandomForestClassifier(epsilon=e, bounds=bounds,
+                                                                   classes=cls, random_state=r)},
+    }
+
+
+def tree_scores(data=TREE_DATA, epsilons=TREE_EPSILONS, n_splits=TREE_SPLITS, seeds=TREE_SEEDS):
+    """{(learner, data set, epsilon): {library: scores over splits x seeds (split-major)}}."""
+    out = {}
+    for name in data:
+        for s in tree_splits(name, n_splits):
+            for learner, libs in tree_contenders(s).items():
+                for e in epsilons:
+                    cell = out.setdefault((learner, name, e), {lib: [] for lib in libs})
+                    for lib, make in libs.items():
+                        for seed in range(seeds):
+                            cell[lib].append(make(e, seed).fit(s.Xtr, s.ytr).score(s.Xte, s.yte))
+    return {key: {lib: np.array(v) for lib, v in cell.items()} for key, cell in out.items()}
+
+
+def median_difference_bound(ours, theirs, n_splits, alpha, draws=4000):
+    """One-sided (1 - alpha) lower bootstrap bound of median(ours) - median(theirs): the splits
+    are resampled (the same splits for both libraries: they share each split's data), then the
+    noise seeds within each split, for each library on its own."""
+    rng = np.random.default_rng(1)  # insecure-ok: bootstrap resampling of benchmark scores
+    a = ours.reshape(n_splits, -1)
+    b = theirs.reshape(n_splits, -1)
+    diffs = np.empty(draws)
+    for i in range(draws):
+        rows = rng.integers(0, n_splits, n_splits)
+        pick = rng.integers(0, a.shape[1], (n_splits, a.shape[1]))
+        diffs[i] = (np.median(np.take_along_axis(a[rows], pick, axis=1))
+                    - np.median(np.take_along_axis(b[rows], pick, axis=1)))
+    return float(np.percentile(diffs, 100 * alpha))
+
+
+def holm_lower_bounds(cells, n_splits, alpha=0.05):
+    """Holm-adjusted one-sided lower bounds of the median differences (dpcore - diffprivlib),
+    for the non-inferiority hypotheses H_c: difference <= -margin. The cells are ordered by
+    their unadjusted p-values (bootstrap proportion of differences at or below -margin); the
+    i-th of m gets its bound at level alpha / (m - i), as long as every earlier one rejected
+    (after the first that does not, the rest keep level alpha / (m - i) of that step)."""
+    rng = np.random.default_rng(2)  # insecure-ok: bootstrap resampling of benchmark scores
+    pvalues = {}
+    for key, res in cells.items():
+        a = res["dpcore"].reshape(n_splits, -1)
+        b = res["diffprivlib"].reshape(n_splits, -1)
+        diffs = []
+        for _ in range(2000):
+            rows = rng.integers(0, n_splits, n_splits)
+            pick = rng.integers(0, a.shape[1], (n_splits, a.shape[1]))
+            diffs.append(np.median(np.take_along_axis(a[rows], pick, axis=1))
+                         - np.median(np.take_along_axis(b[rows], pick, axis=1)))
+        pvalues[key] = float(np.mean(np.array(diffs) <= -TREE_MARGIN))
+    order = sorted(cells, key=lambda k: pvalues[k])
+    m = len(order)
+    bounds, level = {}, None
+    for i, key in enumerate(order):
+        if level is None:
+            step = alpha / (m - i)
+            if pvalues[key] > step:
+                level = step            # Holm stops rejecting here: the rest keep this level
+        bounds[key] = median_difference_bound(cells[key]["dpcore"], cells[key]["diffprivlib"],
+                                              n_splits, level if level is not None else
+                                              alpha / (m - i))
+    return bounds, pvalues
+
+
+def tree_report(n_splits=TREE_SPLITS, seeds=TREE_SEEDS):
+    """The tree table: medians over splits x seeds with 95% bootstrap intervals, and the
+    non-inferiority bounds; printed as markdown."""
+    t0 = time.perf_counter()
+    cells = tree_scores(n_splits=n_splits, seeds=seeds)
+    bounds, pvalues = holm_lower_bounds(cells, n_splits)
+    print(f"Trees: test accuracy, median over {n_splits} stratified 70/30 splits x {seeds} noise "
+          f"seeds [95% bootstrap interval of the median]; defaults for both libraries; bounds = "
+          f"data-set-wide min/max; last column: Holm-adjusted one-sided 95% lower bound of "
+          f"median(dpcore) - median(diffprivlib) over all {len(cells)} cells (non-inferior when "
+          f">= -{TREE_MARGIN})")
+    print()
+    print("| learner | data set | epsilon | dpcore | diffprivlib | difference bound | verdict |")
+    print("|---|---|---|---|---|---|---|")
+    fails, small = [], []
+    for (learner, name, e), res in cells.items():
+        meds = {}
+        text = {}
+        for lib, v in res.items():
+            rng = np.random.default_rng(3)  # insecure-ok: bootstrap resampling
+            boot = np.median(rng.choice(v, size=(2000, v.size)), axis=1)
+            lo, hi = np.percentile(boot, [2.5, 97.5])
+            meds[lib] = float(np.median(v))
+            text[lib] = f"{meds[lib]:.3f} [{lo:.3f}, {hi:.3f}]"
+        bound = bounds[(learner, name, e)]
+        ok = bound >= -TREE_MARGIN
+        if not ok:
+            fails.append((learner, name, e))
+        if (learner == "DecisionTreeClassifier" and name in ("iris", "wine", "digits")
+                and e in (0.1, 0.5)):
+            small.append((name, e, meds["dpcore"], meds["diffprivlib"]))
+        print(f"| {learner} | {name} | {e:g} | {text['dpcore']} | {text['diffprivlib']} | "
+              f"{bound:+.3f} | {'non-inferior' if ok else 'NOT shown'} |")
+    print()
+    print(f"- non-inferiority (margin {TREE_MARGIN}, Holm, one-sided 95%): "
+          + ("every cell" if not fails else "NOT shown for " + ", ".join(
+              f"{a} / {b} / eps={c:g}" for a, b, c in fails)))
+    for name, e, ours, theirs in small:
+        verdict = "pass" if ours >= theirs else "FAIL"
+        print(f"- DecisionTreeClassifier, {name}, eps={e:g}: median {ours:.3f} vs diffprivlib "
+              f"{theirs:.3f}: {verdict}")
+    print(f"\n(trees: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,11 @@ from dpcore.learn._search import PrivateGridSearch  # noqa: E402
 from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier  # noqa: E402
 
 # Most fits here leave classes=None (scikit-learn style, as its checks do): that reads the label
-# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks.
-pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+# set from y and warns with PrivacyWarning, which tests/test_learn_base.py checks. Some checks
+# clip every record into one leaf (data far outside the bounds): the trees then warn with
+# SingleLeafWarning, which tests/test_learn_tree.py checks.
+pytestmark = [pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning"),
+              pytest.mark.filterwarnings("ignore::dpcore.learn._tree.SingleLeafWarning")]
 
 # The checks feed unscaled data of unknown range; the public bounds below are generous and a
 # huge epsilon makes the noise negligible, so the checks exercise the estimator contract.

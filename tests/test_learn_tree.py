@@ -17,13 +17,20 @@ from dpcore import _tree  # noqa: E402
 from dpcore.learn._tree import (  # noqa: E402
     DecisionTreeClassifier,
     RandomForestClassifier,
+    SingleLeafWarning,
     bin_threshold,
+    forest_defaults,
+    permute_and_flip_labels,
     split_sensitivity,
     split_utility,
+    tree_defaults,
 )
+from dpcore.learn._permute_and_flip import _epsilon_ratio  # noqa: E402
+from dpcore.learn._tree import _base_offsets  # noqa: E402
 from dpcore.selection import ExponentialMechanism  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning"),
+              pytest.mark.filterwarnings("ignore::dpcore.learn._tree.SingleLeafWarning")]
 
 
 def dlap_pmf(t):
@@ -160,30 +167,105 @@ def test_tree_level_counts_and_routing_match_naive():
     ref = np.array([naive_leaf(t, x, 0) for x in X])
     assert np.array_equal(t.apply(X)[:, 0], ref)
     assert np.array_equal(tree.apply(X), t.slot[ref])
-    # at a huge epsilon the noisy leaf counts are the exact counts of the records routed there
+    # at a huge epsilon every leaf's label is the majority class of the records routed there
     exact = np.zeros((t.n_leaves, 2))
     np.add.at(exact, (t.slot[ref], y), 1)
-    assert np.abs(t.values - exact).max() <= 1
+    strict = exact.max(axis=1) > exact.min(axis=1)
+    assert strict.sum() >= 8
+    assert np.array_equal(np.argmax(t.values[strict], axis=1), np.argmax(exact[strict], axis=1))
+    assert np.array_equal(t.values.sum(axis=1), np.ones(t.n_leaves))   # one-hot labels
     assert tree.score(X, y) > 0.97
 
 
 # ------------------------------------------------------------------------------------------------
 # Laws
 
-def test_tree_leaf_noise_law():
-    # max_depth=0: the root is the leaf, its class counts get discrete Laplace noise of scale
-    # 1/epsilon (the whole budget: the last level's).
+def pf_law(counts, eps):
+    """Permute-and-flip's exact law: the average over the k! orders of the chance that each
+    class is the first accepted (class c accepted with probability exp(-eps (max - c)))."""
+    import itertools
+
+    counts = np.asarray(counts)
+    accept = np.exp(-eps * (counts.max() - counts))
+    p = np.zeros(counts.size)
+    orders = list(itertools.permutations(range(counts.size)))
+    for order in orders:
+        reach = 1.0
+        for c in order:
+            p[c] += reach * accept[c]
+            reach *= 1.0 - accept[c]
+    return p / len(orders)
+
+
+def test_permute_and_flip_law():
+    # chi-square against the exact law (alpha = ALPHA), then power: the exponential
+    # mechanism's law at the same epsilon (monotone scale) differs and must be rejected
+    counts = np.array([[6, 4, 0, 6]])
+    eps = 0.5
+    gen = np.random.default_rng(11)  # insecure-ok: test seeds
+    labels = np.array([permute_and_flip_labels(counts, eps, gen)[0] for _ in range(20000)])
+    observed = np.bincount(labels, minlength=4)
+    assert chisquare_pvalue(observed, pf_law(counts[0], eps)) > ALPHA
+    em = np.exp(eps * (counts[0] - counts[0].max()))
+    assert chisquare_pvalue(observed, em / em.sum()) < ALPHA
+
+
+def test_permute_and_flip_huge_gaps_and_tiny_epsilon():
+    gen = np.random.default_rng(12)  # insecure-ok: test seeds
+    # a gap of 2**40 records at epsilon 1: the top class, always (cut into 2**32 - 1 pieces)
+    rows = np.array([[0, 2**40], [2**40, 0]])
+    assert permute_and_flip_labels(rows, 1.0, gen).tolist() == [1, 0]
+    # epsilon below 2**-62 rounds down to 0: every class equally likely
+    labels = permute_and_flip_labels(np.tile([[50, 0, 0]], (3000, 1)), 1e-20, gen)
+    assert chisquare_pvalue(np.bincount(labels, minlength=3), np.full(3, 1 / 3)) > ALPHA
+
+
+@pytest.mark.parametrize("eps", [1e-12, 0.1, 1.0, 3.7, 1e6, 2.0**40])
+def test_epsilon_ratio_rounds_down_to_31_bits(eps):
+    from fractions import Fraction
+
+    p, s = _epsilon_ratio(eps)
+    assert p < 2**31 and 0 <= s <= 62
+    assert Fraction(p, 2**s) <= Fraction(eps)
+    if eps < 2**30:
+        assert Fraction(p + 1, 2**s) > Fraction(eps)          # the largest such fraction
+    if 0 < s < 62:                                           # 31 significant bits
+        assert Fraction(p, 2**s) >= Fraction(eps) * (1 - Fraction(1, 2**30))
+
+
+def test_tree_leaf_label_law():
+    # max_depth=0: the root is the leaf; its label is drawn by permute-and-flip on the class
+    # counts at the whole epsilon
     X = np.zeros((40, 1))
-    y = np.r_[np.zeros(25, int), np.ones(15, int)]
-    eps = 1.5
+    y = np.r_[np.zeros(25, int), np.ones(12, int), np.full(3, 2)]
+    eps = 0.2
     gen = np.random.default_rng(3)  # insecure-ok: test seeds
-    z = np.array([DecisionTreeClassifier(epsilon=eps, bounds=(-1, 1), classes=[0, 1],
-                                         max_depth=0, random_state=gen).fit(X, y).tree_.values[0]
-                  for _ in range(2000)]) - [25, 15]
-    z = z.ravel().astype(int)
-    support = np.arange(-8, 9)
-    assert integer_pvalue(z, dlap_pmf(1 / eps), support) > ALPHA
-    assert integer_pvalue(z, dlap_pmf(1.3 / eps), support) < ALPHA   # power
+    labels = np.array([np.argmax(DecisionTreeClassifier(
+        epsilon=eps, bounds=(-1, 1), classes=[0, 1, 2], max_depth=0, random_state=gen)
+        .fit(X, y).tree_.values[0]) for _ in range(4000)])
+    observed = np.bincount(labels, minlength=3)
+    assert chisquare_pvalue(observed, pf_law([25, 12, 3], eps)) > ALPHA
+    assert chisquare_pvalue(observed, pf_law([25, 12, 3], 0.15)) < ALPHA   # power
+
+
+def test_tree_budget_split_between_levels_and_leaves():
+    # max_depth=2, split_share=0.5, epsilon=0.4: each level's split at 0.1, the leaves at the
+    # rest (0.2 less the rounding of the two split epsilons); the leaf law is checked on the
+    # leaf that holds every record (one feature, all records at 0: every split sends them all
+    # left or all right). Power: the whole budget (0.4) or half the leaf's (0.1) at the leaf.
+    X = np.zeros((30, 1))
+    y = np.r_[np.zeros(18, int), np.ones(12, int)]
+    gen = np.random.default_rng(13)  # insecure-ok: test seeds
+    picked = []
+    for _ in range(3000):
+        t = DecisionTreeClassifier(epsilon=0.4, bounds=(-1, 1), classes=[0, 1], max_depth=2,
+                                   n_bins=4, split_share=0.5, random_state=gen).fit(X, y).tree_
+        leaf = t.slot[t.apply(X[:1])[0, 0]]
+        picked.append(np.argmax(t.values[leaf]))
+    observed = np.bincount(picked, minlength=2)
+    assert chisquare_pvalue(observed, pf_law([18, 12], 0.2)) > ALPHA
+    assert chisquare_pvalue(observed, pf_law([18, 12], 0.4)) < ALPHA
+    assert chisquare_pvalue(observed, pf_law([18, 12], 0.1)) < ALPHA
 
 
 def test_forest_leaf_noise_law():
@@ -224,7 +306,7 @@ def test_split_selection_law_max_operator():
     right = np.array([[0, 100], [0, 99]])
     u = split_utility(left, right, "max")
     assert u.tolist() == [200.0, 199.0]
-    eps = 4.0   # max_depth=1: two levels, epsilon / 4 = 1 for the split
+    eps = 4.0   # max_depth=1, split_share=0.25: epsilon / 4 = 1 for the split
     c = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=eps / 4, monotonic=True).scale
     assert c == 1.0
     w = np.exp(c * (u - u.max()))
@@ -232,9 +314,9 @@ def test_split_selection_law_max_operator():
     gen = np.random.default_rng(6)  # insecure-ok: test seeds
     picks = np.array([DecisionTreeClassifier(epsilon=eps, bounds=(0, 1), classes=[0, 1],
                                              max_depth=1, n_bins=2, criterion="max",
-                                             random_state=gen).fit(X, y).tree_.feature[0]
-                      for _ in range(3000)])
-    assert set(picks.tolist()) <= {0, 1}   # the root's noisy count (~200) never stops it
+                                             split_share=0.25, random_state=gen)
+                      .fit(X, y).tree_.feature[0] for _ in range(3000)])
+    assert set(picks.tolist()) <= {0, 1}
     observed = np.bincount(picks, minlength=2)
     assert chisquare_pvalue(observed, p) > ALPHA
     w_half = np.exp(c / 2 * (u - u.max()))   # power: the non-monotone calibration's law
@@ -253,7 +335,8 @@ def test_split_selection_law_gini():
     gen = np.random.default_rng(7)  # insecure-ok: test seeds
     picks = np.array([DecisionTreeClassifier(epsilon=eps, bounds=(0, 1), classes=[0, 1],
                                              max_depth=1, n_bins=2, criterion="gini",
-                                             random_state=gen).fit(X, y).tree_.feature[0]
+                                             split_share=0.25, random_state=gen)
+                                      .fit(X, y).tree_.feature[0]
                       for _ in range(3000)])
     assert chisquare_pvalue(np.bincount(picks, minlength=2), p) > ALPHA
 
@@ -309,7 +392,6 @@ def test_accountant_charged_once(cls, cancer):
     ({"epsilon": -1.0}, "epsilon"),
     ({"max_depth": 25}, "max_depth"),
     ({"max_depth": 1.5}, "max_depth"),
-    ({"epsilon": 1e-14}, "epsilon"),
 ])
 def test_bad_arguments_charge_nothing(cls, params, match, cancer):
     X, y, bounds = cancer
@@ -323,11 +405,14 @@ def test_bad_arguments_charge_nothing(cls, params, match, cancer):
 @pytest.mark.parametrize("params, match", [
     ({"n_bins": 1}, "n_bins"), ({"criterion": "entropy"}, "criterion"),
     ({"max_depth": 20, "n_bins": 512}, "count table"),
+    ({"split_share": 1.0}, "split_share"), ({"split_share": -0.1}, "split_share"),
+    ({"split_share": "half"}, "split_share"), ({"max_depth": "deep"}, "max_depth"),
+    ({"epsilon": 1e-300, "max_depth": 3}, "epsilon"),
 ])
 def test_tree_specific_errors(params, match, cancer):
     X, y, bounds = cancer
     acc = dpcore.Accountant(10.0)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((ValueError, TypeError), match=match):
         DecisionTreeClassifier(bounds=bounds, classes=[0, 1], accountant=acc, **params).fit(X, y)
     assert acc.history == []
 
@@ -335,6 +420,7 @@ def test_tree_specific_errors(params, match, cancer):
 @pytest.mark.parametrize("params, match", [
     ({"n_estimators": 0}, "n_estimators"), ({"voting": "majority"}, "voting"),
     ({"n_estimators": 1000, "max_depth": 20}, "2\\*\\*24"),
+    ({"epsilon": 1e-14}, "epsilon"),
 ])
 def test_forest_specific_errors(params, match, cancer):
     X, y, bounds = cancer
@@ -361,12 +447,17 @@ def test_fitted_state_is_released_output_only(cls, cancer):
     X, y, bounds = cancer
     est = cls(bounds=bounds, classes=[0, 1], random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
-    assert fitted == {"classes_", "tree_", "n_features_in_"}
+    resolved = ({"max_depth_", "n_bins_", "split_share_"} if cls is DecisionTreeClassifier
+                else {"n_estimators_", "max_depth_"})   # public: "auto" resolved
+    assert fitted == {"classes_", "tree_", "n_features_in_"} | resolved
     t = est.tree_
-    exact = np.zeros(t.values.shape)
-    np.add.at(exact, (est.apply(X).reshape(len(X), -1).ravel(),
-                      np.repeat(y, t.roots.size)), 1)
-    assert np.any(t.values != exact)   # the leaf counts are noisy
+    if cls is DecisionTreeClassifier:   # released labels only, one per leaf
+        assert np.array_equal(np.sort(t.values, axis=1), np.tile([0.0, 1.0], (t.n_leaves, 1)))
+    else:
+        exact = np.zeros(t.values.shape)
+        np.add.at(exact, (est.apply(X).reshape(len(X), -1).ravel(),
+                          np.repeat(y, t.roots.size)), 1)
+        assert np.any(t.values != exact)   # the leaf counts are noisy
 
 
 def test_forest_structure_does_not_depend_on_the_data():
@@ -418,9 +509,11 @@ def test_forest_voting_rules(cancer):
 
 def test_secure_generator_by_default(cancer):
     X, y, bounds = cancer
-    a = DecisionTreeClassifier(bounds=bounds, classes=[0, 1]).fit(X, y).tree_.values
-    b = DecisionTreeClassifier(bounds=bounds, classes=[0, 1]).fit(X, y).tree_.values
-    assert a.shape != b.shape or np.any(a != b)
+    # at a small epsilon two fits almost surely differ (the splits and labels are near uniform
+    # draws: 2**-8 chance that even the 8 labels of a depth-3 tree agree)
+    a, b = (DecisionTreeClassifier(epsilon=0.05, bounds=bounds, classes=[0, 1]).fit(X, y).tree_
+            for _ in range(2))
+    assert np.any(a.threshold != b.threshold) or np.any(a.values != b.values)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -467,3 +560,139 @@ def test_privacy_section(cls):
     import re
 
     assert re.search(r"^Privacy\n-------\n", inspect.getdoc(cls), flags=re.MULTILINE)
+
+
+# ------------------------------------------------------------------------------------------------
+# Defaults from public inputs, random splits, the single-leaf warning (issue 28 item 3)
+
+def test_defaults_read_public_inputs_only():
+    import inspect
+
+    assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
+    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon"]
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
+    assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
+    assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
+    assert [forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
+        (5, 3), (10, 5), (14, 5), (22, 5), (25, 6), (25, 7), (25, 8), (25, 8)]
+    # the same public inputs give the same resolved parameters, whatever the number of records
+    rng = np.random.default_rng(14)  # insecure-ok: test data
+    for cls in ESTIMATOR_CLASSES:
+        fitted = [cls(epsilon=0.5, bounds=(0, 1), classes=[0, 1, 2], random_state=0)
+                  .fit(rng.uniform(0, 1, (n, 3)), rng.integers(0, 3, n)) for n in (30, 3000)]
+        names = [k for k in vars(fitted[0]) if k.endswith("_") and k[:-1] in vars(fitted[0])
+                 and k != "classes_"]
+        assert len(names) >= 2
+        assert all(np.array_equal(getattr(fitted[0], k), getattr(fitted[1], k)) for k in names)
+
+
+def test_random_splits_do_not_look_at_the_data():
+    rng = np.random.default_rng(15)  # insecure-ok: test data
+    kw = {"bounds": (0, 1), "classes": [0, 1], "split_share": 0.0, "max_depth": 3,
+          "random_state": 4}
+    a = DecisionTreeClassifier(**kw).fit(rng.uniform(0, 1, (50, 3)), rng.integers(0, 2, 50))
+    b = DecisionTreeClassifier(**kw).fit(rng.uniform(0, 1, (700, 3)), np.ones(700, int))
+    for name in ("feature", "threshold", "left", "right", "slot"):
+        assert np.array_equal(getattr(a.tree_, name), getattr(b.tree_, name))
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES)
+def test_single_leaf_warning(cls):
+    import warnings
+
+    rng = np.random.default_rng(16)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (3000, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    kw = {"bounds": (0, 1), "classes": [0, 1]}
+    with pytest.warns(SingleLeafWarning, match="one class everywhere"):
+        cls(epsilon=1.0, max_depth=0, random_state=0, **kw).fit(X, y)
+    grid = rng.uniform(-0.5, 1.5, (2000, 2))
+    warned = silent = 0
+    small = {"max_depth": 1} if cls is DecisionTreeClassifier else {"max_depth": 1,
+                                                                      "n_estimators": 1}
+    for seed in range(40):   # tiny epsilon, two leaves: some fits warn, some do not
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SingleLeafWarning)
+            est = cls(epsilon=1e-2, random_state=seed, **small, **kw).fit(X[:40], y[:40])
+        one = any(issubclass(w.category, SingleLeafWarning) for w in caught)
+        # a fit that warns predicts one class for every input (one that does not may still,
+        # when the leaves favouring another class are never reached)
+        if one:
+            assert np.unique(est.predict(np.vstack([grid, X]))).size == 1
+        warned += one
+        silent += not one
+    assert warned > 0 and silent > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingleLeafWarning)
+        cls(epsilon=5.0, random_state=0, **kw).fit(X, y)          # two classes predicted
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_splits_stay_inside_the_node_box(share):
+    # every split is a grid threshold strictly inside the node's box (the bounds narrowed by the
+    # splits above), unless the box has none left (then any split is drawn)
+    rng = np.random.default_rng(17)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (500, 2))
+    y = (X[:, 0] + X[:, 1] > 1).astype(int)
+    B, depth = 8, 6
+    t = DecisionTreeClassifier(epsilon=2.0, bounds=(0, 1), classes=[0, 1], max_depth=depth,
+                               n_bins=B, split_share=share, random_state=5).fit(X, y).tree_
+    box = {0: (np.zeros(2, int), np.full(2, B))}
+    inside = fallback = 0
+    for v in range(2**depth - 1):
+        lo, hi = box[v]
+        f = t.feature[v]
+        j = int(round(t.threshold[v] * B))
+        assert t.threshold[v] == bin_threshold(0.0, float(B), j)
+        if np.any(hi - lo >= 2):
+            assert lo[f] < j < hi[f]
+            inside += 1
+        else:
+            fallback += 1
+        box[t.left[v]] = (lo, np.where(np.arange(2) == f, min(hi[f], j), hi))
+        box[t.right[v]] = (np.where(np.arange(2) == f, max(lo[f], j), lo), hi)
+    assert inside > 30
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_split_base_measure_weighs_features_equally(share):
+    # n_bins (2, 64): feature 0 has 1 threshold, feature 1 has 63. With one class the max
+    # operator is the same for every split, so the exponential mechanism's law is its base
+    # measure, as is the random split's: each feature with probability 1/2 (not 1/64 and 63/64),
+    # then a uniform threshold of that feature
+    rng = np.random.default_rng(18)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (60, 2))
+    y = np.zeros(60, int)
+    gen = np.random.default_rng(19)  # insecure-ok: test seeds
+    picks, cuts = [], []
+    for _ in range(2000):
+        t = DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1], max_depth=1,
+                                   n_bins=[2, 64], split_share=share, random_state=gen)
+        t = t.fit(X, y).tree_
+        picks.append(t.feature[0])
+        if t.feature[0] == 1:
+            cuts.append(int(round(t.threshold[0] * 64)))
+    assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([0.5, 0.5])) > ALPHA
+    assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([1, 63]) / 64) < ALPHA
+    observed = np.bincount(np.array(cuts) - 1, minlength=63)
+    assert chisquare_pvalue(observed, np.full(63, 1 / 63)) > ALPHA
+
+
+@pytest.mark.parametrize("scale", [2.0**-30, 1e-4, 0.013, 1.0, 7.5])
+def test_base_offsets_keep_integer_utilities_exact(scale):
+    # the max operator plus its public offset is an exact double: neighbours' utilities still
+    # differ by exactly 0 or 1 (sensitivity 1, monotone), whatever the offset
+    rng = np.random.default_rng(20)  # insecure-ok: test data
+    per_feature = rng.integers(0, 2**16, (50, 7))
+    offsets = _base_offsets(per_feature, scale)
+    assert np.all(offsets * 2**14 == np.round(offsets * 2**14))
+    assert np.all(np.abs(offsets) < 2.0**36)
+    u = rng.integers(0, 2**36, (50, 7)).astype(np.float64)
+    step = rng.integers(0, 2, (50, 7))
+    assert np.array_equal((u + step + offsets) - (u + offsets), step.astype(np.float64))
+    # the base measure they give: exp(scale * o_f) within exp(scale 2**-15) of 1 / n_f
+    used = (per_feature > 0) & np.any(offsets != 0, axis=1, keepdims=True)
+    if used.any():
+        ratio = scale * offsets[used] + np.log(per_feature[used])
+        assert np.all(np.abs(ratio) <= scale * 2.0**-15 + 1e-9)
+    assert not _base_offsets(np.array([[3, 5]]), 2.0**-40).any()   # too small a scale: uniform

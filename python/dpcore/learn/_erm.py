@@ -359,12 +359,15 @@ class LogisticRegression(_PrivateERMClassifier):
     Minimises J(w) = (1/n) sum_i log(1 + exp(-y_i w^T x_i)) + (alpha/2) ||w||^2 over the rows
     clipped to ``data_norm`` and rescaled to the unit ball, then perturbs the minimiser
     (``method="output"``) or the objective (``method="objective"``, the default; usually more
-    accurate). Two classes give one model; k > 2 classes give k one-vs-rest models.
+    accurate). Two classes give one model; k > 2 classes give one multinomial (softmax) model
+    by default (``multi_class="auto"`` with ``"objective"`` or ``"gd"``), or k one-vs-rest
+    models (see ``multi_class``).
 
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter of the whole fit, > 0 (split equally over the k one-vs-rest models).
+        Privacy parameter of the whole fit, > 0 (the multinomial model gets all of it; k
+        one-vs-rest models get epsilon / k each).
     data_norm : float, default=None
         Public bound on the L2 norm of a row of X, > 0. Required; rows with a larger norm are
         clipped (scaled down) to it. Never inferred from the data.

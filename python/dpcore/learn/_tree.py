@@ -1,15 +1,18 @@
-"""Private decision trees: Friedman-Schuster trees grown with the exponential mechanism, and
-ensembles of random decision trees (Jagannathan, Pillaipakkamnatt, Wright) with noisy leaves.
+"""Private decision trees: complete trees whose splits are drawn with the exponential mechanism and
+whose leaves release a label by permute-and-flip, and ensembles of random decision trees
+(Jagannathan, Pillaipakkamnatt, Wright) with noisy leaves.
 
-Counting, binning and tree walks run in the compiled kernel ``dpcore._tree``; every noisy count is
-exact discrete Laplace noise (``dpcore._noise``) on an integer count, and every split is drawn by
-:class:`dpcore.selection.ExponentialMechanism` (method ``"exact"``).
+Counting, binning and tree walks run in the compiled kernel ``dpcore._tree``. Every split is drawn
+by :class:`dpcore.selection.ExponentialMechanism` (method ``"exact"``), every leaf label by the
+exact permute-and-flip of :func:`permute_and_flip_labels` (``learn._permute_and_flip``), and
+every noisy count is exact discrete Laplace noise (``dpcore._noise``) on an integer count.
 """
 from __future__ import annotations
 
 import math
 import struct
 import sys
+import warnings
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -22,11 +25,13 @@ from dpcore import _validation as check
 from dpcore._floats import round_down, round_up
 from dpcore._release import Cost, release
 from dpcore.learn import _base
+from dpcore.learn._permute_and_flip import permute_and_flip_labels
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
 from dpcore.selection import ExponentialMechanism
 
-__all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "Trees", "split_utility",
-           "split_sensitivity"]
+__all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
+           "forest_defaults", "permute_and_flip_labels", "split_sensitivity", "split_utility",
+           "tree_defaults"]
 
 CRITERIA = ("gini", "max")
 VOTING = ("proba", "counts")
@@ -34,6 +39,13 @@ VOTING = ("proba", "counts")
 # public limit on the parameters, checked before anything is charged.
 _MAX_TABLE = 2**26
 _MAX_NODES = 2**24
+
+
+class SingleLeafWarning(UserWarning):
+    """The released tree (or forest) predicts the same class for every input: in effect a single
+    leaf. At a small epsilon on few records the noise can drown every split; the model is then
+    no better than always answering that class. Raised after the release, from its public
+    output only (it costs no privacy); silence it with :func:`warnings.filterwarnings`."""
 
 
 @dataclass
@@ -162,13 +174,74 @@ def split_utility(left, right, criterion):
 def split_sensitivity(criterion, n_classes):
     """(sensitivity, monotonic) of :func:`split_utility` as computed in doubles.
 
-    The max operator is an exact integer. The Gini utility is a sum of 2k + 2 rounded terms, each
-    at most the node size n <= 2**36 (``_base.MAX_RECORDS``), so its rounding error is below
-    (2k + 3) 2**-53 2**36 = (2k + 3) 2**-17 on each data set; the sensitivity 1 is inflated by
-    twice that (Casacuberta et al. 2022: rounding adds to the sensitivity)."""
+    The max operator is an exact integer, and so is its sum with the base measure's offset (a
+    multiple of 2**-14 below 2**36 in size, :func:`_base_offsets`: the sum is a multiple of
+    2**-14 below 2**38, a double). The Gini utility is a sum of 2k + 2 rounded terms, each at
+    most the node size n <= 2**36 (``_base.MAX_RECORDS``), so its rounding error is below
+    (2k + 3) 2**-53 2**36 = (2k + 3) 2**-17 on each data set, and adding the offset rounds once
+    more, by at most 2**-53 2**38 = 2**-15; the sensitivity 1 is inflated by twice both
+    (Casacuberta et al. 2022: rounding adds to the sensitivity)."""
     if criterion == "max":
         return 1.0, True
-    return 1.0 + (2 * n_classes + 3) * 2.0**-16, False
+    return 1.0 + (2 * n_classes + 3) * 2.0**-16 + 2.0**-14, False
+
+
+_OFFSET_GRID = 2.0**-14
+
+
+def _base_offsets(per_feature, scale):
+    """Utility offsets o_f = -log(n_f) / scale (n_f: a node's candidates on feature f), so that
+    the exponential mechanism at score scale ``scale`` draws from the base measure weighing each
+    feature equally: exp(scale (u + o_f)) = exp(scale u) / n_f. Rounded to multiples of 2**-14
+    (the base measure moves by a factor exp(scale 2**-15) at most, and stays public), so that
+    an integer utility plus its offset is an exact double; all 0 (the uniform base measure)
+    when an offset would reach 2**36 (a scale below about 2**-32)."""
+    with np.errstate(divide="ignore"):
+        offsets = -np.log(per_feature) / scale     # -inf where n_f = 0: no candidate there
+    usable = np.isfinite(offsets)
+    if np.any(np.abs(offsets[usable]) >= 2.0**36):
+        return np.zeros(per_feature.shape)
+    offsets[~usable] = 0.0
+    return np.round(offsets / _OFFSET_GRID) * _OFFSET_GRID
+
+
+# ------------------------------------------------------------------------------------------------
+# Defaults from public inputs (chosen on bench/dev_suite.py, study "tree")
+
+SMALL_EPSILON = 0.2
+
+
+def tree_defaults(epsilon, n_classes):
+    """(max_depth, n_bins, split_share) of :class:`DecisionTreeClassifier` from public inputs.
+
+    Below ``SMALL_EPSILON`` (0.2) the splits barely see the data on small sets, so the tree is
+    close to a random one and the leaves get most of the budget: depth 5, 32 bins, a tenth of
+    epsilon for the splits. From 0.2 on: 32 bins, 70% for the splits, and a depth that grows with
+    epsilon and with the number of classes (more classes need more leaves):
+    ceil(log2 n_classes) + round(log2 epsilon), clipped to 2 .. 6. The number of records is
+    private under add/remove neighbours and is not used.
+    """
+    if epsilon < SMALL_EPSILON:
+        return 5, 32, 0.1
+    depth = math.ceil(math.log2(n_classes)) + round(math.log2(epsilon))
+    return min(max(depth, 2), 6), 32, 0.7
+
+
+def forest_defaults(epsilon):
+    """(n_estimators, max_depth) of :class:`RandomForestClassifier` from public inputs.
+
+    Each tree's leaves get epsilon / n_estimators, so a smaller epsilon wants fewer trees:
+    round(10 sqrt(epsilon)) trees, clipped to 5 .. 25 (10 at epsilon 1), of depth 5 (3 below
+    epsilon 0.2, where fewer, larger leaves keep some signal; from epsilon 5 on,
+    5 + round(log2(epsilon / 5)), at most 8, as leaves can then be smaller). On the development
+    sets this led the previous 10 trees of depth 8 from epsilon 0.1 to 5; depths 4 to 6 were
+    within the noise of each other from epsilon 1 to 10, depth 8 led depth 5 at 50 (22 cells
+    of 26). The number of records is private and not used.
+    """
+    trees = min(max(round(10.0 * math.sqrt(epsilon)), 5), 25)
+    if epsilon < SMALL_EPSILON:
+        return trees, 3
+    return trees, min(8, 5 + max(0, round(math.log2(epsilon / 5.0))))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -286,40 +359,49 @@ class _TreeClassifierBase(_base.SharedStateCloneMixin, ClassifierMixin, BaseEsti
 
 
 # ------------------------------------------------------------------------------------------------
-# Friedman-Schuster
+# Decision tree: exponential-mechanism splits, permute-and-flip leaves
 
 class DecisionTreeClassifier(_TreeClassifierBase):
-    """Decision tree grown with the exponential mechanism, epsilon-DP (Friedman, Schuster 2010).
+    """Decision tree with epsilon-DP: splits drawn by the exponential mechanism (Friedman,
+    Schuster 2010), leaf labels by permute-and-flip (McKenna, Sheldon 2020).
 
     Each feature k is cut into B_k = ``n_bins`` (or ``n_bins[k]``) equal bins of the public
     ``bounds`` [l_k, u_k]: the candidate thresholds are l_k + j (u_k - l_k) / B_k,
     j = 1 .. B_k - 1 (exactly: the doubles where floor((x - l_k) B_k / (u_k - l_k)) reaches j,
     :func:`bin_threshold`); values outside the bounds fall in the end bins (clipping). The tree
-    is grown level by level (DiffP-C4.5 on a public threshold grid). At a node of depth < ``max_depth``: a noisy count N of the node's records decides whether
-    to stop (N / n_classes < sqrt(2) * noise scale, Friedman-Schuster's rule: the counts would
-    be mostly noise); otherwise the exponential mechanism picks the split (feature, threshold)
-    among all sum_k (B_k - 1) candidates with the quality ``criterion``. A node that
-    stops, and every node at depth ``max_depth``, becomes a leaf holding noisy class counts;
-    it predicts the class with the largest noisy count.
+    is complete, of depth ``max_depth``, grown level by level: every internal node draws its
+    split (feature, threshold) among the grid thresholds inside its box (the bounds narrowed by
+    the splits above; all sum_k (B_k - 1) at the root) with the exponential mechanism on the
+    quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth, over the
+    base measure that gives every feature with candidates the same weight, shared equally by
+    its thresholds (so a feature already cut keeps its chance to be cut again where the records
+    are); ``split_share=0`` draws from that base measure, without looking at the data. Every
+    leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
+    the budget; it predicts that class. No node count is released, so a small node costs
+    nothing more than a large one (there is no stopping rule that the noise could trip at the
+    root). If every leaf releases the same class the fit warns with :class:`SingleLeafWarning`.
 
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter, > 0. Each of the max_depth + 1 levels gets epsilon / (max_depth + 1):
-        below the last level, half for the noisy node count and half for the split (or the leaf
-        counts of a node that stops); at the last level all of it for the leaf counts.
+        Privacy parameter, > 0: ``split_share`` of it for the splits (epsilon * split_share /
+        max_depth per level), the rest for the leaf labels.
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required.
     classes : array_like, default=None
         Public label set, at least 2 labels. None: taken from y with a PrivacyWarning (the set
         of labels present is then not protected).
-    max_depth : int, default=4
-        Depth of the tree, 0 .. 20 (0: one leaf).
-    n_bins : int or array_like of int, default=32
+    max_depth : int or "auto", default="auto"
+        Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
+        epsilon and the number of classes (5 below epsilon 0.2, else 2 .. 6).
+    n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
         0 .. m - 1 gets one bin per category with bounds (0, m) and m bins; its splits are
-        then "code < j" (ordered categories).
+        then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (32).
+    split_share : float or "auto", default="auto"
+        Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.1
+        below epsilon 0.2, else 0.7).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
         (Friedman-Schuster's max operator: an exact integer, monotone, sensitivity 1, so the
@@ -336,29 +418,40 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     ----------
     classes_ : ndarray
     tree_ : Trees
-        The released tree: split features and thresholds, and the noisy class counts of the
-        leaves (``tree_.values``).
+        The released tree: split features and thresholds, and the leaves' released labels as
+        one-hot rows (``tree_.values``).
+    max_depth_, n_bins_, split_share_ : the values used (``"auto"`` resolved).
     n_features_in_ : int
+
+    Warns
+    -----
+    SingleLeafWarning
+        When every leaf released the same class: the tree predicts it everywhere.
 
     Privacy
     -------
     epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped
     to the public bounds and labels in the public set. The records of the nodes of one level are
-    disjoint, so the releases of a level compose in parallel: a record takes part in one noisy
-    count (exact discrete Laplace, sensitivity 1, scale 2 (max_depth + 1) / epsilon rounded up)
-    and one split choice (exponential mechanism, method "exact", epsilon / (2 (max_depth + 1)),
-    sensitivities in :func:`split_sensitivity`, the Gini one including a floating-point rounding
-    allowance) or one vector of leaf counts (discrete Laplace, L1 sensitivity 1, same scale) per
-    level below the last, and one vector of leaf counts at scale (max_depth + 1) / epsilon at the
-    last level. The levels compose sequentially: epsilon in all, charged once. What a level does
-    depends only on the released outputs of the levels above (post-processing). The threshold
-    grid is public. The label set must be public: with ``classes=None`` it is read from y (see
-    ``classes``). Not constant-time: the fit time grows with the number of nodes grown (a
-    function of the released tree), and the exact samplers' time depends on their draws.
+    disjoint, so the releases of a level compose in parallel: a record takes part in one split
+    choice per level (exponential mechanism, method "exact", at epsilon_s = split_share *
+    epsilon / max_depth rounded down, sensitivities in :func:`split_sensitivity`, the Gini one
+    including a floating-point rounding allowance) and in one leaf label (exact
+    permute-and-flip, :func:`permute_and_flip_labels`, one record changes one count by 1, at
+    epsilon minus the splits' effective epsilons, rounded down). The levels compose
+    sequentially: epsilon in all, charged once. A node's candidates and base measure depend
+    only on the released splits above (post-processing; the base measure enters as a public
+    offset of each utility, -log(n_f) / c on a 2**-14 grid, c the mechanism's scale, which
+    leaves the max operator's sums exact and adds its rounding to the Gini sensitivity); the
+    threshold grid is public; random splits (``split_share=0``) do not look at the data. The label set
+    must be public: with ``classes=None`` it is read from y (see ``classes``). The warning reads
+    the released labels only. Not constant-time: the exact samplers' time depends on their
+    draws.
 
     References
     ----------
     .. [FS10] A. Friedman, A. Schuster, "Data mining with differential privacy", KDD 2010.
+    .. [MS20] R. McKenna, D. Sheldon, "Permute-and-Flip: a new mechanism for differentially
+       private selection", NeurIPS 2020.
 
     Examples
     --------
@@ -368,37 +461,53 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     >>> X = rng.uniform(0, 1, (4000, 3))
     >>> y = (X[:, 1] > 0.5).astype(int)
     >>> tree = DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1],
-    ...                               max_depth=3, random_state=0).fit(X, y)
+    ...                               random_state=0).fit(X, y)
     >>> tree.score(X, y) > 0.9
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, max_depth=4, n_bins=32,
-                 criterion="max", random_state=None, accountant=None):
+    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, max_depth="auto",
+                 n_bins="auto", split_share="auto", criterion="max", random_state=None,
+                 accountant=None):
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
         self.max_depth = max_depth
         self.n_bins = n_bins
+        self.split_share = split_share
         self.criterion = criterion
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _resolved(self, epsilon, classes):
+        """(max_depth, n_bins, split_share) with "auto" resolved (2 classes when unknown)."""
+        depth, bins, share = tree_defaults(epsilon, 2 if classes is None else classes.size)
+        return (depth if _is_auto(self.max_depth) else self.max_depth,
+                bins if _is_auto(self.n_bins) else self.n_bins,
+                share if _is_auto(self.split_share) else self.split_share)
+
+    def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
-        classes, max_depth, n_bins, count scale, last-level scale, split epsilon)."""
-        epsilon, bounds, classes = _check_common(self, n_features)
-        depth = check.integer(self.max_depth, "max_depth", minimum=0, maximum=20)
-        n_bins = _check_bins(self.n_bins, n_features)
+        classes, max_depth, n_bins, the splits' exponential mechanism (None: random splits))."""
+        epsilon, bounds, classes_given = _check_common(self, n_features)
+        classes = classes_given if classes is None else classes
+        depth, n_bins, share = self._resolved(epsilon, classes)
+        depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
+        n_bins = _check_bins(n_bins, n_features)
+        share = check.probability(share, "split_share", open_low=False)
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
-        levels = depth + 1
-        names = "epsilon and max_depth"
-        count_scale = _dlap_scale(Fraction(2 * levels) / Fraction(epsilon), names)
-        last_scale = _dlap_scale(Fraction(levels) / Fraction(epsilon), names)
-        split_eps = round_down(Fraction(epsilon) / (2 * levels))
-        if split_eps <= 0:
-            raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
+        names = "epsilon, max_depth and split_share"
+        mech = None
+        if share > 0 and depth:
+            split_eps = round_down(Fraction(epsilon) * Fraction(share) / depth)
+            if split_eps <= 0:
+                raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
+            sensitivity, monotonic = split_sensitivity(self.criterion if self.criterion
+                                                       in CRITERIA else "max",
+                                                       2 if classes is None else classes.size)
+            mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
+                                                  monotonic=monotonic, method="exact")
         with np.errstate(over="ignore"):
             narrow = not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0])))
         if narrow:
@@ -408,11 +517,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
             if 2 ** (depth - 1) * n_features * int(np.max(n_bins)) * k > _MAX_TABLE:
                 raise ValueError(
                     f"2**(max_depth - 1) * n_features * max(n_bins) * n_classes must be <= 2**26 "
-                    f"(the count table of a level), got max_depth={depth}, n_bins={self.n_bins}, "
+                    f"(the count table of a level), got max_depth={depth}, n_bins={n_bins}, "
                     f"n_features={n_features}"
                 )
         _base.check_n(n_samples)
-        return epsilon, bounds, classes, depth, n_bins, count_scale, last_scale, split_eps
+        return epsilon, bounds, classes_given, depth, n_bins, mech
 
     def _cost(self):
         return Cost(self._check_params()[0])
@@ -422,16 +531,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         classes = self._check_params()[2]
         X, classes, yi = _labels(self, X, y, classes, finite=False)
         n, d = X.shape
-        params = self._check_params(n, d)
-        epsilon, (lower, upper), _, depth, n_bins, count_scale, last_scale, split_eps = params
+        params = self._check_params(n, d, classes)
+        epsilon, (lower, upper), _, depth, n_bins, mech = params
         k = classes.size
         n_bins = np.broadcast_to(n_bins, (d,))
-        if depth and 2 ** (depth - 1) * d * int(n_bins.max()) * k > _MAX_TABLE:  # classes from y
-            raise ValueError("2**(max_depth - 1) * n_features * max(n_bins) * n_classes must be "
-                             "<= 2**26 (the count table of a level)")
-        sensitivity, monotonic = split_sensitivity(self.criterion, k)
-        mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
-                                              monotonic=monotonic, method="exact")
+        spent = depth * Fraction(mech.epsilon_effective) if mech is not None else Fraction(0)
+        leaf_eps = round_down(Fraction(epsilon) - spent)
+        if leaf_eps <= 0:
+            raise ValueError("epsilon, max_depth and split_share leave no budget for the leaves")
         inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
         width = int(n_bins.max())
         codes = np.empty((n, d), dtype=np.uint8 if width <= 256 else np.uint16)
@@ -441,98 +548,114 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         criterion = self.criterion
 
         def draw(rng):
-            return _grow(codes, yi, root, (lower, inv), k, depth, n_bins, count_scale, last_scale,
-                         mech, criterion, rng)
+            return _grow(codes, yi, root, (lower, inv), k, depth, n_bins, mech, leaf_eps,
+                         criterion, rng)
 
         self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
                              random_state=self.random_state, label="DecisionTreeClassifier")
         self.classes_ = classes
+        self.max_depth_, self.n_bins_, self.split_share_ = self._resolved(epsilon, classes)
+        _warn_if_one_class(self.tree_.values, "tree")
         return self
 
 
-def _grow(codes, yi, root, grid, k, depth, bins, count_scale, last_scale, mech, criterion, rng):
-    """Friedman-Schuster growth, level by level (inside the release: draws with ``rng``).
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+def _warn_if_one_class(values, what):
+    """SingleLeafWarning when every leaf favours the same class (post-processing of the
+    release). A sum or average of rows that all favour class c favours c too, so the model then
+    predicts c everywhere."""
+    top = np.argmax(np.maximum(values, 0.0), axis=1)
+    if top.size and np.all(top == top[0]):
+        warnings.warn(
+            f"the released {what} predicts one class everywhere (every leaf favours the same "
+            f"class): the noise at this epsilon drowned the splits; use a larger epsilon or "
+            f"more records", SingleLeafWarning, stacklevel=3)
+
+
+def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng):
+    """A complete tree of depth ``depth``, level by level, in heap order (node i has children
+    2i + 1 and 2i + 2), inside the release (draws with ``rng``).
 
     Count tables are (node, feature, class, bin). A node's class counts come from its parent's
-    table at the chosen split; a growing node's table is counted, or is its parent's minus its
+    table at the chosen split; a node's table is counted, or is its parent's minus its
     sibling's: of each pair of siblings only the one with fewer records is counted."""
-    n, d = codes.shape
     n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
-    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]: the others
-    # are excluded (-inf) on every data set (a public exclusion)
-    excluded = (np.arange(1, n_bins)[None, :] >= bins[:, None]).ravel()
-    feature, threshold, left, right, slot, values = [-1], [0.0], [-1], [-1], [-1], []
+    d = bins.size
+    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]; a node's
+    # candidates are the splits strictly inside its box (bins lo[f] .. hi[f] - 1, narrowed by
+    # the released splits above), so none leaves a child empty by construction. The others get
+    # -inf: a public exclusion (a function of the released splits only).
+    cut = np.arange(1, n_bins)
+    excluded = (cut[None, :] >= bins[:, None]).ravel()
+    lo = np.zeros((1, d), dtype=np.int64)
+    hi = np.asarray(bins, dtype=np.int64)[None, :].copy()
+    total = 2 ** (depth + 1) - 1
+    feature = np.full(total, -1, dtype=np.int32)
+    threshold = np.zeros(total)
+    left = np.full(total, -1, dtype=np.int32)
+    right = np.full(total, -1, dtype=np.int32)
+    slot = np.full(total, -1, dtype=np.int32)
     node = None                          # position of each record among the level's nodes
-    level = [0]                          # global ids of the level's nodes
-    stop_at = math.sqrt(2.0) * count_scale * k
     class_counts = root[:1].sum(axis=2)  # (m, k): records per class of each node of the level
-    parents = None                       # tables of the growing nodes of the level above
+    parents = None                       # the tables of the level above
     routing = None                       # the level above's splits, to move the records down
-    for depth_now in range(depth + 1):
-        m = len(level)
-        if depth_now == depth:
-            leaf = np.ones(m, dtype=bool)
-            leaf_values = _noisy(class_counts, last_scale, rng)
+    for level in range(depth):
+        m = 2**level
+        if parents is None:
+            tables = root[None]
         else:
-            # noisy size: stop when the class counts would be mostly noise
-            size = _noisy(class_counts.sum(axis=1), count_scale, rng)
-            leaf = size < stop_at
-            leaf_values = np.zeros((m, k))
-            if leaf.any():
-                leaf_values[leaf] = _noisy(class_counts[leaf], count_scale, rng)
-        growing = np.flatnonzero(~leaf)
-        if growing.size:
-            if parents is None:
-                tables = root[None]
-            else:
-                tables, node = _level_tables(codes, yi, node, routing, class_counts, growing,
-                                             parents)
-            cum = np.cumsum(tables, axis=3)                  # (g, d, k, B)
-            below = cum[..., :-1]                            # split j + 1: bins <= j go left
-            above = cum[..., -1:] - below
+            tables, node = _level_tables(codes, yi, node, routing, class_counts,
+                                         np.arange(m), parents)
+        cum = np.cumsum(tables, axis=3)                  # (m, d, k, B)
+        below = cum[..., :-1]                            # split j + 1: bins <= j go left
+        above = cum[..., -1:] - below
+        inside = ((cut[None, None, :] > lo[:, :, None])
+                  & (cut[None, None, :] < hi[:, :, None])).reshape(m, -1)
+        # a node with no split inside its box (every feature cut down to one bin) takes any
+        inside[~inside.any(axis=1)] = ~excluded
+        # base measure: each feature with candidates equally likely, then its thresholds (a
+        # feature whose box was narrowed keeps its weight, so a dense region can be cut again)
+        per_feature = inside.reshape(m, d, n_bins - 1).sum(axis=2)          # (m, d)
+        if mech is not None:
             utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
-                                    criterion)
-            utility = utility.reshape(growing.size, -1)
-            utility[:, excluded] = -np.inf
-        split_f = np.full(m, -1, dtype=np.int32)
-        split_j = np.zeros(m, dtype=np.int32)
-        child = np.zeros(m, dtype=np.int32)
-        children = []   # class counts of the next level's nodes
-        next_level = []
-        pos = -1        # position of node r among the growing nodes
-        for r, v in enumerate(level):
-            if leaf[r]:
-                slot[v] = len(values)
-                values.append(leaf_values[r])
-                continue
-            pos += 1
-            choice = mech.select(utility[pos], random_state=rng)
+                                    criterion)                                # (m, d, B - 1)
+            utility = (utility + _base_offsets(per_feature, mech.scale)[:, :, None])
+            utility = utility.reshape(m, -1)
+            utility[~inside] = -np.inf
+        split_f = np.empty(m, dtype=np.int32)
+        split_j = np.empty(m, dtype=np.int32)
+        children = np.empty((2 * m, k), dtype=np.int64)
+        for r in range(m):
+            if mech is None:   # data-independent: a feature, then one of its thresholds
+                usable = np.flatnonzero(per_feature[r])
+                f = int(usable[rng.integers(usable.size)])
+                row = np.flatnonzero(inside[r].reshape(d, -1)[f])
+                choice = f * (n_bins - 1) + int(row[rng.integers(row.size)])
+            else:
+                choice = mech.select(utility[r], random_state=rng)
             f, j = divmod(choice, n_bins - 1)
+            v = m - 1 + r
             feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
+            left[v], right[v] = 2 * v + 1, 2 * v + 2
             split_f[r], split_j[r] = f, j + 1
-            child[r] = len(next_level)
-            children += [below[pos, f, :, j], above[pos, f, :, j]]
-            for side in (left, right):
-                side[v] = len(feature)
-                next_level.append(len(feature))
-                feature.append(-1)
-                threshold.append(0.0)
-                left.append(-1)
-                right.append(-1)
-                slot.append(-1)
-        if not next_level:
-            break
-        level = next_level
-        class_counts = np.array(children)
+            children[2 * r], children[2 * r + 1] = below[r, f, :, j], above[r, f, :, j]
+        class_counts = children
         parents = tables
-        routing = (split_f, split_j, child)
-    return Trees(
-        feature=np.asarray(feature, dtype=np.int32), threshold=np.asarray(threshold),
-        left=np.asarray(left, dtype=np.int32), right=np.asarray(right, dtype=np.int32),
-        slot=np.asarray(slot, dtype=np.int32), roots=np.zeros(1, dtype=np.int32),
-        values=np.ascontiguousarray(values, dtype=np.float64).reshape(-1, k),
-        depth=depth_now,
-    )
+        routing = (split_f, split_j, 2 * np.arange(m, dtype=np.int32))
+        lo, hi = np.repeat(lo, 2, axis=0), np.repeat(hi, 2, axis=0)   # children in heap order
+        rows = np.arange(m)
+        hi[2 * rows, split_f] = np.minimum(hi[2 * rows, split_f], split_j)
+        lo[2 * rows + 1, split_f] = np.maximum(lo[2 * rows + 1, split_f], split_j)
+    leaves = np.arange(2**depth - 1, total)
+    slot[leaves] = np.arange(leaves.size, dtype=np.int32)
+    labels = permute_and_flip_labels(class_counts, leaf_eps, rng)
+    values = np.zeros((leaves.size, k))
+    values[np.arange(leaves.size), labels] = 1.0
+    return Trees(feature=feature, threshold=threshold, left=left, right=right, slot=slot,
+                 roots=np.zeros(1, dtype=np.int32), values=values, depth=depth)
 
 
 def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
@@ -582,10 +705,12 @@ class RandomForestClassifier(_TreeClassifierBase):
         outside them follow the edge branch (clipping).
     classes : array_like, default=None
         Public label set, at least 2 labels. None: taken from y with a PrivacyWarning.
-    n_estimators : int, default=10
-        Number of trees, 1 .. 10000.
-    max_depth : int, default=8
-        Depth of every tree, 0 .. 20.
+    n_estimators : int or "auto", default="auto"
+        Number of trees, 1 .. 10000. ``"auto"``: :func:`forest_defaults` from epsilon (5 .. 25
+        trees, 10 at epsilon 1).
+    max_depth : int or "auto", default="auto"
+        Depth of every tree, 0 .. 20. ``"auto"``: :func:`forest_defaults` (5; 3 below epsilon
+        0.2, up to 8 above epsilon 5).
     voting : {"proba", "counts"}, default="proba"
         How the trees' leaves are combined (post-processing of the same release). ``"proba"``:
         each leaf's noisy counts, negatives clipped to 0, normalised to a class distribution
@@ -605,7 +730,14 @@ class RandomForestClassifier(_TreeClassifierBase):
     classes_ : ndarray
     tree_ : Trees
         All trees in flat node arrays; ``tree_.values`` holds the noisy leaf counts.
+    n_estimators_, max_depth_ : int
+        The values used (``"auto"`` resolved).
     n_features_in_ : int
+
+    Warns
+    -----
+    SingleLeafWarning
+        When every leaf of every tree favours the same class: the forest predicts it everywhere.
 
     Privacy
     -------
@@ -637,8 +769,8 @@ class RandomForestClassifier(_TreeClassifierBase):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators=10, max_depth=8,
-                 voting="proba", random_state=None, accountant=None):
+    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators="auto",
+                 max_depth="auto", voting="proba", random_state=None, accountant=None):
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -652,8 +784,9 @@ class RandomForestClassifier(_TreeClassifierBase):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
         classes, n_estimators, max_depth, noise scale)."""
         epsilon, bounds, classes = _check_common(self, n_features)
-        trees = check.integer(self.n_estimators, "n_estimators", minimum=1, maximum=10000)
-        depth = check.integer(self.max_depth, "max_depth", minimum=0, maximum=20)
+        trees, depth = self._resolved(epsilon)
+        trees = check.integer(trees, "n_estimators", minimum=1, maximum=10000)
+        depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
         if self.voting not in VOTING:
             raise ValueError(f"voting must be one of {VOTING}, got {self.voting!r}")
         if trees * 2 ** (depth + 1) > _MAX_NODES:
@@ -668,6 +801,12 @@ class RandomForestClassifier(_TreeClassifierBase):
 
     def _cost(self):
         return Cost(self._check_params()[0])
+
+    def _resolved(self, epsilon):
+        """(n_estimators, max_depth) with "auto" resolved."""
+        trees, depth = forest_defaults(epsilon)
+        return (trees if _is_auto(self.n_estimators) else self.n_estimators,
+                depth if _is_auto(self.max_depth) else self.max_depth)
 
     def fit(self, X, y):
         """Draw the random trees and release their noisy leaf counts. Returns self."""
@@ -692,6 +831,8 @@ class RandomForestClassifier(_TreeClassifierBase):
         self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
                              random_state=self.random_state, label="RandomForestClassifier")
         self.classes_ = classes
+        self.n_estimators_, self.max_depth_ = trees, depth
+        _warn_if_one_class(self.tree_.values, "forest")
         return self
 
     @property
