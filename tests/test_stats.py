@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
-from dpcore._release import sums as release_sums
+from dpcore._release import quantiles as release_quantiles, sums as release_sums
 import dpcore
 from dpcore import calibration, stats
 
@@ -106,7 +106,7 @@ def test_quantile_sensitivity_is_max_q_one_minus_q():
 
     def utility(z, ql):
         ranks = [np.sum(z < y) for y in ys]
-        u = stats._rank_utility(ranks, round(ql * QSCALE), len(z))
+        u = release_quantiles.rank_utility(ranks, round(ql * QSCALE), len(z))
         assert np.array_equal(u, -np.abs(np.array(ranks) - ql * len(z)))  # exact
         return u
 
@@ -196,8 +196,8 @@ def test_quantile_grid_law(method, grid):
 
 
 def test_quantile_streamed_grid_law(monkeypatch):
-    """Integer grids above the chunk size are streamed to the selection: same law."""
-    monkeypatch.setattr(stats, "_GRID_CHUNK", 4)
+    """More runs than the chunk size are streamed to the selection: same law."""
+    monkeypatch.setattr(release_quantiles, "GRID_CHUNK", 4)
     points = np.linspace(0.0, 10.0, 11)
     out = draw_quantiles(0.5, N // 4, 12, grid=11, epsilon=0.5)
     counts = np.bincount(np.searchsorted(points, out), minlength=11)
@@ -217,7 +217,7 @@ def test_quantile_large_epsilon_finds_the_empirical_quantile():
         np.median(x), abs=2.0)
 
 
-def test_quantile_shapes_and_large_streamed_grid():
+def test_quantile_shapes_and_large_grid():
     x = rng(6).normal(50, 10, 300)
     assert isinstance(stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 100), random_state=0), float)
     out = stats.quantile(x, [[0.25], [0.75]], epsilon=2.0, bounds=(0, 100), grid=10**6 + 1,
@@ -228,25 +228,45 @@ def test_quantile_shapes_and_large_streamed_grid():
 
 
 def test_quantile_empty_data_is_uniform(monkeypatch):
+    """No records: every grid point has the same utility, so the output is uniform over the
+    grid (one run of 2**52 + 1 points on the default grid: a uniform on [0, 1] to the eye)."""
     out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0),
                          grid="continuous", random_state=rng(7))
     assert sps.kstest(out, "uniform").pvalue > ALPHA
-    monkeypatch.setattr(stats, "DEFAULT_QUANTILE_GRID", 9)
     out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0),
+                         random_state=rng(7))
+    assert sps.kstest(out, "uniform").pvalue > ALPHA
+    # power: the law of out**1.3 is 0.1 away from uniform in KS distance, three times the
+    # critical value at ALPHA for 4000 draws (0.035)
+    assert sps.kstest(out ** 1.3, "uniform").pvalue < ALPHA
+    out = stats.quantile([], np.full(4000, 0.5), epsilon=4000.0, bounds=(0.0, 1.0), grid=9,
                          random_state=rng(7))
     counts = np.bincount(np.searchsorted(np.linspace(0.0, 1.0, 9), out), minlength=9)
     assert chisquare_pvalue(counts, np.full(9, 1 / 9)) > ALPHA
 
 
-def test_quantile_default_is_the_public_grid_with_the_exact_sampler(monkeypatch):
-    """grid=None is DEFAULT_QUANTILE_GRID evenly spaced points and the exact law over them; the
-    law is checked with the constant made small (read at call time), the points at full size."""
+def all_default_grid_points(out, lower=0.0, upper=10.0):
+    """Every output is a point lower + j (upper - lower) / 2**52 (as the grid rounds it)."""
+    size = 2**52 + 1
+    j = np.rint((out - lower) / ((upper - lower) / 2**52)).astype(np.int64)
+    near = [release_quantiles.grid_points(lower, upper, size, np.clip(j + d, 0, size - 1))
+            for d in (-1, 0, 1)]
+    return bool(np.all(np.any(np.stack(near) == out, axis=0)))
+
+
+def test_quantile_default_grid_is_the_finest_evenly_spaced_grid(monkeypatch):
+    """grid=None is 2**k + 1 evenly spaced points, the spacing the first power-of-two division
+    of the range not below the spacing of doubles at the larger bound; the law over it is the
+    exact one (checked with the rule made coarse: it is read at call time)."""
+    assert release_quantiles.default_grid_size(0.0, 10.0) == 2**52 + 1
+    assert release_quantiles.default_grid_size(0.0, 1e-300) == 2**52 + 1
+    assert release_quantiles.default_grid_size(1e6, 1e6 + 1.0) == 2**33 + 1  # ulp(1e6) = 2**-33
+    assert release_quantiles.default_grid_size(1.0, 1.0 + 2**-52) == 3
+    assert release_quantiles.default_grid_size(-1e308, 1e308) == 2**52 + 1
     x = rng(9).normal(5.0, 2.0, 200)
     out = stats.quantile(x, np.full(50, 0.5), epsilon=50.0, bounds=BOUNDS_Q, random_state=rng(13))
-    points = np.linspace(*BOUNDS_Q, stats.DEFAULT_QUANTILE_GRID)
-    assert np.all(points[np.searchsorted(points, out)] == out)
-    assert stats.DEFAULT_QUANTILE_GRID == 2**16 + 1
-    monkeypatch.setattr(stats, "DEFAULT_QUANTILE_GRID", 11)
+    assert all_default_grid_points(out)
+    monkeypatch.setattr(release_quantiles, "default_grid_size", lambda lower, upper: 11)
     out = draw_quantiles(0.3, N // 2, 14, epsilon=0.5)
     points = np.linspace(*BOUNDS_Q, 11)
     counts = np.bincount(np.searchsorted(points, out), minlength=11)
@@ -257,14 +277,99 @@ def test_quantile_default_is_the_public_grid_with_the_exact_sampler(monkeypatch)
     assert chisquare_pvalue(counts, wrong) < ALPHA
 
 
+# 7 records on the dyadic grid j * 2**-40 of [0, 1] (2**40 + 1 points): runs of 10**9..10**12
+# points, whose sizes are computed here exactly from the records.
+X_RUNS = np.array([0.1, 0.25, 0.25, 0.3, 0.7, 0.71, 0.9])
+G_RUNS = 2**40 + 1
+
+
+def run_law(x, q, scale, size):
+    """P(output has rank r) for r = 0..n, proportional to m_r exp(scale u_r), with
+    m_r = #{j : rank(j * 2**-40) = r} counted exactly with rationals."""
+    z = np.sort(x)
+    at_most = [math.floor(Fraction(float(v)) * (size - 1)) + 1 for v in z]
+    starts = [0] + at_most + [size]
+    m = np.array([starts[r + 1] - starts[r] for r in range(len(z) + 1)], dtype=float)
+    u = -np.abs(np.arange(len(z) + 1) - rounded_level(q) * len(z))
+    log_w = np.where(m > 0, np.log(np.maximum(m, 1)) + scale * u, -np.inf)
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
+
+
+@pytest.mark.parametrize("q, epsilon", [(0.5, 1.0), (0.3, 4.0)])
+def test_quantile_runs_law_with_huge_multiplicities(q, epsilon):
+    """The run sampler (proposal with ln(m_r) / c added, exact acceptance, uniform point)
+    against the exact law over runs; power against the law without the multiplicities and a
+    25% larger epsilon; the points inside the last run are uniform (KS)."""
+    n_draws = N // 2
+    out = stats.quantile(X_RUNS, np.full(n_draws, q), epsilon=n_draws * epsilon,
+                         bounds=(0.0, 1.0), grid=G_RUNS, random_state=rng(17))
+    assert np.all(np.mod(out, 2.0**-40) == 0.0)
+    ranks = np.searchsorted(np.sort(X_RUNS), out, side="left")
+    counts = np.bincount(ranks, minlength=len(X_RUNS) + 1)
+    law = run_law(X_RUNS, q, em_scale(q, epsilon), G_RUNS)
+    assert chisquare_pvalue(counts, law) > ALPHA
+    u = -np.abs(np.arange(len(X_RUNS) + 1) - rounded_level(q) * len(X_RUNS))
+    no_sizes = np.exp(em_scale(q, epsilon) * (u - u.max())) * (law > 0)
+    for wrong in (no_sizes / no_sizes.sum(), run_law(X_RUNS, q, em_scale(q, 1.25 * epsilon),
+                                                     G_RUNS)):
+        assert power(law, wrong, n_draws) > 1 - 1e-4
+        assert chisquare_pvalue(counts, wrong) < ALPHA
+    # the points inside the most drawn run: uniform on it; power: a uniform on its first 80%
+    # is 0.2 away in KS distance, above twice the critical value for that many draws
+    top = int(np.argmax(counts))
+    ends = np.concatenate([[0.0], np.sort(X_RUNS), [1.0]])
+    inside = out[ranks == top]
+    critical = math.sqrt(-math.log(ALPHA / 2) / (2 * inside.size))
+    assert 0.2 > 2 * critical
+    width = ends[top + 1] - ends[top]
+    assert sps.kstest(inside, sps.uniform(ends[top], width).cdf).pvalue > ALPHA
+    assert sps.kstest(inside, sps.uniform(ends[top], 0.8 * width).cdf).pvalue < ALPHA
+
+
+def test_quantile_run_offsets_cover_the_multiplicities():
+    """u' - u >= ln(m) / c exactly (mpmath at 60 digits), for run sizes 2..2**52 and score
+    scales 2**-20..2**20, and the acceptance loss c (u' - u) - ln(m) is below 2**-44 ln(m) plus
+    a few rounding units of u' (so a proposal is rejected with probability below 2**-38)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    g = rng(18)
+    sizes = np.unique(np.concatenate([[2, 3, 2**52], g.integers(2, 2**52, 300)]))
+    for scale in (2.0**-20, 0.37, 1.0, 3.3, 2.0**20):
+        offsets = release_quantiles._utility_offsets(sizes, scale)
+        for u in (0.0, -123456.75):
+            proposal = np.nextafter(u + offsets, np.inf)
+            for m, p in zip(sizes, proposal):
+                gap = mpmath.mpf(Fraction(scale).numerator) / Fraction(scale).denominator * (
+                    mpmath.mpf(Fraction(float(p)) - Fraction(u)))
+                loss = gap - mpmath.log(int(m))
+                assert loss >= 0
+                assert loss <= 2.0**-44 * math.log(int(m)) + 4 * scale * math.ulp(float(p))
+
+
+def test_quantile_grid_counts_match_the_points():
+    """#{j : g_j <= v} from the arithmetic guess and bisection equals a search over the
+    materialised points, also where many points round to the same double."""
+    g = rng(19)
+    for lower, upper, size in [(0.0, 10.0, 1001), (-3.0, 7.0, 2**16 + 1),
+                               (1e6, 1e6 + 1e-9, 2**20 + 1), (-1e308, 1e308, 4097)]:
+        grid = release_quantiles.CandidateGrid(size, lower, upper)
+        points = release_quantiles.grid_points(lower, upper, size, np.arange(size))
+        assert np.all(np.diff(points) >= 0)
+        values = np.sort(np.concatenate([g.uniform(lower / 2, upper / 2, 500) * 2,
+                                         points[g.integers(0, size, 200)], [lower, upper]]))
+        values = np.clip(values, lower, upper)
+        expected = np.searchsorted(points, values, side="right")
+        assert np.array_equal(grid.count_at_most(values), expected)
+
+
 def test_quantile_default_output_bits_do_not_depend_on_the_data():
     """The leak of the continuous path (issue 14, item 8): on neighbours whose records have
     different low-order bits, the default's outputs are grid points on both."""
-    step = 10.0 / 2**16
     for x in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 2.0 + 2**-40]):
         out = stats.quantile(x, np.full(40, 0.5), epsilon=40.0, bounds=BOUNDS_Q,
                              random_state=rng(15))
-        assert np.all(np.mod(out, step) == 0.0)
+        assert all_default_grid_points(out)
 
 
 def test_quantile_extreme_bounds_stay_finite():
@@ -601,8 +706,8 @@ def test_quantile_and_histogram_errors():
         stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid="continuous", method="exact")
     with pytest.raises(ValueError, match="grid must be None, an int, an array or 'continuous'"):
         stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid="fine")
-    with pytest.raises(ValueError, match=r"grid must be <= 1073741825"):
-        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=2**31)
+    with pytest.raises(ValueError, match=r"grid must be <= 4503599627370497"):
+        stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=2**53)
     with pytest.raises(ValueError, match="method must be one of"):
         stats.quantile(x, 0.5, epsilon=1.0, bounds=(0, 1), grid=5, method="permute-and-flip")
     with pytest.raises(ValueError, match="grid must be >= 2"):

@@ -427,23 +427,15 @@ def _triangle_plan(epsilon, delta):
     return plan
 
 
-def _positive_cell(word):
-    """(lo, hi), 0 < lo < hi <= 1: a cell of 2**-64k width holding a real uniform."""
-    num, bits = int(word()), 64
-    while num == 0:
-        num, bits = (num << 64) | int(word()), bits + 64
-    return Fraction(num, 1 << bits), Fraction(num + 1, 1 << bits)
-
-
 def _rounded_laplace(center, scale, word):
     """floor(center + scale L + 1/2) for L standard Laplace, exactly (center an integer, scale a
     positive rational). With E = |L| ~ Exp(1): |offset| = 0 when E <= 1 / (2 scale); otherwise
     E - 1 / (2 scale) is a fresh Exp(1) (memorylessness) and |offset| = 1 + floor(scale E')."""
     negative = bool(int(word()) & 1)
-    lo, hi = _positive_cell(word)
+    lo, hi = _exact.positive_cell(word)
     if not _exact.uniform_below_exp(lo, hi, 1 / (2 * scale), word):  # E <= 1 / (2 scale)
         return center
-    lo, hi = _positive_cell(word)
+    lo, hi = _exact.positive_cell(word)
     offset = 1 + _exact.floor_neglog_scaled(lo, hi, scale, word)
     return center - offset if negative else center + offset
 
@@ -486,18 +478,6 @@ def _ladder_plan(epsilon, delta, method):
 
 # A rational above ln 2 (ln 2 = 0.693147180559945309417232121458176...).
 _LN2_UP = Fraction(693147180559945309417232121459, 10**30)
-
-
-def _uniform_below(m, word):
-    """A uniform integer in [0, m) for a Python int m >= 1 (rejection on bit_length(m) bits)."""
-    bits = (m - 1).bit_length()
-    while True:
-        x, have = 0, 0
-        while have < bits:
-            x, have = (x << 64) | int(word()), have + 64
-        x >>= have - bits
-        if x < m:
-            return x
 
 
 def _triangle_rungs(sigma, n):
@@ -560,20 +540,20 @@ class _Ladder:
             state.feed(self.utility, float(self.utility.max()), handle)
             i = int(state.index)
             e, tau = self.bits[i], int(self.tau[i])
-            if _uniform_below(1 << e, word) >= self.jump[i]:
+            if _exact.uniform_integer(1 << e, word) >= self.jump[i]:
                 continue
-            lo, hi = _positive_cell(word)
+            lo, hi = _exact.positive_cell(word)
             gamma = c * (Fraction(float(self.utility[i])) + tau)
             if not _exact.uniform_below_exp(lo / 2**e, hi / 2**e, gamma, word):
                 continue
-            lo, hi = _positive_cell(word)
+            lo, hi = _exact.positive_cell(word)
             t = tau + _exact.floor_neglog_scaled(lo, hi, 1 / c, word)
             if i == 0:
                 if t == 0:
                     return self.count
                 continue
             width = int(self.rungs[min(t - 1, self.last)])
-            pick = _uniform_below(2 * width, word)
+            pick = _exact.uniform_integer(2 * width, word)
             offset = self._offset_end(t - 1) + pick // 2 + 1
             return self.count + offset if pick % 2 else self.count - offset
 
