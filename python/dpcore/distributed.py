@@ -336,7 +336,7 @@ def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float
 def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
          mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
          random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
-    """:func:`dpcore.stats.mean` on a Dask collection (noisy centred sum / noisy count).
+    """:func:`dpcore.stats.mean` on a Dask collection (n private; the same construction).
 
     Returns
     -------
@@ -344,9 +344,11 @@ def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: floa
 
     Privacy
     -------
-    That of :func:`dpcore.stats.mean`: add/remove one record, records clipped to ``bounds``,
-    budget split equally between the noisy count and the noisy sum, exact integer partials
-    added exactly, noise drawn once in the calling process. Charged ``(epsilon, delta)``.
+    That of :func:`dpcore.stats.mean` with n private: add/remove one record, records clipped
+    to ``bounds``; ``"laplace"``: the pair of Bernstein sums (L1 sensitivity one record) with
+    the whole budget; ``"gaussian"``: a noisy count and a noisy centred sum with half of it
+    each. Exact integer partials added exactly, noise drawn once in the calling process.
+    Charged ``(epsilon, delta)``.
 
     Examples
     --------

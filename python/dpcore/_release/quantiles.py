@@ -178,6 +178,20 @@ def _utility_offsets(counts, scale):
     return offsets
 
 
+def _accept(m, gamma, word):
+    """Whether a real uniform U is below m exp(-gamma) (<= 1), exactly.
+
+    Fast path: with l = RN(ln m) (correctly rounded, so ln m >= l (1 - 2**-53)), the loss
+    gamma - ln m is at most L = gamma - l (1 - 2**-53), and m exp(-gamma) = exp(-loss) >= 1 - L;
+    a U whose 64-bit cell lies below 1 - L is accepted. Otherwise U / m is compared with
+    exp(-gamma) exactly (:func:`dpcore._exact.uniform_below_exp`)."""
+    lo, hi = _exact.positive_cell(word)
+    log_m = float(correctly_rounded_log(float(m)))
+    if hi <= 1 - (gamma - Fraction(log_m) * (1 - Fraction(1, 2**53))):
+        return True
+    return _exact.uniform_below_exp(lo / m, hi / m, gamma, word)
+
+
 class RunSampler:
     """The exponential mechanism over a public grid, drawn through the runs of equal rank."""
 
@@ -192,28 +206,36 @@ class RunSampler:
         self.starts = starts[self.ranks]
         self.counts = counts[self.ranks]
         self.n = n
+        self._proposals = {}
+
+    def _proposal(self, scale, numerator):
+        """(u, u', order, candidates in that order) for one level: public arithmetic on the
+        runs, cached per (scale, level)."""
+        key = (scale, numerator)
+        if key not in self._proposals:
+            u = rank_utility(self.ranks, numerator, self.n)
+            proposal = u + _utility_offsets(self.counts, scale)
+            proposal = np.where(self.counts > 1, np.nextafter(proposal, np.inf), u)
+            # best ranks first (the order does not change the law): later candidates are then
+            # mostly rejected by the selection's cheapest test. u is V-shaped in the rank, so
+            # the stable sort merges two sorted runs.
+            order = np.argsort(-u, kind="stable")
+            ordered = proposal[order]
+            source = ordered if ordered.size <= GRID_CHUNK else self._chunks(ordered)
+            self._proposals[key] = (u, proposal, order, source)
+        return self._proposals[key]
 
     def draw(self, mech, numerator, rng):
         """One grid index with probability proportional to exp(mech.scale u(j))."""
-        u = rank_utility(self.ranks, numerator, self.n)
-        proposal = u + _utility_offsets(self.counts, mech.scale)
-        proposal = np.where(self.counts > 1, np.nextafter(proposal, np.inf), u)
-        # best ranks first (the order does not change the law): later candidates are then
-        # mostly rejected by the selection's cheapest test. u is V-shaped in the rank, so the
-        # stable sort merges two sorted runs.
-        order = np.argsort(-u, kind="stable")
-        ordered = proposal[order]
-        source = ordered if ordered.size <= GRID_CHUNK else self._chunks(ordered)
+        u, proposal, order, source = self._proposal(mech.scale, numerator)
         word = Words64(rng)
         scale = Fraction(mech.scale)
         while True:
             r = int(order[mech.select(source, random_state=rng)])
             m = int(self.counts[r])
-            if m > 1:
-                lo, hi = _exact.positive_cell(word)
-                gamma = scale * (Fraction(float(proposal[r])) - Fraction(float(u[r])))
-                if not _exact.uniform_below_exp(lo / m, hi / m, gamma, word):
-                    continue
+            if m > 1 and not _accept(m, scale * (Fraction(float(proposal[r])) -
+                                                 Fraction(float(u[r]))), word):
+                continue
             return int(self.starts[r]) + (_exact.uniform_integer(m, word) if m > 1 else 0)
 
     @staticmethod
