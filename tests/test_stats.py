@@ -755,7 +755,7 @@ def test_histogram_every_bin_is_noised_with_dlap():
     follows DLap(1 / epsilon); the bins are i.i.d. draws."""
     x = np.repeat([0.5, 10.5, 1999.5], [40, 7, 1])
     counts, edges = stats.histogram(x, bins=2000, range=(0.0, 2000.0), epsilon=0.7,
-                                    random_state=rng(40))
+                                    nonnegative=False, random_state=rng(40))
     exact, _ = np.histogram(x, bins=2000, range=(0.0, 2000.0))
     noise = counts - exact
     empty = exact == 0
@@ -768,7 +768,7 @@ def test_histogram_every_bin_is_noised_with_dlap():
     assert np.count_nonzero(noise[empty]) > 1000  # empty bins do get nonzero outputs
     # more bins for a sharper check of the whole vector
     counts, _ = stats.histogram(x, bins=20_000, range=(0.0, 2000.0), epsilon=0.7,
-                                random_state=rng(41))
+                                nonnegative=False, random_state=rng(41))
     exact, _ = np.histogram(x, bins=20_000, range=(0.0, 2000.0))
     assert integer_pvalue(counts - exact, dlap_pmf(t), support) > ALPHA
     assert integer_pvalue(counts - exact, dlap_pmf(t * 1.1), support) < ALPHA
@@ -778,10 +778,13 @@ def test_histogram_gaussian_and_nonnegative():
     x = np.repeat([0.5, 2.5], [30, 3])
     sigma = calibration.discrete_gaussian_sigma(1.0, 1e-5, 1)
     counts, _ = stats.histogram(x, bins=10_000, range=(0.0, 10.0), epsilon=1.0, delta=1e-5,
-                                mechanism="gaussian", random_state=rng(42))
+                                mechanism="gaussian", nonnegative=False, random_state=rng(42))
     exact, _ = np.histogram(x, bins=10_000, range=(0.0, 10.0))
     assert integer_pvalue(counts - exact, dgauss_pmf(sigma), np.arange(-18, 19)) > ALPHA
-    raw, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, random_state=43)
+    raw, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, nonnegative=False,
+                             random_state=43)
+    clamped, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, random_state=43)
+    assert np.array_equal(clamped, np.maximum(raw, 0)) and clamped.dtype == np.int64
     nonneg, _ = stats.histogram(x, bins=50, range=(0.0, 10.0), epsilon=0.5, nonnegative=True,
                                 random_state=43)
     assert np.any(raw < 0) and nonneg.min() >= 0.0
@@ -791,6 +794,28 @@ def test_histogram_gaussian_and_nonnegative():
     theta = (raw - nonneg)[pos]
     np.testing.assert_allclose(theta, theta[0], atol=1e-9)
     assert np.all(raw[~pos] <= theta[0] + 1e-9)
+
+
+def test_histogram_replace_one_noise_and_public_total():
+    """relation="replace": discrete Laplace of scale 2 / epsilon (rounded up) on every bin,
+    with power against 1 / epsilon; n= is the total of the projection."""
+    x = np.repeat([0.5, 10.5], [40, 7])
+    counts, _ = stats.histogram(x, bins=20_000, range=(0.0, 2000.0), epsilon=0.7,
+                                relation="replace", nonnegative=False, random_state=rng(44))
+    exact, _ = np.histogram(x, bins=20_000, range=(0.0, 2000.0))
+    t = float(Fraction(2) / Fraction(0.7))
+    t = t if Fraction(t) >= Fraction(2) / Fraction(0.7) else math.nextafter(t, math.inf)
+    support = np.arange(-25, 26)
+    assert integer_pvalue(counts - exact, dlap_pmf(t), support) > ALPHA
+    assert integer_pvalue(counts - exact, dlap_pmf(t / 2), support) < ALPHA
+    projected, _ = stats.histogram(x, bins=10, range=(0.0, 20.0), epsilon=0.7, n=47,
+                                   nonnegative="project", random_state=rng(45))
+    assert projected.min() >= 0 and projected.sum() == pytest.approx(47)
+    with pytest.raises(ValueError, match="nonnegative must be 'clamp', 'project'"):
+        stats.histogram(x, bins=10, range=(0.0, 20.0), epsilon=0.7, nonnegative="round")
+    with pytest.raises(ValueError, match="relation='replace' is supported with mechanism='laplace'"):
+        stats.histogram(x, bins=10, range=(0.0, 20.0), epsilon=0.7, relation="replace",
+                        mechanism="gaussian", delta=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------
