@@ -576,13 +576,13 @@ def laplace_ks_power(wrong_scale, n_draws):
     return distance > 2 * math.sqrt(-math.log(ALPHA / 2) / (2 * n_draws))
 
 
-def replay(kind, x, bounds, epsilon, seed, **options):
+def replay(kind, x, bounds, epsilon, seed, mechanism="laplace", delta=0.0, **options):
     """The documented post-processing of the plan's noisy totals, written out here: it must
     reproduce the public function's output exactly for the same seed."""
     lo, hi = bounds
     c, h = lo / 2 + hi / 2, hi / 2 - lo / 2
-    stat = release_sums.Statistic.make(kind, bounds=bounds, mechanism="laplace", epsilon=epsilon,
-                                       delta=0.0, records=np.asarray(x), **options)
+    stat = release_sums.Statistic.make(kind, bounds=bounds, mechanism=mechanism, epsilon=epsilon,
+                                       delta=delta, records=np.asarray(x), **options)
     plan = stat.plan
     _, totals = plan.release(plan.exact(np.asarray(x)), rng(seed))
     d = plan.units
@@ -598,8 +598,11 @@ def replay(kind, x, bounds, epsilon, seed, **options):
     if plan.construction == "centred":
         value = c + h * (totals[0] / (d * n))
         return min(max(value, lo), hi) if kind == "mean" else min(max(n * value, n * lo), n * hi)
-    if plan.construction == "rotated":
-        s1, s2 = (totals[0] - totals[1]) / d, (totals[0] + totals[1]) / d
+    if plan.construction in ("rotated", "moments"):
+        if plan.construction == "rotated":
+            s1, s2 = (totals[0] - totals[1]) / d, (totals[0] + totals[1]) / d
+        else:
+            s1, s2 = totals[0] / d, totals[1] / d
         return h * (h * min(max(s2 / n - (s1 / n) ** 2, 0.0), 1.0))
     spread = (totals[0] + 0.5) * plan.coarsen if plan.coarsen > 1 else totals[0]
     return h * (h * min(max(spread / (n * float(d) ** 2 * n), 0.0), 1.0))
@@ -619,6 +622,31 @@ def test_mean_var_sum_are_the_documented_post_processing(kind, options):
     if kind == "var":
         std = stats.std(x, bounds=(0.0, 10.0), epsilon=0.9, random_state=rng(26), **options)
         assert std == math.sqrt(replay(kind, x, (0.0, 10.0), 0.9, 26, **options))
+
+
+@pytest.mark.parametrize("kind, options", [("mean", {"n": 300}), ("var", {"n": 300}),
+                                           ("var", {"relation": "replace"}),
+                                           ("sum", {"relation": "replace"})])
+def test_gaussian_public_size_is_the_documented_post_processing(kind, options):
+    """The Gaussian with n public or replace-one: the same constructions (``moments`` for the
+    variance with n, halves of the budget), exact discrete Gaussian noise calibrated per
+    coordinate with the scalar CKS delta; replayed exactly."""
+    x = rng(69).uniform(-5, 15, 300)
+    gauss = {"mechanism": "gaussian", "delta": 1e-6}
+    out = getattr(stats, kind)(x, bounds=(0.0, 10.0), epsilon=0.9, random_state=rng(70),
+                               **gauss, **options)
+    assert out == replay(kind, x, (0.0, 10.0), 0.9, 70, **gauss, **options)
+    plan = release_sums.Statistic.make(kind, bounds=(0.0, 10.0), epsilon=0.9, records=x,
+                                       **gauss, **options).plan
+    parts = len(plan.noises)
+    reach = 2 if options.get("relation") == "replace" else 1
+    for noise in plan.noises:
+        assert noise.mechanism == "gaussian"
+        assert noise.epsilon * parts <= 0.9 and noise.delta * parts <= 1e-6
+        if plan.construction != "deviations":
+            assert noise.sensitivity == reach * plan.units
+            assert noise.scale == calibration.discrete_gaussian_sigma(
+                noise.epsilon, noise.delta, noise.sensitivity)
 
 
 @pytest.mark.parametrize("kind, options, reach", [
