@@ -15,7 +15,8 @@ Pairings (each under one neighbouring relation with the same public inputs for b
   ``resize(n, constant=10)`` (the centre), then ``mean`` / ``variance`` (ddof 1) / ``sum``,
   then ``laplace`` with the scale from ``binary_search_param`` at d_in = 1, d_out = epsilon.
   dpcore side: ``n=`` (public n, add/remove). std = sqrt(max(variance, 0)) of that release.
-  count: ``count`` + ``laplace`` (dpcore ``count``); sum without n: ``clamp`` + ``sum`` +
+  count (of the records above 5, a public row-wise filter, in every library): ``count`` +
+  ``laplace`` (dpcore ``count``); sum without n: ``clamp`` + ``sum`` +
   ``laplace`` (dpcore ``sum``); quantiles: ``make_private_quantile`` (score candidates +
   ``noisy_max`` with exponential noise, max-divergence) over OpenDP's candidate grid, **1001
   evenly spaced points on [0, 20]** (its free choice), epsilon / 5 per level (dpcore: its
@@ -25,7 +26,8 @@ Pairings (each under one neighbouring relation with the same public inputs for b
   OpenDP's randomness is only in its last measurement, so the transformation is evaluated once
   per cell and the calibrated measurement is invoked for every release: the same law as
   invoking the whole chain, without converting 10**5 floats each time.
-* diffprivlib (0.6.6) defaults: ``count_nonzero`` (of ones; add/remove), ``histogram`` /
+* diffprivlib (0.6.6) defaults: ``count_nonzero`` (of x > 5: sensitivity 1, clamped to
+  [0, size]), ``histogram`` /
   ``histogramdd`` (truncated geometric, sensitivity 1: add/remove), ``quantile`` / ``median``
   (exponential mechanism over the intervals, sensitivity 1: add/remove; epsilon split over the
   levels): dpcore defaults. ``sum``, ``mean``, ``var``, ``std`` use the data's size as public
@@ -68,6 +70,7 @@ SIZES = (1_000, 100_000)
 LEVELS = (0.1, 0.25, 0.5, 0.75, 0.9)
 OPENDP_CANDIDATES = 1001
 BINS, BINS_2D = 20, 10
+THRESHOLD = 5.0  # count: the records above it (a public row-wise predicate)
 MARGIN, ALPHA, BOOTSTRAP = 1.05, 0.05, 400
 
 
@@ -93,7 +96,8 @@ def dpcore_contenders():
                                                   **kw)
 
     return {
-        "count": lambda x, x2, eps: lambda seed: stats.count(x, epsilon=eps, random_state=seed),
+        "count": lambda x, x2, eps: lambda seed: stats.count(x[x > THRESHOLD], epsilon=eps,
+                                                             random_state=seed),
         "sum": scalar(stats.sum),
         "sum n=": lambda x, x2, eps: scalar(stats.sum, n=len(x))(x, x2, eps),
         "sum replace": scalar(stats.sum, relation="replace"),
@@ -129,13 +133,16 @@ def opendp_contenders():
                                   scale)
         return noise, scale
 
-    def chain(build, post=float):
+    def chain(build, post=float, rows=lambda x: x):
         def setup(x, x2, eps):
             t = build(len(x))
-            exact = t(x.tolist())
+            exact = t(rows(x).tolist())
             noise, _ = laplace_after(t, eps)
             return lambda seed: post(noise(exact))
         return setup
+
+    def above_threshold(x):
+        return x[x > THRESHOLD]
 
     def resized(step, n):
         return (space >> dp.t.then_clamp((LOWER, UPPER))
@@ -180,7 +187,7 @@ def opendp_contenders():
         return ij[:, 0] * BINS_2D + ij[:, 1]
 
     return {
-        "count": chain(lambda n: space >> dp.t.then_count(), post=int),
+        "count": chain(lambda n: space >> dp.t.then_count(), post=int, rows=above_threshold),
         "sum": chain(lambda n: space >> dp.t.then_clamp((LOWER, UPPER)) >> dp.t.then_sum()),
         "sum n=": chain(lambda n: resized(dp.t.then_sum, n)),
         "mean n=": chain(lambda n: resized(dp.t.then_mean, n)),
@@ -208,7 +215,7 @@ def diffprivlib_contenders():
 
     return {
         "count": lambda x, x2, eps: lambda seed: tools.count_nonzero(
-            np.ones_like(x), epsilon=eps, random_state=seed, accountant=BudgetAccountant()),
+            x > THRESHOLD, epsilon=eps, random_state=seed, accountant=BudgetAccountant()),
         "sum replace": tool(tools.sum),
         "mean replace": tool(tools.mean),
         "var replace": tool(tools.var),
@@ -256,7 +263,7 @@ PAIRINGS = [
 def truth_of(variant, x, x2):
     base = variant.split()[0]
     if base == "count":
-        return float(len(x))
+        return float(np.count_nonzero(x > THRESHOLD))
     if base == "sum":
         return float(x.sum())
     if base == "mean":

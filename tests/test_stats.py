@@ -336,7 +336,7 @@ def test_quantile_run_offsets_cover_the_multiplicities():
     g = rng(18)
     sizes = np.unique(np.concatenate([[2, 3, 2**52], g.integers(2, 2**52, 300)]))
     for scale in (2.0**-20, 0.37, 1.0, 3.3, 2.0**20):
-        offsets = release_quantiles._utility_offsets(sizes, scale)
+        offsets = release_quantiles._utility_offsets(release_quantiles.run_logs(sizes), scale)
         for u in (0.0, -123456.75):
             proposal = np.nextafter(u + offsets, np.inf)
             for m, p in zip(sizes, proposal):

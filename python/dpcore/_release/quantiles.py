@@ -71,9 +71,11 @@ def quantile_levels(q):
 
 
 def rank_utility(ranks, numerator, n):
-    """-|r - q n| for integer ranks r, q = numerator / 2**QUANTILE_BITS, exactly (n < 2**33)."""
-    scaled = (np.asarray(ranks, dtype=np.int64) << QUANTILE_BITS) - numerator * n
-    return -np.abs(scaled).astype(np.float64) / 2.0**QUANTILE_BITS
+    """-|r - q n| for integer ranks r, q = numerator / 2**QUANTILE_BITS, exactly (n < 2**33):
+    2**20 r and numerator n are integers below 2**53, so their difference is exact in
+    doubles, and so is its division by 2**20."""
+    scaled = np.asarray(ranks, dtype=np.float64) * 2.0**QUANTILE_BITS - float(numerator * n)
+    return np.abs(scaled) * -(2.0**-QUANTILE_BITS)
 
 
 def default_grid_size(lower, upper):
@@ -145,13 +147,17 @@ class CandidateGrid:
         with np.errstate(over="ignore", invalid="ignore"):
             guess = np.floor((values / 2 - lower / 2) / (upper / 2 - lower / 2) * (size - 1))
         guess = np.clip(np.nan_to_num(guess), 0, size - 1).astype(np.int64)
-        lo, hi = np.maximum(guess - 2, 0), np.minimum(guess + 3, size)
-        inside = (at(lo) <= values) & ((hi == size) | (at(hi) > values))
-        result = np.empty(values.size, dtype=np.int64)
-        result[inside] = _bisect(at, values[inside], lo[inside], hi[inside]) + 1
-        missed = ~inside  # invariant: g_lo <= v < g_hi (g_size = +inf) from the whole range
-        result[missed] = _bisect(at, values[missed], np.zeros(missed.sum(), dtype=np.int64),
-                                 np.full(missed.sum(), size, dtype=np.int64)) + 1
+        result = guess + 1
+        exact = (at(guess) <= values) & ((result == size) | (at(result) > values))
+        if exact.all():
+            return result
+        wrong = np.flatnonzero(~exact)
+        v, g = values[wrong], guess[wrong]
+        lo, hi = np.maximum(g - 2, 0), np.minimum(g + 3, size)
+        inside = (at(lo) <= v) & ((hi == size) | (at(hi) > v))
+        # invariant of the search: g_lo <= v < g_hi (g_size = +inf); the whole range otherwise
+        lo, hi = np.where(inside, lo, 0), np.where(inside, hi, size)
+        result[wrong] = _bisect(at, v, lo, hi) + 1
         return result
 
 
@@ -164,29 +170,32 @@ def _bisect(at, values, lo, hi):
     return lo
 
 
-def _utility_offsets(counts, scale):
-    """u' - u >= ln(m) / c for each run size m >= 1 (0 for m = 1), as doubles.
+def run_logs(counts):
+    """RN(ln m) (correctly rounded) for each run size m >= 1."""
+    return correctly_rounded_log(counts.astype(np.float64))
 
-    l = RN(ln m) (correctly rounded) satisfies ln m <= l (1 + 2**-53); each of the two
-    products/quotients below loses at most a factor (1 - 2**-53), so
+
+def _utility_offsets(logs, scale):
+    """u' - u >= ln(m) / c for each run size m >= 1 (0 for m = 1), as doubles, from
+    logs = RN(ln m).
+
+    l = RN(ln m) satisfies ln m <= l (1 + 2**-53); each of the two products/quotients below
+    loses at most a factor (1 - 2**-53), so
     fl(fl(l / c) (1 + 2**-45)) >= (l / c) (1 - 2**-53)**2 (1 + 2**-45) >= ln(m) / c."""
-    logs = np.where(counts > 1, correctly_rounded_log(np.maximum(counts, 1).astype(np.float64)),
-                    0.0)
     offsets = (logs / scale) * (1.0 + 2.0**-45)
     if np.any((offsets > 0) & (offsets < np.finfo(np.float64).tiny)):
         raise ValueError("epsilon is too large for the quantile grid's multiplicities")
     return offsets
 
 
-def _accept(m, gamma, word):
+def _accept(m, log_m, gamma, word):
     """Whether a real uniform U is below m exp(-gamma) (<= 1), exactly.
 
-    Fast path: with l = RN(ln m) (correctly rounded, so ln m >= l (1 - 2**-53)), the loss
+    Fast path: with l = log_m = RN(ln m) (so ln m >= l (1 - 2**-53)), the loss
     gamma - ln m is at most L = gamma - l (1 - 2**-53), and m exp(-gamma) = exp(-loss) >= 1 - L;
     a U whose 64-bit cell lies below 1 - L is accepted. Otherwise U / m is compared with
     exp(-gamma) exactly (:func:`dpcore._exact.uniform_below_exp`)."""
     lo, hi = _exact.positive_cell(word)
-    log_m = float(correctly_rounded_log(float(m)))
     if hi <= 1 - (gamma - Fraction(log_m) * (1 - Fraction(1, 2**53))):
         return True
     return _exact.uniform_below_exp(lo / m, hi / m, gamma, word)
@@ -205,37 +214,40 @@ class RunSampler:
         self.ranks = np.flatnonzero(counts > 0)  # runs that hold grid points
         self.starts = starts[self.ranks]
         self.counts = counts[self.ranks]
+        self.logs = run_logs(self.counts)
         self.n = n
         self._proposals = {}
 
     def _proposal(self, scale, numerator):
-        """(u, u', order, candidates in that order) for one level: public arithmetic on the
-        runs, cached per (scale, level)."""
+        """(u, u', pivot, candidates in selection order) for one level: public arithmetic on
+        the runs, cached per (scale, level)."""
         key = (scale, numerator)
         if key not in self._proposals:
             u = rank_utility(self.ranks, numerator, self.n)
-            proposal = u + _utility_offsets(self.counts, scale)
+            proposal = u + _utility_offsets(self.logs, scale)
             proposal = np.where(self.counts > 1, np.nextafter(proposal, np.inf), u)
-            # best ranks first (the order does not change the law): later candidates are then
-            # mostly rejected by the selection's cheapest test. u is V-shaped in the rank, so
-            # the stable sort merges two sorted runs.
-            order = np.argsort(-u, kind="stable")
-            ordered = proposal[order]
+            # The order does not change the law. From the best rank outwards (first up, then
+            # down), later candidates are mostly rejected by the selection's cheapest test.
+            pivot = int(np.searchsorted(self.ranks, self.n * numerator / 2.0**QUANTILE_BITS))
+            ordered = np.concatenate([proposal[pivot:], proposal[:pivot][::-1]])
             source = ordered if ordered.size <= GRID_CHUNK else self._chunks(ordered)
-            self._proposals[key] = (u, proposal, order, source)
+            self._proposals[key] = (u, proposal, pivot, source)
         return self._proposals[key]
 
     def draw(self, mech, numerator, rng):
         """One grid index with probability proportional to exp(mech.scale u(j))."""
-        u, proposal, order, source = self._proposal(mech.scale, numerator)
+        u, proposal, pivot, source = self._proposal(mech.scale, numerator)
+        above = u.size - pivot
         word = Words64(rng)
         scale = Fraction(mech.scale)
         while True:
-            r = int(order[mech.select(source, random_state=rng)])
+            i = mech.select(source, random_state=rng)
+            r = pivot + i if i < above else pivot - 1 - (i - above)
             m = int(self.counts[r])
-            if m > 1 and not _accept(m, scale * (Fraction(float(proposal[r])) -
-                                                 Fraction(float(u[r]))), word):
-                continue
+            if m > 1:
+                gamma = scale * (Fraction(float(proposal[r])) - Fraction(float(u[r])))
+                if not _accept(m, float(self.logs[r]), gamma, word):
+                    continue
             return int(self.starts[r]) + (_exact.uniform_integer(m, word) if m > 1 else 0)
 
     @staticmethod
