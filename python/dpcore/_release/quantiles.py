@@ -18,7 +18,8 @@ the law is: run r with probability proportional to m_r exp(c u_r), then a unifor
 3. return a uniform integer point of the accepted run.
 
 Steps 1-2 accept run r with probability proportional to m_r exp(c u_r): the law exactly, with
-acceptance 1 - O(2**-40) per proposal. Not constant-time (as the exact selection itself).
+acceptance exp(-loss), loss <= 2**-44 ln(m_r) + a few rounding units of c u'_r. Not
+constant-time (as the exact selection itself).
 
 Privacy
 -------

@@ -145,7 +145,8 @@ def quantile(x: ArrayLike, q: ArrayLike, *, epsilon: float, bounds: ArrayLike | 
     G points: the exact exponential mechanism proposes run r with the utility
     u'_r >= u_r + ln(m_r) / c (from the correctly rounded logarithm, with a proven margin),
     the proposal is accepted with probability m_r exp(c u_r) / exp(c u'_r) <= 1 (an exact
-    comparison of a real uniform with an exponential of a rational; about 1 - 2**-40), and a
+    comparison of a real uniform with an exponential of a rational; the loss is at most
+    2**-44 ln(m_r) plus a few rounding units of c u'_r, so rejections are rare), and a
     uniform point of the run is drawn as an exact integer. Accepted proposals have exactly the
     law above. The run time is not constant: it depends on n and, rarely, on a rejection.
 
