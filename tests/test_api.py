@@ -82,9 +82,10 @@ def test_privacy_check_can_fail():
 
 
 # doctest reads the names defined in a module, not those it re-exports: the learners', the local
-# and robust families' own modules and the kernel holding ChaCha20 are listed too.
-PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust", "dpcore.synth")
+# families' and the statistics' own modules and the kernel holding ChaCha20 are listed too.
+PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust", "dpcore.synth", "dpcore.stats")
 DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
+    "dpcore.stats._moments", "dpcore.stats._quantiles", "dpcore.stats._histograms",
     "dpcore.distributed", "dpcore.local._frequency", "dpcore.local._numeric", "dpcore.local._planar",
     "dpcore.learn._erm", "dpcore.learn._erm_calibration", "dpcore.learn._functional",
     "dpcore.learn._naive_bayes",

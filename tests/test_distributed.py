@@ -89,11 +89,14 @@ def test_release_has_the_single_machine_law(client):
     stats.histogramdd for the same seed; and the residuals are DLap(1 / epsilon) on every
     cell (power: a 10% wrong scale is rejected)."""
     x = data(n=20_000, d=2)
-    kw = dict(bins=[300, 400], range=[(0, 1), (0, 1)], epsilon=0.8)
+    kw = dict(bins=[300, 400], range=[(0, 1), (0, 1)], epsilon=0.8, nonnegative=False)
+    clamped, _ = distributed.histogramdd(da.from_array(x, chunks=(3_000, 2)),
+                                         **{**kw, "nonnegative": "clamp"}, random_state=rng(2))
     dcounts, dedges = distributed.histogramdd(da.from_array(x, chunks=(3_000, 2)), **kw,
                                               random_state=rng(2))
     lcounts, ledges = stats.histogramdd(x, **kw, random_state=rng(2))
     np.testing.assert_array_equal(dcounts, lcounts)
+    np.testing.assert_array_equal(clamped, np.maximum(lcounts, 0))  # the default, as stats'
     exact, _ = np.histogramdd(x, bins=ledges)
     t = 1.25  # 1 / 0.8, exact in binary
 

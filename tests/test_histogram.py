@@ -165,7 +165,7 @@ def test_noise_is_dlap_on_every_cell(relation, sensitivity):
     eps = 0.9
     x = np.repeat([[0.05, 0.05], [0.55, 0.95]], [300, 20], axis=0)
     counts, _ = stats.histogramdd(x, bins=[400, 500], range=[(0, 1), (0, 1)], epsilon=eps,
-                                  relation=relation, random_state=rng(11 + sensitivity))
+                                  relation=relation, nonnegative=False, random_state=rng(11 + sensitivity))
     exact, _ = np.histogramdd(x, bins=[400, 500], range=[(0, 1), (0, 1)])
     noise = (counts - exact).reshape(-1)
     t = dlap_scale(sensitivity, eps)
@@ -187,7 +187,7 @@ def test_every_cell_is_noised():
     g = rng(21)
     zeros = np.zeros(30)
     for _ in range(reps):
-        counts, _ = stats.histogramdd(x, bins=30, range=[(0, 1)], epsilon=eps, random_state=g)
+        counts, _ = stats.histogramdd(x, bins=30, range=[(0, 1)], epsilon=eps, nonnegative=False, random_state=g)
         zeros += counts == exact
     t = dlap_scale(1, eps)
     p0 = dlap_pmf(t)(0)
@@ -216,7 +216,7 @@ def test_seeded_noise_is_the_samplers_draws(mechanism):
     x = rng(52).random((300, 2))
     kw = {"delta": 1e-6} if mechanism == "gaussian" else {}
     counts, _ = stats.histogramdd(x, bins=[70, 40], range=[(0, 1)] * 2, epsilon=0.8,
-                                  mechanism=mechanism, random_state=dpcore.ChaCha20(6), **kw)
+                                  mechanism=mechanism, nonnegative=False, random_state=dpcore.ChaCha20(6), **kw)
     exact, _ = np.histogramdd(x, bins=[70, 40], range=[(0, 1)] * 2)
     scale = release_sums.IntegerNoise.calibrate(mechanism, 1, 0.8, kw.get("delta", 0.0)).scale
     sampler = dpcore.discrete_gaussian if mechanism == "gaussian" else dpcore.discrete_laplace
@@ -227,7 +227,7 @@ def test_seeded_noise_is_the_samplers_draws(mechanism):
 def test_gaussian_mechanism_noise_scale():
     x = np.zeros((10, 1))
     counts, _ = stats.histogramdd(x, bins=50_000, range=[(0, 1)], epsilon=1.0, delta=1e-6,
-                                  mechanism="gaussian", random_state=rng(31))
+                                  mechanism="gaussian", nonnegative=False, random_state=rng(31))
     noise = counts.astype(float).reshape(-1)
     noise[0] -= 10
     sigma = release_sums.IntegerNoise.calibrate("gaussian", 1, 1.0, 1e-6).scale
@@ -245,7 +245,14 @@ def test_gaussian_mechanism_noise_scale():
 
 def test_postprocessing_uses_only_the_noisy_counts():
     x = np.repeat([[0.1], [0.9]], [50, 3], axis=0)
-    raw, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, random_state=rng(41))
+    raw, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, nonnegative=False,
+                               random_state=rng(41))
+    clamped, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, random_state=rng(41))
+    np.testing.assert_array_equal(clamped, np.maximum(raw, 0))  # the default: clamp at 0
+    assert clamped.dtype == np.int64
+    to_n, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, nonnegative="project",
+                                n=53, random_state=rng(41))
+    assert to_n.min() >= 0 and abs(to_n.sum() - 53) < 1e-9  # the public total
     nonneg, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, nonnegative=True,
                                   random_state=rng(41))
     cons, _ = stats.histogramdd(x, bins=40, range=[(0, 1)], epsilon=0.5, consistent=True,

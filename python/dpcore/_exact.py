@@ -22,7 +22,8 @@ import decimal
 import math
 from fractions import Fraction
 
-__all__ = ["log_correctly_rounded", "floor_neglog_scaled", "uniform_below_exp"]
+__all__ = ["log_correctly_rounded", "floor_neglog_scaled", "positive_cell", "uniform_below_exp",
+           "uniform_integer"]
 
 START_DIGITS = 40
 TWO_64 = 2**64
@@ -145,3 +146,25 @@ def uniform_below_exp(lo, hi, gamma, bits):
         if _neglog_sign(lo, gamma) < 0:  # lo > exp(-gamma): the whole cell is above
             return False
         lo, hi = _refine(lo, hi, bits)
+
+
+def positive_cell(word):
+    """(lo, hi), 0 < lo < hi <= 1: the cell of width 2**-64k holding a real uniform, read from
+    64-bit words (``word()``) and refined past 0 if needed."""
+    num, bits = int(word()), 64
+    while num == 0:
+        num, bits = (num << 64) | int(word()), bits + 64
+    return Fraction(num, 1 << bits), Fraction(num + 1, 1 << bits)
+
+
+def uniform_integer(m, word):
+    """A uniform integer in [0, m) for an int m >= 1, from 64-bit words (rejection on
+    bit_length(m - 1) bits: exact)."""
+    bits = (m - 1).bit_length()
+    while True:
+        x, have = 0, 0
+        while have < bits:
+            x, have = (x << 64) | int(word()), have + 64
+        x >>= have - bits
+        if x < m:
+            return x

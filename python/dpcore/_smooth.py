@@ -5,7 +5,7 @@
   order-statistic helpers the smooth-sensitivity and propose-test-release bounds are built from.
 * **Exact samplers on a grid**: clamp(floor(center + scale Z + 1/2), lo, hi) for Z with density
   proportional to 1 / (1 + z**4) (:func:`_draw_h4`) or standard Laplace (:func:`_draw_laplace`,
-  :func:`_rounded_laplace`), and uniform integers (:func:`_uniform_below`), decided in rational
+  :func:`_rounded_laplace`), decided in rational
   arithmetic on lazily refined uniforms made of fresh 64-bit words (``dpcore._random.Words64``,
   ``dpcore._exact``): each output law is exactly the one documented and floating point leaks
   nothing.
@@ -164,15 +164,6 @@ class _Uniform:
         return Fraction(self.num + 1, 1 << self.bits)
 
 
-def _positive_cell(word):
-    """(lo, hi), 0 < lo < hi <= 1: the cell of 2**-64k width holding a real uniform, refined past
-    0 if needed."""
-    u = _Uniform(word)
-    while u.num == 0:
-        u.refine()
-    return u.lo, u.hi
-
-
 def _icbrt(n):
     """floor(n ** (1/3)) for an integer n >= 0, exactly."""
     if n < 2:
@@ -252,10 +243,10 @@ def _draw_laplace(center, scale, lo, hi, word):
         center, lo, hi = -center, -hi, -lo
     k = math.floor(center + Fraction(1, 2))
     if k < hi:
-        lo_c, hi_c = _positive_cell(word)
+        lo_c, hi_c = _exact.positive_cell(word)
         # u < exp(-c) is E = -ln(u) > c
         if _exact.uniform_below_exp(lo_c, hi_c, (k + Fraction(1, 2) - center) / scale, word):
-            lo_c, hi_c = _positive_cell(word)
+            lo_c, hi_c = _exact.positive_cell(word)
             k = k + 1 + _exact.floor_neglog_scaled(lo_c, hi_c, scale, word)
     k = min(max(k, lo), hi)
     return -k if negative else k
@@ -267,18 +258,6 @@ def _rounded_laplace(center, scale, word):
     when E <= 1 / (2 scale); otherwise E - 1 / (2 scale) is a fresh Exp(1) (memorylessness) and
     |offset| = 1 + floor(scale E')."""
     return _draw_laplace(center, scale, -math.inf, math.inf, word)
-
-
-def _uniform_below(m, word):
-    """A uniform integer in [0, m) for a Python int m >= 1 (rejection on bit_length(m) bits)."""
-    bits = (m - 1).bit_length()
-    while True:
-        x, have = 0, 0
-        while have < bits:
-            x, have = (x << 64) | int(word()), have + 64
-        x >>= have - bits
-        if x < m:
-            return x
 
 
 # ------------------------------------------------------------------------------------------------

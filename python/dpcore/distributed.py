@@ -25,10 +25,11 @@ from dpcore._release.bins import (
     BinGrid,
     add_cell_noise,
     histogram_noise,
+    nonnegative_mode,
     postprocess_counts,
     sample_2d,
 )
-from dpcore._release.sums import Statistic, check_privacy, flat_records
+from dpcore._release.sums import Statistic, check_privacy, check_public_size, flat_records
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -151,8 +152,9 @@ def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
 
 def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | None = None,
                 epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
-                outside: str = "drop", relation: str = "add_remove", nonnegative: bool = False,
-                consistent: bool = False, split_every: int = SPLIT_EVERY,
+                outside: str = "drop", relation: str = "add_remove",
+                nonnegative: bool | str = "clamp", consistent: bool = False,
+                n: int | None = None, split_every: int = SPLIT_EVERY,
                 random_state: RandomStateLike = None, accountant: AccountantLike | None = None
                 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """:func:`dpcore.stats.histogramdd` on a Dask array (n, d) or (n,), or a Dask dataframe
@@ -164,7 +166,7 @@ def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | No
         The records, one row each.
     split_every : int, default=8
         Fan-in of the reduction tree (>= 2).
-    bins, range, epsilon, delta, mechanism, outside, relation, nonnegative, consistent,
+    bins, range, epsilon, delta, mechanism, outside, relation, nonnegative, consistent, n,
     random_state, accountant :
         As in :func:`dpcore.stats.histogramdd`.
 
@@ -198,19 +200,18 @@ def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | No
     if outside not in OUTSIDE:
         raise ValueError(f"outside must be 'drop' or 'clip', got {outside!r}")
     noise = histogram_noise(mechanism, relation, epsilon, delta)
-    for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
+    mode = nonnegative_mode(nonnegative, consistent)
+    total = check_public_size(n, "add_remove")
     counts = exact_histogramdd(sample, grid, clip=outside == "clip", split_every=split_every)
     release(lambda rng: add_cell_noise(counts, noise, rng), cost=Cost(epsilon, delta),
             accountant=accountant, random_state=random_state, label="distributed.histogramdd")
-    counts = postprocess_counts(counts, nonnegative, consistent)
+    counts = postprocess_counts(counts, mode, total)
     return counts.reshape(grid.shape), list(grid.edges)
 
 
 def histogram(x: Any, *, bins: int | ArrayLike, range: Sequence[float], epsilon: float,
-              delta: float = 0.0, mechanism: str = "laplace", nonnegative: bool = False,
-              split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
+              delta: float = 0.0, mechanism: str = "laplace", nonnegative: bool | str = "clamp",
+              n: int | None = None, split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
               accountant: AccountantLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dpcore.stats.histogram` (equal-width bins) on a 1-d Dask array or Series.
 
@@ -238,7 +239,7 @@ def histogram(x: Any, *, bins: int | ArrayLike, range: Sequence[float], epsilon:
     if getattr(x, "ndim", 1) != 1:
         raise ValueError(f"x must be 1-d for histogram (use histogramdd), got ndim {x.ndim}")
     counts, edges = histogramdd(x, bins=bins, range=[range], epsilon=epsilon, delta=delta,
-                                mechanism=mechanism, nonnegative=nonnegative,
+                                mechanism=mechanism, nonnegative=nonnegative, n=n,
                                 split_every=split_every, random_state=random_state,
                                 accountant=accountant)
     return counts, edges[0]
@@ -336,7 +337,7 @@ def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float
 def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
          mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
          random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
-    """:func:`dpcore.stats.mean` on a Dask collection (noisy centred sum / noisy count).
+    """:func:`dpcore.stats.mean` on a Dask collection (n private; the same construction).
 
     Returns
     -------
@@ -344,9 +345,11 @@ def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: floa
 
     Privacy
     -------
-    That of :func:`dpcore.stats.mean`: add/remove one record, records clipped to ``bounds``,
-    budget split equally between the noisy count and the noisy sum, exact integer partials
-    added exactly, noise drawn once in the calling process. Charged ``(epsilon, delta)``.
+    That of :func:`dpcore.stats.mean` with n private: add/remove one record, records clipped
+    to ``bounds``; ``"laplace"``: the pair of Bernstein sums (L1 sensitivity one record) with
+    the whole budget; ``"gaussian"``: a noisy count and a noisy centred sum with half of it
+    each. Exact integer partials added exactly, noise drawn once in the calling process.
+    Charged ``(epsilon, delta)``.
 
     Examples
     --------

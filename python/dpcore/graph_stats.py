@@ -56,7 +56,7 @@ from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
 from dpcore.random import Words64, bitgen_handle
 from dpcore._release import Cost, release
-from dpcore._smooth import SmoothMedianPlan, _positive_cell, _rounded_laplace, _uniform_below
+from dpcore._smooth import SmoothMedianPlan, _rounded_laplace
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
 from dpcore.selection import ExponentialMechanism
 
@@ -527,20 +527,20 @@ class _Ladder:
             state.feed(self.utility, float(self.utility.max()), handle)
             i = int(state.index)
             e, tau = self.bits[i], int(self.tau[i])
-            if _uniform_below(1 << e, word) >= self.jump[i]:
+            if _exact.uniform_integer(1 << e, word) >= self.jump[i]:
                 continue
-            lo, hi = _positive_cell(word)
+            lo, hi = _exact.positive_cell(word)
             gamma = c * (Fraction(float(self.utility[i])) + tau)
             if not _exact.uniform_below_exp(lo / 2**e, hi / 2**e, gamma, word):
                 continue
-            lo, hi = _positive_cell(word)
+            lo, hi = _exact.positive_cell(word)
             t = tau + _exact.floor_neglog_scaled(lo, hi, 1 / c, word)
             if i == 0:
                 if t == 0:
                     return self.count
                 continue
             width = int(self.rungs[min(t - 1, self.last)])
-            pick = _uniform_below(2 * width, word)
+            pick = _exact.uniform_integer(2 * width, word)
             offset = self._offset_end(t - 1) + pick // 2 + 1
             return self.count + offset if pick % 2 else self.count - offset
 

@@ -20,10 +20,10 @@ from dpcore import _histogram, _noise
 from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
 
-__all__ = ["MAX_BRANCHING", "MAX_HISTOGRAM_CELLS", "OUTSIDE", "RELATIONS", "BinGrid",
+__all__ = ["MAX_BRANCHING", "MAX_HISTOGRAM_CELLS", "NONNEGATIVE", "OUTSIDE", "RELATIONS", "BinGrid",
            "add_cell_noise", "arith_edges", "box_queries", "histogram_noise",
-           "nonnegative_least_squares", "postprocess_counts", "pow2_at_least", "sample_2d",
-           "tree_levels"]
+           "nonnegative_least_squares", "nonnegative_mode", "postprocess_counts", "pow2_at_least",
+           "sample_2d", "tree_levels"]
 
 OUTSIDE = ("drop", "clip")
 RELATIONS = ("add_remove", "replace")
@@ -264,11 +264,37 @@ def nonnegative_least_squares(y, total, weight=math.inf):
     return np.maximum(y - theta, 0.0)
 
 
-def postprocess_counts(counts, nonnegative, consistent):
-    for flag, name in ((nonnegative, "nonnegative"), (consistent, "consistent")):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
-    if nonnegative or consistent:
-        # the noisy total kept: clamping negatives alone would bias the total upwards
-        return nonnegative_least_squares(counts.astype(np.float64), float(counts.sum()))
-    return counts
+#: Post-processing of noisy counts (``nonnegative=``): negatives set to 0, or the least-squares
+#: projection onto non-negative counts with a given total.
+NONNEGATIVE = ("clamp", "project")
+
+
+def nonnegative_mode(nonnegative, consistent=False):
+    """The post-processing asked for: None (raw counts), "clamp" or "project" (``True`` and
+    ``consistent=True`` mean "project", as in earlier versions)."""
+    if not isinstance(consistent, (bool, np.bool_)):
+        raise TypeError(f"consistent must be True or False, got {type(consistent).__name__}")
+    if isinstance(nonnegative, str):
+        if nonnegative not in NONNEGATIVE:
+            raise ValueError(f"nonnegative must be 'clamp', 'project', True or False, got "
+                             f"{nonnegative!r}")
+        mode = nonnegative
+    elif isinstance(nonnegative, (bool, np.bool_)) or nonnegative is None:
+        mode = "project" if nonnegative else None
+    else:
+        raise TypeError(f"nonnegative must be 'clamp', 'project', True or False, got "
+                        f"{type(nonnegative).__name__}")
+    return "project" if consistent else mode
+
+
+def postprocess_counts(counts, mode, total=None):
+    """Noisy int64 counts after ``mode`` (from :func:`nonnegative_mode`): unchanged, clamped at
+    0 (int64), or projected (float64) onto non-negative counts adding up to ``total`` (the
+    noisy total, 0 if negative, when None)."""
+    if mode is None:
+        return counts
+    if mode == "clamp":
+        return np.maximum(counts, 0)
+    # the total kept: clamping negatives alone would bias the total upwards
+    total = float(counts.sum()) if total is None else float(total)
+    return nonnegative_least_squares(counts.astype(np.float64), total)

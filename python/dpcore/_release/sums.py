@@ -28,8 +28,9 @@ from dpcore.mechanisms import (
     discrete_laplace,
 )
 
-__all__ = ["MECHANISMS", "IntegerNoise", "NoisePlan", "Statistic", "SumQuery", "check_privacy",
-           "flat_records", "split_budget"]
+__all__ = ["CONSTRUCTIONS", "MECHANISMS", "RELATIONS", "IntegerNoise", "NoisePlan", "Statistic",
+           "SumQuery", "VectorPlan", "check_privacy", "check_public_size", "flat_records",
+           "record_vectors", "split_budget", "unit_position"]
 
 MECHANISMS = ("laplace", "gaussian")
 
@@ -257,48 +258,252 @@ class NoisePlan:
         return noisy_count, noisy_sums
 
 
+# ------------------------------------------------------------------------------------------------
+# Record vectors: each record maps to a short integer vector of bounded L1 norm, summed exactly
+
+#: How the records of a mean or variance are turned into integer vectors (see :class:`VectorPlan`).
+CONSTRUCTIONS = ("bernstein1", "bernstein2", "centred", "rotated", "moments", "deviations")
+RELATIONS = ("add_remove", "replace")
+# the largest unit: unit positions of doubles in [0, 1] keep all their bits below it
+_MAX_UNITS = 2**52
+
+
+def _units_for(epsilon, sensitivity_per_unit=1):
+    """The power of two D with D * sensitivity_per_unit / epsilon about 2**GRID_BITS (the noise
+    scale in integer units, as for :class:`SumQuery`), between 1 and 2**52."""
+    target = Fraction(epsilon) * 2**GRID_BITS / sensitivity_per_unit
+    if target < 1:
+        return 1
+    return min(_MAX_UNITS, 1 << (int(target).bit_length() - 1))
+
+
+def unit_position(records, lower, upper):
+    """z = (clip(x) - lower) / (upper - lower) in [0, 1] for every record (never overflows).
+
+    Floating-point rounding moves z slightly; that is harmless: every construction below holds
+    its sensitivity for *any* z in [0, 1], so z need not be exact or even monotone."""
+    half_lower = lower * 0.5
+    width = upper * 0.5 - half_lower
+    z = (np.clip(records, lower, upper) * 0.5 - half_lower) / width
+    return np.clip(z, 0.0, 1.0)
+
+
+def record_vectors(construction, z, units):
+    """The integer vector of each record (rows), for unit positions z in [0, 1].
+
+    * ``bernstein1``: (D - b, b), b = rint(D z). Non-negative, each row sums to D.
+    * ``bernstein2``: the degree-2 Bernstein basis D ((1 - z)**2, 2 z (1 - z), z**2) rounded so
+      that the entries are non-negative integers and each row sums to D exactly.
+    * ``centred``: rint(D t), t = 2 z - 1 in [-1, 1]: |entry| <= D.
+    * ``rotated``: (D (t**2 + t) / 2, D (t**2 - t) / 2) rounded, then shrunk so that
+      |r| + |l| <= D (in exact arithmetic |r| + |l| = D |t|).
+    * ``moments``: (rint(D t), rint(D t**2)): |entries| <= D each.
+    * ``deviations``: rint(D t) (the variance of these integers is released; see
+      :class:`VectorPlan`).
+    """
+    d = float(units)
+    if construction == "bernstein1":
+        b = np.rint(d * z).astype(np.int64)
+        return np.column_stack([units - b, b])
+    if construction == "bernstein2":
+        b0 = np.rint(d * ((1.0 - z) * (1.0 - z))).astype(np.int64)
+        b2 = np.rint(d * (z * z)).astype(np.int64)
+        b0 -= np.maximum(b0 + b2 - units, 0)  # rounding can overshoot by one near the ends
+        return np.column_stack([b0, units - b0 - b2, b2])
+    t = 2.0 * z - 1.0
+    if construction in ("centred", "deviations"):
+        return np.rint(d * t).astype(np.int64)[:, None]
+    if construction == "moments":
+        return np.column_stack([np.rint(d * t), np.rint(d * (t * t))]).astype(np.int64)
+    square = t * t
+    r = np.rint(d * (0.5 * (square + t))).astype(np.int64)
+    left = np.rint(d * (0.5 * (square - t))).astype(np.int64)
+    excess = np.maximum(np.abs(r) + np.abs(left) - units, 0)
+    shrink_r = np.abs(r) >= np.abs(left)
+    r -= np.where(shrink_r, np.sign(r) * excess, 0)
+    left -= np.where(shrink_r, 0, np.sign(left) * excess)
+    return np.column_stack([r, left])
+
+
+def _column_totals(vectors, bound):
+    """Exact column sums (Python ints) of an int64 matrix whose entries are <= bound in size."""
+    step = max(1, (2**62) // max(int(bound), 1))
+    totals = [0] * vectors.shape[1]
+    for i in range(0, vectors.shape[0], step):
+        part = np.sum(vectors[i:i + step], axis=0, dtype=np.int64)
+        totals = [a + int(b) for a, b in zip(totals, part)]
+    return totals
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """One release of the exact column sums of :func:`record_vectors`, with exact integer noise.
+
+    Laplace: the vector of sums moves, between neighbours, by one record's vector (add/remove)
+    or the difference of two (replace), whose L1 norm is at most ``sensitivity`` (D for
+    ``bernstein1/2``, ``centred`` and ``rotated`` under add/remove; 2 D for ``centred`` under
+    replace-one), so independent discrete Laplace noise of scale sensitivity / epsilon on every
+    coordinate is epsilon-DP (the privacy loss is the L1 distance over the scale). Gaussian (one
+    coordinate, or ``moments`` with the budget split in halves): the exact scalar CKS calibration
+    per coordinate.
+
+    ``deviations`` (replace-one, N public): the integer T = N sum(k**2) - (sum k)**2 = N times the
+    sum of squared deviations of the integers k = rint(D t). Replacing one record changes the sum
+    of squared deviations by (N - 1)/N ((k - m)**2 - (k' - m)**2) (m the mean of the other N - 1),
+    so T by at most (N - 1) (2 D)**2. T is released as floor(T / G) (G a power of two; the
+    floors of two integers at distance <= s differ by <= floor(s / G) + 1).
+    """
+
+    construction: str
+    lower: float
+    upper: float
+    units: int
+    noises: tuple  # one IntegerNoise per coordinate
+    size: int | None = None  # N, for ``deviations``
+    coarsen: int = 1  # G, for ``deviations``
+
+    @classmethod
+    def calibrate(cls, construction, lower, upper, mechanism, epsilon, delta, *,
+                  relation="add_remove", size=None):
+        if construction == "deviations":
+            return cls._calibrate_deviations(lower, upper, mechanism, epsilon, delta, size)
+        reach = 2 if relation == "replace" else 1  # L1 distance per unit D between neighbours
+        units = _units_for(epsilon, reach)
+        coordinates = {"bernstein1": 2, "bernstein2": 3, "rotated": 2, "moments": 2}.get(
+            construction, 1)
+        if mechanism == "laplace":
+            noise = IntegerNoise.calibrate("laplace", reach * units, epsilon, 0.0)
+            return cls(construction, lower, upper, units, (noise,) * coordinates)
+        if construction not in ("centred", "moments"):
+            raise ValueError(f"construction {construction!r} is calibrated for the Laplace only")
+        share = split_budget(epsilon, coordinates)
+        delta_share = split_budget(delta, coordinates)
+        noise = IntegerNoise.calibrate("gaussian", reach * units, share, delta_share)
+        return cls(construction, lower, upper, units, (noise,) * coordinates)
+
+    @classmethod
+    def _calibrate_deviations(cls, lower, upper, mechanism, epsilon, delta, size):
+        units = 2**26  # t rounded to 2**-27: far below any noise the variance can carry
+        spread = (size - 1) * (2 * units) ** 2 if size > 1 else 0
+        target = Fraction(epsilon) * 2**GRID_BITS
+        coarsen, sensitivity = 1, spread
+        while sensitivity > target:  # floor(T / G) moves by at most floor(spread / G) + 1
+            coarsen *= 2
+            sensitivity = spread // coarsen + 1
+        noise = IntegerNoise.calibrate(mechanism, sensitivity, epsilon, delta)
+        return cls("deviations", lower, upper, units, (noise,), size, coarsen)
+
+    def exact(self, records):
+        """(number of records, [exact integer totals]); additive over chunks except for
+        ``deviations``, which needs all records at once."""
+        vectors = record_vectors(self.construction, unit_position(records, self.lower,
+                                                                  self.upper), self.units)
+        if self.construction != "deviations":
+            bound = self.units * 2 if self.construction == "rotated" else self.units
+            return int(records.size), _column_totals(vectors, bound)
+        k = vectors[:, 0]
+        first = _column_totals(k[:, None], self.units)[0]
+        second = _column_totals((k * k)[:, None], self.units * self.units)[0]
+        spread_total = records.size * second - first * first  # N * sum of squared deviations
+        return int(records.size), [spread_total // self.coarsen]
+
+    def release(self, exact, rng):
+        """Noise the exact totals: (None, [noisy integer totals]) (no separate count)."""
+        n, totals = exact
+        return None, [t + int(noise.draw(None, rng)) for t, noise in zip(totals, self.noises)]
+
+
+def check_public_size(n, relation):
+    """Validate the public record count ``n`` (None or an int >= 1) against ``relation``."""
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be 'add_remove' or 'replace', got {relation!r}")
+    if n is None:
+        return None
+    if relation == "replace":
+        raise ValueError("n must be None with relation='replace': the number of records is then "
+                         "the size of x (replace-one neighbours have the same size)")
+    return check.integer(n, "n", minimum=1)
+
+
+def _construction(kind, mechanism, n, relation):
+    """Which records-to-integers construction a statistic uses (None: :class:`NoisePlan`)."""
+    if relation == "replace":
+        return "deviations" if kind == "var" else "centred"
+    if n is not None:
+        if kind == "var":
+            return "rotated" if mechanism == "laplace" else "moments"
+        return "centred"
+    if kind == "sum" or mechanism == "gaussian":
+        return None
+    return "bernstein1" if kind == "mean" else "bernstein2"
+
+
 @dataclass(frozen=True)
 class Statistic:
     """count, sum, mean or var: the noisy answers it needs and how its value is made from them.
 
     :mod:`dpcore.stats` and :mod:`dpcore.distributed` both release through it (they differ only
     in how the exact answers are computed), so a statistic has one law whichever module runs it.
-    Mean and variance centre the records on the middle of the bounds (any public centre is
-    valid) before summing.
+
+    Which answers (the derivations are in the user guide, "Statistics"):
+
+    * n private, Laplace: mean and variance release the degree-1 / degree-2 Bernstein sums of
+      z = (x - lower) / (upper - lower) (:func:`record_vectors`), whose L1 sensitivity is one
+      record's total weight, with the whole budget; sum: the plain sum.
+    * n private, Gaussian: a noisy count and noisy centred sums (and of squares), the budget
+      split equally (:class:`NoisePlan`).
+    * n public (``n=``, add/remove): the centred sum (mean, sum) or the rotated pair of centred
+      sums (variance; ``moments`` with the Gaussian), divided by n: n is used only after the
+      noise (post-processing).
+    * replace-one (``relation="replace"``, N = the size of the data, invariant under the
+      relation): the centred sum with twice the sensitivity, or N times the sum of squared
+      deviations (variance).
     """
 
     kind: str
-    plan: NoisePlan
+    plan: object  # NoisePlan or VectorPlan
     cost: Cost
     lower: float = 0.0
     upper: float = 0.0
     center: float = 0.0
     ddof: int = 0
+    size: int | None = None  # the divisor when it is public (n=, or N under replace-one)
 
     @classmethod
-    def make(cls, kind, *, bounds=None, mechanism, epsilon, delta, ddof=0):
-        """Validate the public parameters (naming them) and calibrate the noise."""
+    def make(cls, kind, *, bounds=None, mechanism, epsilon, delta, ddof=0, n=None,
+             relation="add_remove", records=None):
+        """Validate the public parameters (naming them) and calibrate the noise. ``records``
+        is needed only with relation="replace" (its size is the public N)."""
         if kind == "count":
             mechanism, epsilon, delta = check_privacy(mechanism, epsilon, delta)
             plan = NoisePlan(IntegerNoise.calibrate(mechanism, 1, epsilon, delta), ())
             return cls(kind, plan, Cost(epsilon, delta))
         lower, upper = check.bounds_pair(bounds, "bounds")
         mechanism, epsilon, delta = check_privacy(mechanism, epsilon, delta)
+        n = check_public_size(n, relation)
         if kind == "var":
             ddof = check.integer(ddof, "ddof", minimum=0)
+        center = lower / 2 + upper / 2  # no overflow
+        construction = _construction(kind, mechanism, n, relation)
+        size = n if relation == "add_remove" else int(records.size)
+        if construction is not None:
+            plan = VectorPlan.calibrate(construction, lower, upper, mechanism, epsilon, delta,
+                                        relation=relation, size=size)
+            return cls(kind, plan, Cost(epsilon, delta), lower, upper, center, ddof, size)
         if kind == "sum":
             center, powers, with_count = 0.0, (1,), False
         else:
-            center = lower / 2 + upper / 2  # no overflow
             powers, with_count = ((1,) if kind == "mean" else (1, 2)), True
         plan = NoisePlan.calibrate(lower, upper, center, powers, mechanism, epsilon, delta,
                                    with_count=with_count)
         return cls(kind, plan, Cost(epsilon, delta), lower, upper, center, ddof)
 
     def finish(self, n, sums):
-        """The statistic from the noisy count n and noisy sums (post-processing)."""
+        """The statistic from the noisy answers (post-processing)."""
         if self.kind == "count":
             return n
+        if isinstance(self.plan, VectorPlan):
+            return self._finish_vector(sums)
         if self.kind == "sum":
             return sums[0]
         n = max(n, 1)
@@ -309,6 +514,45 @@ class Statistic:
         v = (sums[1] / n - m1 * m1) * (n / denominator)
         half_width = self.upper / 2 - self.lower / 2
         return float(np.clip(v, 0.0, half_width * half_width * (n / denominator)))
+
+    def _finish_vector(self, totals):
+        plan, units = self.plan, self.plan.units
+        half_width = self.upper / 2 - self.lower / 2
+        construction = plan.construction
+        if construction == "bernstein1":
+            weight = max(totals[0] + totals[1], units)  # D times the noisy count, at least 1
+            t = min(max((totals[1] - totals[0]) / weight, -1.0), 1.0)
+            return float(np.clip(self.center + half_width * t, self.lower, self.upper))
+        if construction == "bernstein2":
+            weight = max(totals[0] + totals[1] + totals[2], units)
+            m = (totals[1] / 2 + totals[2]) / weight  # mean of z
+            var_z = min(max(totals[2] / weight - m * m, 0.0), 0.25)
+            count = weight / units
+            return self._scaled_variance(4.0 * var_z, count, half_width)
+        size = max(self.size, 1)
+        if construction == "centred":
+            t_mean = totals[0] / (units * size)
+            if self.kind == "mean":
+                return float(np.clip(self.center + half_width * t_mean, self.lower, self.upper))
+            low, high = sorted((size * self.lower, size * self.upper))
+            return float(np.clip(size * self.center + half_width * (t_mean * size), low, high))
+        if construction == "deviations":
+            spread = (totals[0] + 0.5) * plan.coarsen if plan.coarsen > 1 else totals[0]
+            var_t = max(spread / (size * float(units) ** 2 * size), 0.0)
+            return self._scaled_variance(min(var_t, 1.0), size, half_width)
+        if construction == "rotated":
+            first, second = (totals[0] - totals[1]) / units, (totals[0] + totals[1]) / units
+        else:  # moments
+            first, second = totals[0] / units, totals[1] / units
+        m = first / size
+        var_t = min(max(second / size - m * m, 0.0), 1.0)
+        return self._scaled_variance(var_t, size, half_width)
+
+    def _scaled_variance(self, var_t, count, half_width):
+        """half_width**2 var_t (var_t the population variance of t = (x - c) / half_width,
+        in [0, 1]) with numpy's ddof correction for ``count`` records."""
+        factor = count / max(count - self.ddof, 1)
+        return float(half_width * (half_width * (var_t * factor)))
 
     def release(self, exact, *, accountant, random_state, label):
         """Charge once, then noise the exact answers (from ``self.plan.exact``) and finish."""
