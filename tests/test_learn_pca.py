@@ -33,8 +33,11 @@ def _captured(X, V, norm):
 
 
 METHODS = [
+    dict(),                                            # "auto" without delta: ppca, eigengap
+    dict(delta=1e-6),                                  # "auto" with delta: sulq
     dict(method="ppca", sampler="gibbs"),
     dict(method="ppca", sampler="deflation"),
+    dict(method="ppca", allocation="equal"),
     dict(method="sulq", delta=1e-6),
     dict(method="power", delta=1e-6),
 ]
@@ -231,7 +234,7 @@ def test_no_exact_utility_stored_or_printed(capsys):
 def test_default_sampler_is_exact():
     """The default is the exact deflation sampler; the Gibbs chain (stationary-law only for
     k > 1) runs only on request."""
-    assert PCA().sampler == "deflation"
+    assert PCA().sampler == "deflation" and PCA().method == "auto"
 
 
 def test_clone_shares_accountant_and_generator():
@@ -247,7 +250,10 @@ def test_clone_shares_accountant_and_generator():
     (dict(n_components=1), ValueError, "data_norm is required"),
     (dict(n_components=None, data_norm=1.0), ValueError, "n_components is required"),
     (dict(n_components=4, data_norm=1.0), ValueError, "n_components must be <= 3"),
-    (dict(n_components=1, data_norm=1.0, delta=1e-5), ValueError, "delta must be None"),
+    (dict(n_components=1, data_norm=1.0, delta=1e-5, method="ppca"), ValueError,
+     "delta must be None"),
+    (dict(n_components=1, data_norm=1.0, allocation="oracle"), ValueError, "allocation"),
+    (dict(n_components=1, data_norm=1.0, delta=0.0), ValueError, "delta"),
     (dict(n_components=1, data_norm=1.0, method="sulq"), ValueError, "delta is required"),
     (dict(n_components=1, data_norm=1.0, method="svd"), ValueError, "method"),
     (dict(n_components=1, data_norm=1.0, sampler="mh"), ValueError, "sampler"),
@@ -295,7 +301,11 @@ def test_spread_bound_leaves_room_for_large_epsilon():
     PCA(2, epsilon=eps_gibbs, data_norm=1.0, sampler="gibbs", n_sweeps=20,
         random_state=0).fit(X)
     eps_exact = 2 * 2 * _pca._MAX_SPREAD_EXACT / n / 0.9 * (1 - 1e-9)
-    PCA(2, epsilon=eps_exact, data_norm=1.0, random_state=0).fit(X)
+    PCA(2, epsilon=eps_exact, data_norm=1.0, allocation="equal", random_state=0).fit(X)
+    # the eigengap allocation may give one step all of epsilon': its bound is k times lower
+    with pytest.raises(ValueError, match="epsilon is too large"):
+        PCA(2, epsilon=eps_exact, data_norm=1.0, random_state=0).fit(X)
+    PCA(2, epsilon=eps_exact / 2, data_norm=1.0, random_state=0).fit(X)
 
 
 def test_set_output_pandas_names_the_components():
@@ -305,3 +315,157 @@ def test_set_output_pandas_names_the_components():
     out = pca.fit_transform(X)
     assert list(out.columns) == ["pca0", "pca1"]
     np.testing.assert_array_equal(out.to_numpy(), pca.set_output(transform="default").transform(X))
+
+
+# ------------------------------------------------------------------------------------------------
+# method="auto": the rule reads public inputs only
+
+@pytest.mark.parametrize("delta, method, cost", [(None, "ppca", (0.7, 0.0)),
+                                                 (1e-6, "sulq", (0.7, 1e-6))])
+def test_auto_resolves_from_delta(delta, method, cost):
+    acc = dpcore.Accountant(epsilon=1.0, delta=1e-5)
+    pca = PCA(2, epsilon=0.7, delta=delta, data_norm=12.0, accountant=acc, random_state=0)
+    pca.fit(_spiked(n=500))
+    assert pca.method_ == method and pca.method == "auto"
+    assert acc.spent == pytest.approx(cost)
+
+
+# ------------------------------------------------------------------------------------------------
+# SuLQ's noise: the exact law of the noisy second-moment matrix
+
+def _normal_bins_pvalue(z, n_bins=40):
+    """Chi-square p-value of z against N(0, 1) on n_bins equiprobable cells."""
+    from scipy import stats
+    from _gof import chisquare_pvalue
+    edges = stats.norm.ppf(np.linspace(0, 1, n_bins + 1)[1:-1])
+    counts = np.bincount(np.searchsorted(edges, z), minlength=n_bins)
+    return chisquare_pvalue(counts, np.full(n_bins, 1.0 / n_bins))
+
+
+@pytest.mark.slow
+def test_sulq_noise_law():
+    """M - S for the released matrix M: diagonal noise N_Z(0, sigma^2) on the grid, off-diagonal
+    sigma / sqrt(2), sigma = sqrt(2) / sqrt(2 rho) with rho the zCDP level of (epsilon, delta)
+    (the Frobenius-coordinates calibration). sigma is about 2**36 grid units, so the discrete
+    Gaussian's CDF equals the normal one to far below the test's resolution, and the rounding
+    slack (relative 2**-12) is below it too. alpha = 1e-4 per family (Bonferroni over 2);
+    power: sigma * 1.1, and the plain-triangle calibration (off-diagonal noise sigma), are
+    rejected."""
+    from _gof import ALPHA
+    S = _pca._second_moment(_pca._scaled_rows(_spiked(n=50, d=8), 5.0))
+    eps, delta, n_draws = 1.0, 1e-5, 1000
+    sigma = math.sqrt(2.0) / math.sqrt(2.0 * dpcore.calibration.zcdp_rho_for(eps, delta))
+    rng = dpcore.default_rng(11)
+    diag, off = [], []
+    iu = np.triu_indices(8, 1)
+    for _ in range(n_draws):
+        E = _pca._sulq_matrix(S, eps, delta, rng) - S
+        assert np.array_equal(E, E.T)
+        diag.append(np.diag(E))
+        off.append(E[iu])
+    diag, off = np.concatenate(diag), np.concatenate(off)
+    level = ALPHA / 2
+    assert _normal_bins_pvalue(diag / sigma) > level
+    assert _normal_bins_pvalue(off * math.sqrt(2.0) / sigma) > level
+    # power
+    assert _normal_bins_pvalue(diag / (1.1 * sigma)) < level
+    assert _normal_bins_pvalue(off / sigma) < level
+
+
+def test_frobenius_coordinates_round_trip():
+    S = _pca._second_moment(np.random.default_rng(2).normal(size=(30, 5)))  # insecure-ok: test data
+    v = _pca._frobenius_coordinates(S)
+    assert v.shape == (15,)
+    assert np.linalg.norm(v) == pytest.approx(np.linalg.norm(S))
+    assert np.allclose(_pca._from_frobenius_coordinates(v, 5), S)
+
+
+# ------------------------------------------------------------------------------------------------
+# The eigengap allocation of the deflation steps
+
+def test_alignment_against_closed_form():
+    from scipy.special import hyp1f1
+    for m, a in [(1, 0.5), (2, 3.0), (5, 0.1), (20, 15.0), (99, 40.0), (99, 400.0)]:
+        b = (m + 1) / 2.0      # y_1^2 ~ Beta(1/2, m/2) tilted by exp(a y_1^2): Kummer ratio
+        exact = (0.5 / b) * hyp1f1(1.5, b + 1, a) / hyp1f1(0.5, b, a)
+        assert _pca._alignment(m, a) == pytest.approx(exact, rel=1e-6)
+    assert _pca._alignment(9, 0.0) == pytest.approx(0.1)
+    assert _pca._alignment(0, 5.0) == 1.0
+    assert _pca._alignment(99, 1e6) == pytest.approx(1 - 49.5e-6, rel=1e-6)   # 1 - (m/2) / a
+
+
+def test_eigengap_allocation():
+    d, total = 100, 0.9
+    budgets = _pca._eigengap_allocation(np.array([5000.0, 3000.0, 2000.0]), d, total)
+    assert budgets.sum() == pytest.approx(total) and np.all(budgets >= 0)
+    assert np.all(np.diff(budgets) <= 1e-12)          # larger gaps need less, but pay more here
+    # a gap far too small to be found with any budget gets none; its share goes to the others
+    b2 = _pca._eigengap_allocation(np.array([2000.0, 1e-3]), d, total)
+    assert b2[1] == 0.0 and b2[0] == pytest.approx(total)
+    # no gap at all: equal shares
+    assert np.allclose(_pca._eigengap_allocation(np.zeros(4), d, total), total / 4)
+
+
+def test_eigengap_calibration(monkeypatch):
+    """The share goes to the top k + 1 eigenvalues (L1 sensitivity 2 / n, Lidskii), the rest to
+    the deflation steps, whose concentrations are budget / 2 and sum to (1 - share) epsilon / 2."""
+    calls, conc = [], []
+    real_laplace, real_deflation = _pca.laplace, _pca._deflation
+
+    def spy_laplace(value, **kw):
+        calls.append((np.size(value), kw))
+        return real_laplace(value, **kw)
+
+    def spy_deflation(S, concentrations, rng):
+        conc.append(np.asarray(concentrations))
+        return real_deflation(S, concentrations, rng)
+
+    monkeypatch.setattr(_pca, "laplace", spy_laplace)
+    monkeypatch.setattr(_pca, "_deflation", spy_deflation)
+    X = _spiked(n=400, d=6)
+    pca = PCA(3, epsilon=2.0, data_norm=12.0, variance_share=0.2, random_state=0).fit(X)
+    assert len(calls) == 1 and calls[0][0] == 4
+    assert calls[0][1]["epsilon"] == pytest.approx(0.4)
+    assert calls[0][1]["sensitivity"] == pytest.approx(2.0 / 400, rel=1e-3)
+    assert len(conc) == 1 and conc[0].sum() == pytest.approx(0.8)
+    assert pca.explained_variance_.shape == (3,) and np.all(pca.explained_variance_ >= 0)
+
+
+def _circle_cdf(S2, c, u):
+    """P(v^T S2 v <= u) for v on the unit circle with density proportional to exp(c v^T S2 v)."""
+    th = np.linspace(0.0, np.pi, 20001)[:-1]
+    util = np.cos(th) ** 2 * S2[0, 0] + np.sin(th) ** 2 * S2[1, 1] + np.sin(2 * th) * S2[0, 1]
+    w = np.exp(c * (util - util.max()))
+    return np.sum(w * (util <= u)) / np.sum(w)
+
+
+@pytest.mark.slow
+def test_deflation_law():
+    """Each step is the exact vector Bingham with its own concentration: the first column's
+    second moments match quadrature (d = 3, C = diag(3, 1, 0), ALGORITHMS.md 3.6), and the second
+    column given the first has the law of exp(c2 v^T S v) on the circle orthogonal to it
+    (probability integral transform of v^T S v, Kolmogorov-Smirnov). alpha = 1e-4 over the
+    checks; power: the equal-share concentration for the second column is rejected."""
+    from scipy import stats
+    from _gof import ALPHA
+    S = np.diag([3.0, 1.0, 0.0])
+    c1, c2, n_draws = 1.0, 4.0, 3000
+    rng = dpcore.default_rng(21)
+    first = np.empty((n_draws, 3))
+    pit, pit_wrong = np.empty(n_draws), np.empty(n_draws)
+    for i in range(n_draws):
+        V = _pca._deflation(S, [c1, c2], rng)
+        v1, v2 = V[:, 0], V[:, 1]
+        assert abs(v1 @ v2) < 1e-12
+        first[i] = v1**2
+        N = _pca.null_space(v1[None, :])
+        S2 = N.T @ S @ N
+        u = v2 @ S @ v2
+        pit[i] = _circle_cdf(S2, c2, u)
+        pit_wrong[i] = _circle_cdf(S2, c1, u)
+    exact = np.array([0.574556, 0.246742, 0.178702])
+    se = first.std(axis=0) / math.sqrt(n_draws)
+    crit = z_critical(n_checks=4)
+    assert np.all(np.abs(first.mean(axis=0) - exact) / se < crit)
+    assert stats.kstest(pit, "uniform").pvalue > ALPHA / 4
+    assert stats.kstest(pit_wrong, "uniform").pvalue < ALPHA / 4
