@@ -1275,7 +1275,7 @@ cdef double _double_or_nan(x):
 
 
 cdef _planar_accept_block(Source *s, const int64_t *prop, Py_ssize_t m, double lam, double inv,
-                         signed char *accept, Pending *pend, lam_exact, scale_exact, bits):
+                          signed char *accept, Pending *pend, lam_exact, scale_exact, bits):
     """accept[0:m] for the proposals prop[0:2m], every one decided (GIL and lock held)."""
     cdef Py_ssize_t start = 0, npend = 0, k, i
     while start < m:
