@@ -379,8 +379,9 @@ def test_small_n_releases_the_mean_only():
     assert reg.plan_.mean_only and np.all(reg.coef_ == 0)
     assert list(reg.noisy_statistics_) == ["sum_y"]
     assert 2.0 <= reg.intercept_ <= 4.0
-    # pure epsilon (sum y by the discrete Laplace) even with delta
-    assert acc.history[0].epsilon == 1.0 and acc.history[0].delta == 0.0
+    # with delta the mean is released by the discrete Gaussian under the same rho as a full
+    # release: the cost (known before fit) does not depend on which branch n selects
+    assert acc.history[0].rho == zcdp_rho_for(1.0, 1e-6) == reg.cost.rho
 
 
 def test_gaussian_fit_is_charged_rho():

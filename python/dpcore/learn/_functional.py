@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore._release import Cost, release
+from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
 from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
 from dpcore.mechanisms import LaplaceMechanism
@@ -299,7 +300,10 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         return epsilon, alpha, eigen_floor, bx, by, delta, data_norm
 
     def _cost(self):
-        return Cost(self._check_params()[0])
+        epsilon, *_, delta, _ = self._check_params()
+        if delta is not None:   # ssp / adassp with delta: rho-zCDP, whichever part n releases
+            return Cost(rho=zcdp_rho_for(epsilon, delta))
+        return Cost(epsilon)
 
     def fit(self, X, y):
         """Fit the private model (see the class docstring). Returns self."""

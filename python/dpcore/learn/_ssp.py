@@ -284,9 +284,15 @@ def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=F
         sd = _noise_sd(probe)
         gate = MAX_NOISE_PER_RECORD_GAUSSIAN if gaussian else MAX_NOISE_PER_RECORD
         if ssp_noise_norm(d, sd, sd / weight) > gate * n:
-            mech = LaplaceMechanism.calibrate(sensitivity=2.0, epsilon=epsilon,
-                                              granularity=laplace_grid(2.0, epsilon))
-            return SSPPlan(n, d, True, False, True, adaptive_ridge, 0.0, weight, Cost(epsilon),
+            # the mean alone, with the whole budget; with delta under the same rho-zCDP charge
+            # as the full release, so the cost does not depend on which branch n selects
+            if gaussian:
+                mech = GaussianMechanism.calibrate(sensitivity=2.0, rho=rho)
+            else:
+                mech = LaplaceMechanism.calibrate(sensitivity=2.0, epsilon=epsilon,
+                                                  granularity=laplace_grid(2.0, epsilon))
+            cost = Cost(rho=rho) if gaussian else Cost(epsilon)
+            return SSPPlan(n, d, True, gaussian, True, adaptive_ridge, 0.0, weight, cost,
                            {"sum_y": Fraction(2)}, {"sum_y": mech})
         if gaussian:
             y_share = 2.0 / (MEAN_NOISE ** 2 * float(n) ** 2 * rho)
