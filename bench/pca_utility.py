@@ -158,7 +158,7 @@ def _peer_worker(X, norm, k, eps, seeds, out):
         out.put((captured(X, norm, V), time.perf_counter() - t0))
 
 
-def peer_cell(data, k, eps, reps):
+def peer_cell(data, k, eps, reps, seed_base=0):
     """diffprivlib's captured variances for one cell, or None when a fit exceeds the time limit
     (the child is then ended: it is ours)."""
     values = []
@@ -166,7 +166,7 @@ def peer_cell(data, k, eps, reps):
         X, norm = data(r)
         out = multiprocessing.get_context("fork").Queue()
         proc = multiprocessing.get_context("fork").Process(
-            target=_peer_worker, args=(X, norm, k, eps, [7919 * r + 13], out), daemon=True)
+            target=_peer_worker, args=(X, norm, k, eps, [seed_base + 7919 * r + 13], out), daemon=True)
         proc.start()
         try:
             value, _ = out.get(timeout=PEER_TIMEOUT)
@@ -214,20 +214,24 @@ def median_lower_bound(values, alpha=0.05):
 
 
 # -- modes ---------------------------------------------------------------------------------------
-def report(reps):
+def report(reps, only=None, epsilons=EPSILONS, seed_base=0):
+    """The report table; ``only`` (a substring of the data set's name), ``epsilons`` and
+    ``seed_base`` (added to every noise seed) re-run chosen cells with new seeds."""
     t_start = time.time()
     contenders = {"dpcore auto, epsilon-DP": {},
                   f"dpcore auto, delta={DELTA:g} (sulq)": dict(delta=DELTA)}
     rows, cells = [], {}
     for name, k, data in report_sets():
-        for eps in EPSILONS:
+        if only is not None and only not in name:
+            continue
+        for eps in epsilons:
             ours = {label: np.empty(reps) for label in contenders}
             for r in range(reps):
                 X, norm = data(r)
                 for label, kw in contenders.items():
-                    ours[label][r] = captured(X, norm, dpcore_fit(X, norm, k, eps, 1000 * r + 7,
-                                                                  **kw))
-            peer = peer_cell(data, k, eps, reps)
+                    ours[label][r] = captured(X, norm, dpcore_fit(
+                        X, norm, k, eps, seed_base + 1000 * r + 7, **kw))
+            peer = peer_cell(data, k, eps, reps, seed_base)
             rows.append((name, eps, ours, peer))
             if peer is not None:
                 for label, v in ours.items():
@@ -247,8 +251,10 @@ def report(reps):
             tail = "- | -" if lb is None else f"{lb:+.3f} | {'yes' if ok else 'NO'}"
             print(f"| {name} | {eps:g} | {v.mean():.3f} ({np.median(v):.3f}) | {p} | {label} "
                   f"| {tail} |")
-    spk = next(o for n, e, o, _ in rows if n.startswith("spiked") and e == 1.0)
-    v = spk[f"dpcore auto, delta={DELTA:g} (sulq)"]
+    spk = [o for n, e, o, _ in rows if n.startswith("spiked") and e == 1.0]
+    if not spk:
+        return
+    v = spk[0][f"dpcore auto, delta={DELTA:g} (sulq)"]
     print(f"\nspiked 10^4 x 100, epsilon 1, delta {DELTA:g}: median {np.median(v):.3f}, "
           f"one-sided 95% lower bound {median_lower_bound(v):.3f} (target >= 0.8)")
     print(f"({time.time() - t_start:.0f} s)", file=sys.stderr)
@@ -301,6 +307,9 @@ def burn_in(chains, sweeps):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--only", default=None, help="report: data sets whose name contains this")
+    parser.add_argument("--eps", type=float, nargs="+", default=list(EPSILONS), help="report")
+    parser.add_argument("--seed-base", type=int, default=0, help="report: new noise seeds")
     parser.add_argument("--dev", action="store_true", help="the rule-choice table instead")
     parser.add_argument("--burn-in", action="store_true", help="Gibbs burn-in table instead")
     parser.add_argument("--chains", type=int, default=8)
@@ -310,7 +319,7 @@ def main(argv=None):
         return burn_in(args.chains, args.sweeps)
     if args.dev:
         return dev(args.reps or 8)
-    return report(args.reps or 20)
+    return report(args.reps or 20, args.only, tuple(args.eps), args.seed_base)
 
 
 if __name__ == "__main__":
