@@ -27,7 +27,7 @@ from dpcore.learn._kmeans import KMeans
 from dpcore.learn._naive_bayes import CategoricalNB, GaussianNB, gaussian_nb_budget
 from dpcore.learn._pca import PCA
 from dpcore.learn._search import PrivateGridSearch
-from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier
+from dpcore.learn._tree import DecisionTreeClassifier, RandomForestClassifier, SingleLeafWarning
 
 __all__ = [
     "LogisticRegression",
@@ -43,6 +43,7 @@ __all__ = [
     "KMeans",
     "SelectKBest",
     "PrivateKD",
+    "SingleLeafWarning",
     "auto_alpha",
     "output_perturbation_beta",
     "objective_perturbation_calibration",
