@@ -209,4 +209,6 @@ def test_median_accuracy():
     rmse_em = math.sqrt(np.mean(np.square(em)))
     print(f"\nmedian n=1e6, epsilon=1, bounds +-1e4: robust.median RMSE {rmse_smooth:.2e}, "
           f"stats.median RMSE {rmse_em:.2e}")
-    assert rmse_smooth < 1e-3 and rmse_em > 10 * rmse_smooth
+    # Since issue 27 stats.median's default grid no longer caps its precision (it was 10x worse
+    # than robust.median here with the 2**16 + 1 point grid); both are far below 1e-3.
+    assert rmse_smooth < 1e-3 and rmse_em < 1e-3
