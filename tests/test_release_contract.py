@@ -338,7 +338,8 @@ def test_every_private_estimator_is_in_the_registry():
     walked = {name.split("(")[0] for name in ESTIMATORS} | {"PrivateGridSearch"}
     for name in learn.__all__:
         obj = getattr(learn, name)
-        if inspect.isclass(obj) and "accountant" in inspect.signature(obj).parameters:
+        if (inspect.isclass(obj) and not issubclass(obj, Warning)
+                and "accountant" in inspect.signature(obj).parameters):
             assert name in walked, f"{name} takes an accountant but is not in ESTIMATORS"
 
 
