@@ -15,6 +15,12 @@
 
 The public names are re-exported by :mod:`dpcore.robust`; nothing here reads private data
 except through the functions that are given it.
+
+Privacy
+-------
+Shared machinery, not a release: the calibrations hold for the releases built on them
+(robust.median, trimmed_mean, PTR, graph counts), whose Privacy sections state the guarantee and
+relation; nothing here charges budget.
 """
 from __future__ import annotations
 

@@ -4,6 +4,12 @@ Each curve states its neighbouring relation and gives what is known about it: it
 epsilon(alpha) on a grid of orders (``rdp``), a pessimistic privacy-loss distribution on a grid
 (``pld``, None where no dominating pair is known), and a plain (epsilon, delta) or rho-zCDP
 guarantee (``fallback``) where one exists.
+
+Privacy
+-------
+Descriptions of releases' guarantees (RDP bounds, loss distributions, plain guarantees) computed
+from public parameters: releases nothing, spends no budget; each curve states the neighbouring
+relation it holds for.
 """
 from __future__ import annotations
 

@@ -6,6 +6,11 @@ noise and the log-determinant term (:func:`objective_perturbation_calibration`, 
 :func:`multinomial_perturbation_calibration` for the softmax model), and the regularisation
 ``alpha="auto"`` picks (:func:`auto_alpha`). The classifiers that use them are in
 :mod:`dpcore.learn._erm`.
+
+Privacy
+-------
+Arithmetic on public values only (noise scales, budget splits, regularisation): releases
+nothing, spends no budget; the guarantees are stated by the learners that use it.
 """
 from __future__ import annotations
 

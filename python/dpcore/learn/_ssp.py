@@ -19,6 +19,12 @@ values and public numbers only.
 
 All functions here read public values only, except :func:`ssp_statistics` (the exact statistics)
 and :func:`ssp_release` (which draws); the charge is made once by the caller.
+
+Privacy
+-------
+Plans and samplers of LinearRegression's sufficient-statistics release (replace-one, n public):
+pure epsilon-DP with the discrete Laplace, rho-zCDP with the discrete Gaussian when delta is
+given; charged once by LinearRegression.fit, whose Privacy section states it.
 """
 from __future__ import annotations
 

@@ -4,6 +4,11 @@ Every law of the frequency oracles (:mod:`dpcore.local._frequency`) and of Duchi
 (:mod:`dpcore.local._numeric`) is calibrated against a rigorous rational lower bound L <=
 e^epsilon computed here, so the likelihood ratio the kernels draw never exceeds e^epsilon (see
 the :mod:`dpcore.local` docstring).
+
+Privacy
+-------
+Exact lower bounds of e^epsilon and the epsilon check of the local randomizers: arithmetic on
+public values only, releases nothing, spends no budget.
 """
 from __future__ import annotations
 

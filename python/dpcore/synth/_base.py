@@ -1,5 +1,13 @@
 """What every synthesiser shares: its public parameters, the cost known before ``fit``, one
-charge per ``fit``, and ``sample`` as post-processing."""
+charge per ``fit``, and ``sample`` as post-processing.
+
+Privacy
+-------
+The shared fit protocol of the synthesizers: every step is calibrated from the public domain and
+budget before the data is read, fit charges the cost once (rho-zCDP, or (epsilon, delta) through
+zCDP, under add/remove one record), and sampling is post-processing; each synthesizer's Privacy
+section states its split.
+"""
 from __future__ import annotations
 
 import inspect
