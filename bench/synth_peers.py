@@ -10,7 +10,8 @@ Protocol (``python bench/test_synth.py`` drives it; this script only runs the pe
 
 1. ``bench/test_synth.py export DIR`` writes each data set's training codes (``DIR/<name>.npy``,
    records x columns, the public Domain's codes) and the privacy parameters;
-2. this script, ``PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py DIR``, fits
+2. this script, ``PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py DIR
+   [cell ...]``, fits
    smartnoise's ``MSTSynthesizer(epsilon, delta)`` to each for seeds 0..9 (all columns declared
    categorical), samples as many records as the data set has, and writes
    ``DIR/<name>-smartnoise-<seed>.npz`` (the samples, by smartnoise's own sampler and by i.i.d.
@@ -33,7 +34,7 @@ import time
 import warnings
 
 
-def run(directory, seeds=range(10)):
+def run(directory, seeds=range(10), names=None):
     import numpy as np
     import pandas as pd
     from snsynth.mst import MSTSynthesizer
@@ -43,6 +44,8 @@ def run(directory, seeds=range(10)):
     spec = json.loads((directory / "spec.json").read_text())
     times = {}
     for name, params in spec.items():
+        if names and name not in names:
+            continue
         # the rho smartnoise spends (its own conversion of (epsilon, delta)); dpcore is run at it
         times[f"rho/{name}"] = float(cdp_rho(params["epsilon"], params["delta"]))
         codes = np.load(directory / f"{name}.npy")
@@ -82,5 +85,4 @@ def _save(directory, times):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    seeds = range(int(sys.argv[2])) if len(sys.argv) > 2 else range(10)
-    run(sys.argv[1], seeds)
+    run(sys.argv[1], range(10), sys.argv[2:])

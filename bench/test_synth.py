@@ -11,12 +11,13 @@ accuracy, and the times), in three steps, the peer in its own environment::
 
     PYTHONPATH=python python bench/test_synth.py export /tmp/synth-bench
     PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py /tmp/synth-bench
-    PYTHONPATH=python python bench/test_synth.py report /tmp/synth-bench
+    PYTHONPATH=python python bench/test_synth.py report /tmp/synth-bench [cell ...]
 
 Cells: ``adult`` (adult-like, training data seed 2031, 10**5 records; test records seed 2032;
 the development data that chose the defaults used seeds 1000..1009) and ``breast_cancer``
 (scikit-learn's bundled set, a fixed 400 / 169 train / test split), both at epsilon = 1,
-delta = 1e-9 (smartnoise's conversion to rho; dpcore runs at that rho). Noise seeds 0..9 for
+delta = 1e-9 (smartnoise's conversion to rho; dpcore runs at that rho), and
+``breast_cancer_eps10`` (the same at epsilon = 10). Noise seeds 0..9 for
 every contender. Contenders: ``dpcore-mst``; ``dpcore-privbayes`` (defaults; no criterion);
 ``independent`` (every 1-way marginal at the same
 rho with dpcore's discrete Gaussian, clipped at zero, columns sampled independently);
@@ -55,19 +56,30 @@ def _rho_smartnoise(epsilon, delta):
     return calibration.zcdp_rho_for(epsilon, delta)
 
 
-def cells():
-    """name -> (domain, training data, test data, label)."""
+#: cell -> epsilon (delta = DELTA); breast_cancer_eps10 shows the regime with more signal per
+#: cell (400 records, 31 columns, 9 codes each: at epsilon = 1 every count is within the noise)
+EPSILONS = {"adult": EPSILON, "breast_cancer": EPSILON, "breast_cancer_eps10": 10.0}
+
+
+def cells(names=None):
+    """name -> (domain, training data, test data, label, epsilon)."""
     import synth_data
 
-    out = {"adult": (synth_data.adult_like_domain(), synth_data.adult_like(ADULT_N, ADULT_SEED),
-                     synth_data.adult_like(ADULT_TEST_N, ADULT_TEST_SEED), synth_data.LABEL)}
+    names = list(EPSILONS) if not names else names
+    out = {}
+    if "adult" in names:
+        out["adult"] = (synth_data.adult_like_domain(), synth_data.adult_like(ADULT_N, ADULT_SEED),
+                        synth_data.adult_like(ADULT_TEST_N, ADULT_TEST_SEED), synth_data.LABEL,
+                        EPSILONS["adult"])
     try:
         frame = synth_data.breast_cancer()
     except ImportError:  # needs scikit-learn
         return out
     order = np.random.default_rng(0).permutation(len(frame))
-    out["breast_cancer"] = (synth_data.breast_cancer_domain(), frame.iloc[order[:400]],
-                            frame.iloc[order[400:]], "target")
+    for name in ("breast_cancer", "breast_cancer_eps10"):
+        if name in names:
+            out[name] = (synth_data.breast_cancer_domain(), frame.iloc[order[:400]],
+                         frame.iloc[order[400:]], "target", EPSILONS[name])
     return out
 
 
@@ -120,14 +132,15 @@ def test_smartnoise_mst_fit_sample(benchmark, adult):
 # the comparison report
 
 
-def export(directory):
+def export(directory, names=None):
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    spec = {}
-    for name, (domain, train, _, _) in cells().items():
+    path = directory / "spec.json"
+    spec = json.loads(path.read_text()) if path.exists() else {}
+    for name, (domain, train, _, _, epsilon) in cells(names).items():
         np.save(directory / f"{name}.npy", domain.encode(train))
-        spec[name] = {"epsilon": EPSILON, "delta": DELTA, "seeds": len(SEEDS)}
-    (directory / "spec.json").write_text(json.dumps(spec, indent=1))
+        spec[name] = {"epsilon": epsilon, "delta": DELTA, "seeds": len(SEEDS)}
+    path.write_text(json.dumps(spec, indent=1))
     print(f"wrote {sorted(spec)} to {directory}")
 
 
@@ -172,7 +185,7 @@ def holm(pvalues):
     return adjusted
 
 
-def report(directory):
+def report(directory, names=None):
     from dpcore.synth import MST, PrivBayes, tstr_accuracy, workload_error
 
     directory = pathlib.Path(directory)
@@ -180,9 +193,9 @@ def report(directory):
     peer_times = json.loads(times_path.read_text()) if times_path.exists() else {}
     rows, checks = [], {"vs smartnoise-mst-iid (<= 1.05x)": [], "vs smartnoise-mst (<= 1.05x)": [],
                         "vs independent (<= 0.5x)": []}
-    for name, (domain, train, test, label) in cells().items():
+    for name, (domain, train, test, label, epsilon) in cells(names).items():
         codes, test_codes = domain.encode(train), domain.encode(test)
-        rho = peer_times.get(f"rho/{name}") or _rho_smartnoise(EPSILON, DELTA)
+        rho = peer_times.get(f"rho/{name}") or _rho_smartnoise(epsilon, DELTA)
         errors = {}
         tstr = {"real": [tstr_accuracy(codes, test_codes, domain=domain, label=label,
                                        codes=True)]}
@@ -220,7 +233,7 @@ def report(directory):
                     p, bound = welch_upper(mine, errors[who][w], c)
                     checks[key].append((f"{name} {w}-way", np.mean(mine) / np.mean(errors[who][w]),
                                         bound, p))
-        print(f"{name}: rho = {rho:.6g}; dpcore MST fit + sample {min(times):.2f} s (min of "
+        print(f"{name}: epsilon = {epsilon:g}, delta = {DELTA:g}, rho = {rho:.6g}; dpcore MST fit + sample {min(times):.2f} s (min of "
               f"{len(times)}); smartnoise "
               + (f"{min(v['fit+sample'] for k, v in peer_times.items() if k.startswith(name + '/')):.1f}"
                  " s (fastest seed)" if any(k.startswith(name + "/") for k in peer_times)
@@ -244,6 +257,6 @@ def report(directory):
 
 if __name__ == "__main__":
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    if len(sys.argv) != 3 or sys.argv[1] not in ("export", "report"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("export", "report"):
         sys.exit(__doc__)
-    (export if sys.argv[1] == "export" else report)(sys.argv[2])
+    (export if sys.argv[1] == "export" else report)(sys.argv[2], sys.argv[3:])
