@@ -101,9 +101,7 @@ def _chunk_counts(block, grid, clip, one_d):
 
 
 def _histogram_count(grid, sample, counts, clip):
-    from dpcore import _histogram
-
-    return _histogram.count_into(sample, *grid.kernel_args, clip, counts)
+    return grid.count_rows_into(sample, counts, clip)
 
 
 def _add_counts(parts):
