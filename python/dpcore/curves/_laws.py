@@ -129,10 +129,10 @@ class RandomizedResponseLaw(_SymmetricLaw):
     (1 - delta) e^eps / (1 + e^eps) at eps and (1 - delta) / (1 + e^eps) at -eps. It dominates
     every (epsilon, delta)-DP mechanism (delta = 0: randomized response, every epsilon-DP one)."""
 
-    def __init__(self, epsilon, delta=0.0):
+    def __init__(self, epsilon, delta=None):
         self.epsilon = epsilon
-        self.infinity_mass = delta
-        self._low = (1.0 - delta) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
+        self.infinity_mass = 0.0 if delta is None else delta
+        self._low = (1.0 - self.infinity_mass) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
 
     def cdf(self, t, strict=False):
         t = np.asarray(t, dtype=np.float64)
