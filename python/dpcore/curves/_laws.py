@@ -18,6 +18,7 @@ Arithmetic on public parameters only: releases nothing, spends no budget.
 """
 from __future__ import annotations
 
+import abc
 import math
 
 import numpy as np
@@ -32,18 +33,19 @@ _QUANTILE_TAIL = 2.0**-60
 _RELATIVE_ERROR = 2.0**-49
 
 
-class _SymmetricLaw:
+class _SymmetricLaw(abc.ABC):
     """Base class: P's loss distribution; Q's follows by reflection."""
 
     #: mass of L = +inf under P (outputs Q cannot produce)
     infinity_mass = 0.0
 
-    def cdf(self, t, strict=False):  # P(-inf <= L <= t) or P(L < t), finite part only
-        raise NotImplementedError
+    @abc.abstractmethod
+    def cdf(self, t, strict=False):
+        """P(-inf <= L <= t), or P(L < t) when strict: the finite part only."""
 
+    @abc.abstractmethod
     def support(self):
         """(lo, hi): the finite losses lie in [lo, hi] up to tails of mass <= 2**-60."""
-        raise NotImplementedError
 
     def sf(self, t, strict=False):
         """P(t < L < inf) or P(t <= L < inf)."""
