@@ -675,3 +675,15 @@ def test_charge_partitions_is_all_or_nothing():
         with pytest.raises(ValueError, match="mix zCDP"):
             block.charge_partitions([[dict(rho=0.1)]])
         assert acc.spent[0] == 1.0
+
+
+def test_delta_none_is_a_pure_budget_and_zero_still_works():
+    """delta=None (the default) and delta=0.0 are the same pure budget; a delta > 0 charge does
+    not fit it, and charge_repeated's default is pure too."""
+    for acc in (dpcore.Accountant(1.0), dpcore.Accountant(1.0, None), dpcore.Accountant(1.0, 0.0)):
+        assert acc.budget == (1.0, 0.0)
+        with pytest.raises(dpcore.BudgetExceeded):
+            acc.charge(0.1, 1e-9)
+        entry = acc.charge_repeated(0.1, k=3)
+        assert entry.delta == 0.0 and acc.spent[1] == 0.0
+        assert acc.charge_repeated(0.1, 0.0, k=3).delta == 0.0

@@ -128,3 +128,40 @@ def test_learn_is_reachable_from_import_dpcore():
     assert out.stdout.split() == ["False", "LogisticRegression"]
     with pytest.raises(AttributeError, match="no attribute 'not_a_module'"):
         getattr(importlib.import_module("dpcore"), "not_a_module")
+
+
+# delta=None means pure everywhere (issue 26 item 5); 0.0 is still accepted. The statistics are
+# the stats helper's to change (this set may only shrink).
+DELTA_ZERO_DEFAULT_PENDING = {"dpcore.stats"}
+
+
+def _delta_defaults():
+    """(where, default) of every public function's or method's ``delta`` parameter."""
+    seen = set()
+    for module_name in PUBLIC_MODULES + ["dpcore.distributed"]:
+        module = _import(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            members = [(name, obj)]
+            if inspect.isclass(obj):
+                members += [(f"{name}.{m}", f) for m, f in vars(obj).items()
+                            if (m == "__init__" or not m.startswith("_")) and callable(f)]
+            for where, f in members:
+                if id(f) in seen or not callable(f):
+                    continue
+                seen.add(id(f))
+                try:
+                    parameter = inspect.signature(f).parameters.get("delta")
+                except (TypeError, ValueError):
+                    continue
+                if parameter is not None and parameter.default is not inspect.Parameter.empty:
+                    yield f"{getattr(f, '__module__', module_name)}:{where}", parameter.default
+
+
+def test_delta_defaults_to_none():
+    found = list(_delta_defaults())
+    assert len(found) > 20  # the walk reaches the releases
+    zero = [w for w, default in found if default is not None
+            and not any(w.startswith(p + ".") or w.startswith(p + ":") for p in
+                        DELTA_ZERO_DEFAULT_PENDING)]
+    assert zero == []

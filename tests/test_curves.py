@@ -382,3 +382,19 @@ def test_repeated_gaussian_is_discretised_once():
     k = 10_000
     one = Gaussian(100.0).repeat(k).pld(H).epsilon(1e-6)
     assert one == pytest.approx(Gaussian(1.0).pld(H).epsilon(1e-6), abs=1e-9)
+
+
+def test_a_law_must_define_its_distribution_function_and_support():
+    """The base class's hooks are abstract: a law missing one cannot be built (rather than
+    failing later, inside a composition)."""
+    from dpcore.curves import _laws
+
+    class NoSupport(_laws._SymmetricLaw):
+        def cdf(self, t, strict=False):
+            return np.zeros_like(t)
+
+    with pytest.raises(TypeError, match="abstract"):
+        NoSupport()
+    with pytest.raises(TypeError, match="abstract"):
+        _laws._SymmetricLaw()
+    assert _laws.RandomizedResponseLaw(1.0).support() == (-1.0, 1.0)

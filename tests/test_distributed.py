@@ -145,3 +145,16 @@ def test_docstring_examples(client):
 
     result = doctest.testmod(distributed, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 10
+
+
+def test_delta_none_is_the_pure_default():
+    """delta defaults to None (pure); None and 0.0 give the same seeded releases."""
+    x = da.from_array(np.linspace(0, 1, 400), chunks=100)
+    for f, kw in ((distributed.count, {}), (distributed.sum, {"bounds": (0, 1)}),
+                  (distributed.mean, {"bounds": (0, 1)})):
+        a = f(x, epsilon=1.0, random_state=4, **kw)
+        assert a == f(x, epsilon=1.0, delta=None, random_state=4, **kw)
+        assert a == f(x, epsilon=1.0, delta=0.0, random_state=4, **kw)
+    h = distributed.histogram(x, bins=4, range=(0, 1), epsilon=1.0, random_state=4)[0]
+    np.testing.assert_array_equal(h, distributed.histogram(x, bins=4, range=(0, 1), epsilon=1.0,
+                                                           delta=0.0, random_state=4)[0])

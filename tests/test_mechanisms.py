@@ -343,3 +343,62 @@ def test_snapping_and_grid_laplace_laws_under_every_generator(kind):
     q = math.exp(-1 / m.scale)
     pmf = lambda k: (1 - q) / (1 + q) * q ** abs(k)
     assert integer_pvalue(units.astype(np.int64), pmf, np.arange(-60, 61)) > ALPHA
+
+
+# ---------------------------------------------------------------------------------------------
+# out= and add_to= on the integer samplers (issue 26 item 2: the callers of the noise kernel)
+
+SAMPLERS = {"laplace": (dpcore.discrete_laplace, 2.5), "gaussian": (dpcore.discrete_gaussian, 4.0)}
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("shape", [(7,), (30, 50), (3000,)])
+def test_out_and_add_to_give_the_samplers_draws(kind, shape):
+    """out= holds the draws a fresh array would get from the same generator state; add_to= adds
+    those draws to what is there (one call below 65536 cells: the same stream)."""
+    sampler, scale = SAMPLERS[kind]
+    expected = sampler(scale, size=shape, random_state=dpcore.ChaCha20(11))
+    out = np.full(shape, 99, dtype=np.int64)
+    assert sampler(scale, out=out, random_state=dpcore.ChaCha20(11)) is out
+    np.testing.assert_array_equal(out, expected)
+    base = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    counts = base.copy()
+    assert sampler(scale, shape, add_to=counts, random_state=dpcore.ChaCha20(11)) is counts
+    np.testing.assert_array_equal(counts, base + expected)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_out_and_add_to_are_checked_before_drawing(kind):
+    sampler, scale = SAMPLERS[kind]
+    rng = dpcore.default_rng(3)
+    before = rng.bit_generator.state
+    good = np.zeros(4, dtype=np.int64)
+    read_only = np.zeros(4, dtype=np.int64)
+    read_only.flags.writeable = False
+    for name in ("out", "add_to"):
+        cases = [
+            (TypeError, "dtype int64", np.zeros(4)),
+            (TypeError, "dtype int64", np.zeros(4, dtype=">i8")),
+            (TypeError, "numpy array", [0, 0, 0, 0]),
+            (ValueError, "C-contiguous", np.zeros((4, 2), dtype=np.int64)[:, 0]),
+            (ValueError, "writeable", read_only),
+        ]
+        for error, message, bad in cases:
+            with pytest.raises(error, match=f"{name} must .*{message}"):
+                sampler(scale, **{name: bad}, random_state=rng)
+        with pytest.raises(ValueError, match=f"disagrees with {name}.shape"):
+            sampler(scale, 5, **{name: good}, random_state=rng)
+    with pytest.raises(TypeError, match="not both"):
+        sampler(scale, out=good, add_to=good.copy(), random_state=rng)
+    assert rng.bit_generator.state == before
+    assert not good.any()
+
+
+def test_add_to_adds_in_place_to_a_view():
+    """A contiguous view of a larger array is written through (the histogram callers pass flat
+    views of their counts)."""
+    counts = np.zeros((4, 6), dtype=np.int64)
+    row = counts[2]
+    dpcore.discrete_laplace(50.0, add_to=row, random_state=5)
+    assert row.any() and not counts[[0, 1, 3]].any()
+    np.testing.assert_array_equal(counts[2], row)

@@ -665,3 +665,31 @@ def test_exponential_mechanism_law_under_every_generator(kind):
     draws = [dpcore.exponential(UTIL, sensitivity=1.0, epsilon=1.0, random_state=gen)
              for _ in range(N // 4)]
     assert chisquare_pvalue(counts_of(draws, len(UTIL)), em_law(UTIL, scale_of())) > ALPHA
+
+
+# ---------------------------------------------------------------------------------------------
+# exponential_index: the exact sampler for callers that calibrate the scale themselves
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exponential_index_is_the_exact_methods_draw(seed):
+    """The same draw, from the same generator state, as exponential(method="exact") with that
+    mechanism's scale (whose law the tests above check)."""
+    u = np.array([0.0, 1.5, -np.inf, 2.0, 0.25, 1.75])
+    mech = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=1.3)
+    expected = dpcore.selection.exponential(u, sensitivity=1.0, epsilon=1.3,
+                                            random_state=dpcore.ChaCha20(seed))
+    got = dpcore.selection.exponential_index(u, mech.scale, random_state=dpcore.ChaCha20(seed))
+    assert got == expected
+
+
+def test_exponential_index_errors():
+    index = dpcore.selection.exponential_index
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        index([1.0, 2.0], 0.0, random_state=1)
+    with pytest.raises(ValueError, match="utility must not contain NaN"):
+        index([1.0, np.nan], 1.0, random_state=1)
+    with pytest.raises(ValueError, match="not excluded"):
+        index([-np.inf, -np.inf], 1.0, random_state=1)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        index(np.zeros((2, 2)), 1.0, random_state=1)

@@ -101,9 +101,7 @@ def _chunk_counts(block, grid, clip, one_d):
 
 
 def _histogram_count(grid, sample, counts, clip):
-    from dpcore import _histogram
-
-    return _histogram.count_into(sample, *grid.kernel_args, clip, counts)
+    return grid.count_rows_into(sample, counts, clip)
 
 
 def _add_counts(parts):
@@ -151,7 +149,7 @@ def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
 
 
 def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | None = None,
-                epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+                epsilon: float, delta: float | None = None, mechanism: str = "laplace",
                 outside: str = "drop", relation: str = "add_remove",
                 nonnegative: bool | str = "clamp", consistent: bool = False,
                 n: int | None = None, split_every: int = SPLIT_EVERY,
@@ -210,7 +208,7 @@ def histogramdd(sample: Any, *, bins: int | ArrayLike, range: Sequence[Any] | No
 
 
 def histogram(x: Any, *, bins: int | ArrayLike, range: Sequence[float], epsilon: float,
-              delta: float = 0.0, mechanism: str = "laplace", nonnegative: bool | str = "clamp",
+              delta: float | None = None, mechanism: str = "laplace", nonnegative: bool | str = "clamp",
               n: int | None = None, split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
               accountant: AccountantLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`dpcore.stats.histogram` (equal-width bins) on a 1-d Dask array or Series.
@@ -277,7 +275,7 @@ def _exact(x, plan, split_every):
     return result
 
 
-def count(x: Any, *, epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+def count(x: Any, *, epsilon: float, delta: float | None = None, mechanism: str = "laplace",
           split_every: int = SPLIT_EVERY, random_state: RandomStateLike = None,
           accountant: AccountantLike | None = None) -> int:
     """:func:`dpcore.stats.count` on a Dask collection (every element is one record).
@@ -304,7 +302,7 @@ def count(x: Any, *, epsilon: float, delta: float = 0.0, mechanism: str = "lapla
                         random_state=random_state, label="distributed.count")
 
 
-def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float | None = None,
         mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
         random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """:func:`dpcore.stats.sum` on a Dask collection: exact per-chunk sums on the grid.
@@ -334,7 +332,7 @@ def sum(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float
                         random_state=random_state, label="distributed.sum")
 
 
-def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+def mean(x: Any, *, bounds: ArrayLike | None = None, epsilon: float, delta: float | None = None,
          mechanism: str = "laplace", split_every: int = SPLIT_EVERY,
          random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """:func:`dpcore.stats.mean` on a Dask collection (n private; the same construction).

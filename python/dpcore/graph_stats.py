@@ -51,14 +51,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpcore import _edges, _exact, _graph_stats, _select
+from dpcore import _edges, _exact, _graph_stats
 from dpcore import _validation as check
 from dpcore._floats import round_up as _round_up
-from dpcore.random import Words64, bitgen_handle
+from dpcore.random import Words64
 from dpcore._release import Cost, release
 from dpcore._smooth import SmoothMedianPlan, _rounded_laplace
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
-from dpcore.selection import ExponentialMechanism
+from dpcore.selection import ExponentialMechanism, exponential_index
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -519,13 +519,10 @@ class _Ladder:
     def draw(self, rng):
         if len(self.jump) == 1:  # every rung is empty: the count is constant on n vertices
             return self.count
-        handle = bitgen_handle(rng)
         word = Words64(rng)
         c = Fraction(self.scale)
         while True:
-            state = _select.ExactState(self.scale)
-            state.feed(self.utility, float(self.utility.max()), handle)
-            i = int(state.index)
+            i = exponential_index(self.utility, self.scale, random_state=rng)
             e, tau = self.bits[i], int(self.tau[i])
             if _exact.uniform_integer(1 << e, word) >= self.jump[i]:
                 continue

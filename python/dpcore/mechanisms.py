@@ -562,7 +562,41 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
 # Integer samplers
 
 
+def _int64_target(array: object, name: str) -> np.ndarray:
+    """``array`` (an ``out=`` or ``add_to=`` argument) as a flat int64 view, after checking that
+    the kernel can write into it in place."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array of dtype int64, got {type(array).__name__}")
+    if array.dtype != np.int64:  # also refuses non-native byte order
+        raise TypeError(f"{name} must have dtype int64 (native byte order), got {array.dtype}")
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (e.g. numpy.ascontiguousarray)")
+    if not array.flags.writeable:
+        raise ValueError(f"{name} must be writeable")
+    return array.reshape(-1)
+
+
+def _draw_integers(fill, add, parameter, size, out, add_to, random_state):
+    """The integer samplers' common part, ``parameter`` validated: fill a new array of shape
+    ``size`` (one integer when size is None) or ``out`` with ``fill``, or add to ``add_to`` with
+    ``add`` (the kernel's in-place adder); returns what the sampler returns."""
+    if out is not None and add_to is not None:
+        raise TypeError("give out or add_to, not both")
+    shape = check.size_shape(size)
+    given, name = (out, "out") if out is not None else (add_to, "add_to")
+    if given is None:
+        result = np.empty(shape if shape is not None else (1,), dtype=np.int64)
+        fill(result.reshape(-1), parameter, random_state)
+        return result if shape is not None else result[0]
+    flat = _int64_target(given, name)
+    if shape is not None and shape != given.shape:
+        raise ValueError(f"size {shape} disagrees with {name}.shape {given.shape}")
+    (add if add_to is not None else fill)(flat, parameter, random_state)
+    return given
+
+
 def discrete_laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
+                     out: np.ndarray | None = None, add_to: np.ndarray | None = None,
                      random_state: RandomStateLike = None) -> int | np.ndarray:
     """Draw exact discrete Laplace integers: P(z) proportional to exp(-|z| / scale).
 
@@ -572,13 +606,22 @@ def discrete_laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
         0 < scale <= ``MAX_DISCRETE_LAPLACE_SCALE`` (2**44). The float is used as the exact
         rational it represents.
     size : int or tuple of ints, optional
-        Output shape; None returns a single integer.
+        Output shape; None returns a single integer (or, with ``out`` or ``add_to``, must equal
+        that array's shape).
+    out : ndarray of int64, optional
+        A writeable, C-contiguous int64 array to fill with the draws (returned).
+    add_to : ndarray of int64, optional
+        A writeable, C-contiguous int64 array to which independent draws are added in place
+        (returned), without a temporary of its size (e.g. noise on a large histogram). Give at
+        most one of ``out`` and ``add_to``; a wrong dtype is a TypeError, a non-contiguous or
+        read-only array a ValueError. The sum is not checked for int64 overflow.
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
 
     Returns
     -------
     numpy.int64 or ndarray of int64
+        The draws; with ``out`` or ``add_to``, that array.
 
     Notes
     -----
@@ -601,13 +644,12 @@ def discrete_laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
     scale = check.positive(scale, "scale")
     if scale > MAX_DISCRETE_LAPLACE_SCALE:
         raise ValueError(f"scale must be <= {MAX_DISCRETE_LAPLACE_SCALE!r} (2**44), got {scale!r}")
-    shape = check.size_shape(size)
-    out = np.empty(shape if shape is not None else (1,), dtype=np.int64)
-    _noise.discrete_laplace_into(out.reshape(-1), scale, random_state)
-    return out if shape is not None else out[0]
+    return _draw_integers(_noise.discrete_laplace_into, _noise.discrete_laplace_add_into, scale,
+                          size, out, add_to, random_state)
 
 
 def discrete_gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *,
+                      out: np.ndarray | None = None, add_to: np.ndarray | None = None,
                       random_state: RandomStateLike = None) -> int | np.ndarray:
     """Draw exact discrete Gaussian integers: P(z) proportional to exp(-z**2 / (2 sigma**2)).
 
@@ -616,14 +658,13 @@ def discrete_gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *
     sigma : float
         0 < sigma <= ``MAX_DISCRETE_GAUSSIAN_SIGMA``; the float is used as the exact rational it
         represents (so sigma**2 is exact).
-    size : int or tuple of ints, optional
-        Output shape; None returns a single integer.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
+    size, out, add_to, random_state
+        As for :func:`discrete_laplace`.
 
     Returns
     -------
     numpy.int64 or ndarray of int64
+        The draws; with ``out`` or ``add_to``, that array.
 
     Notes
     -----
@@ -650,7 +691,5 @@ def discrete_gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *
     sigma = check.positive(sigma, "sigma")
     if sigma > MAX_DISCRETE_GAUSSIAN_SIGMA:
         raise ValueError(f"sigma must be <= {MAX_DISCRETE_GAUSSIAN_SIGMA!r}, got {sigma!r}")
-    shape = check.size_shape(size)
-    out = np.empty(shape if shape is not None else (1,), dtype=np.int64)
-    _noise.discrete_gaussian_into(out.reshape(-1), sigma, random_state)
-    return out if shape is not None else out[0]
+    return _draw_integers(_noise.discrete_gaussian_into, _noise.discrete_gaussian_add_into, sigma,
+                          size, out, add_to, random_state)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from dpcore.random import RandomStateLike
     from dpcore.accounting import AccountantLike
 
-__all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS"]
+__all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS",
+           "exponential_index"]
 
 #: Methods of :func:`exponential`.
 METHODS = ("exact", "gumbel", "permute-and-flip", "inverse-cdf")
@@ -487,3 +488,44 @@ def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
         sensitivity=sensitivity, epsilon=epsilon, monotonic=monotonic, method=method, k=k
     )
     return mech.select_top_k(utility, random_state=random_state, accountant=accountant)
+
+
+def exponential_index(utility: ArrayLike, scale: float, *,
+                      random_state: RandomStateLike = None) -> int:
+    """Draw index r with probability exactly proportional to exp(scale * utility[r]).
+
+    The sampler behind ``method="exact"`` (the Gumbel race decided exactly, see
+    :func:`exponential`), for a caller that calibrated ``scale`` itself: e.g. a rejection
+    sampler over an exponential-mechanism proposal (``dpcore.graph_stats``' ladder functions).
+
+    Parameters
+    ----------
+    utility : array_like of float (1-d)
+        ``-inf`` excludes a candidate (at least one must remain); NaN and ``+inf`` are errors.
+    scale : float
+        The score scale c > 0.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
+
+    Returns
+    -------
+    int
+
+    Privacy
+    -------
+    A sampler, not a release: nothing is charged. With ``scale = epsilon / (2 sensitivity)`` it
+    is the epsilon-DP exponential mechanism of :func:`exponential` (use that to release).
+
+    Examples
+    --------
+    >>> from dpcore import selection
+    >>> selection.exponential_index([0.0, 50.0, -float("inf")], 1.0, random_state=3)
+    1
+    """
+    scale = check.positive(scale, "scale")
+    values, top = _chunk(utility, "utility")
+    state = _select.ExactState(scale)
+    state.feed(values, top, bitgen_handle(random_state))
+    if state.index < 0:
+        raise ValueError("utility must contain at least one candidate that is not excluded (-inf)")
+    return int(state.index)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore import _histogram, _noise
+from dpcore import _histogram
 from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
+from dpcore.mechanisms import discrete_gaussian, discrete_laplace
 
 __all__ = ["MAX_BRANCHING", "MAX_HISTOGRAM_CELLS", "NONNEGATIVE", "OUTSIDE", "RELATIONS", "BinGrid",
            "add_cell_noise", "arith_edges", "box_queries", "histogram_noise",
@@ -185,11 +186,17 @@ class BinGrid:
         return (np.concatenate(self.edges), offsets, np.array(shape, dtype=np.int64),
                 np.array(strides, dtype=np.int64), scales, steps, margins, self.uniform)
 
+    def count_rows_into(self, sample, counts, clip):
+        """counts (flat int64, C order) += the cell counts of a C-contiguous float32/float64
+        (n, d) sample. Returns (rows not counted, rows with NaN/inf) without raising: chunked
+        callers (dpcore.distributed) sum both over the chunks and decide at the end."""
+        return _histogram.count_into(sample, *self.kernel_args, clip, counts)
+
     def count_into(self, sample, counts, clip, name="sample"):
         """counts (flat int64, C order) += the cell counts of a validated (n, d) sample.
         Returns the number of rows not counted; raises ValueError naming ``name`` on NaN/inf."""
         sample = np.ascontiguousarray(sample)  # a no-op for the validated samples
-        dropped, bad = _histogram.count_into(sample, *self.kernel_args, clip, counts)
+        dropped, bad = self.count_rows_into(sample, counts, clip)
         if bad:
             raise ValueError(f"{name} must not contain NaN or infinite values")
         return dropped
@@ -230,9 +237,9 @@ def histogram_noise(mechanism, relation, epsilon, delta):
 def add_cell_noise(counts, noise, rng):
     """counts (flat int64) += independent noise in every cell, empty ones included."""
     if noise.mechanism == "laplace":
-        _noise.discrete_laplace_add_into(counts, noise.scale, rng)
+        discrete_laplace(noise.scale, add_to=counts, random_state=rng)
     else:
-        _noise.discrete_gaussian_add_into(counts, noise.scale, rng)
+        discrete_gaussian(noise.scale, add_to=counts, random_state=rng)
 
 
 def nonnegative_least_squares(y, total, weight=math.inf):

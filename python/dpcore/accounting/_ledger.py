@@ -28,9 +28,10 @@ class Accountant:
     ----------
     epsilon : float
         Total epsilon budget, > 0.
-    delta : float, default=0.0
-        Total delta budget, 0 <= delta < 1. zCDP charges need delta > 0 (a zCDP guarantee
-        implies no pure epsilon-DP guarantee).
+    delta : float, optional
+        Total delta budget, 0 <= delta < 1; None (the default) or 0 for a pure epsilon-DP
+        budget (read back as 0.0). zCDP charges need delta > 0 (a zCDP guarantee implies no
+        pure epsilon-DP guarantee).
     method : {"zcdp", "rdp", "pld"}, default="zcdp"
         How charges compose (see Privacy). ``"zcdp"``: (epsilon, delta) charges by summation,
         rho charges in zCDP. ``"rdp"`` and ``"pld"``: the charges' privacy curves (a release
@@ -139,10 +140,10 @@ class Accountant:
     True
     """
 
-    def __init__(self, epsilon, delta=0.0, *, method="zcdp", orders=None,
+    def __init__(self, epsilon, delta=None, *, method="zcdp", orders=None,
                  pld_interval=DEFAULT_INTERVAL):
         self._epsilon = check.positive(epsilon, "epsilon")
-        self._delta = check.probability(delta, "delta", open_low=False)
+        self._delta = 0.0 if delta is None else check.probability(delta, "delta", open_low=False)
         if method not in METHODS:
             raise ValueError(f"method must be 'zcdp', 'rdp' or 'pld', got {method!r}")
         self._method = method
@@ -361,7 +362,7 @@ class Accountant:
             self._commit(entry)
         return entry
 
-    def charge_repeated(self, epsilon, delta=0.0, *, k, delta_prime=None, label=None):
+    def charge_repeated(self, epsilon, delta=None, *, k, delta_prime=None, label=None):
         """Charge k adaptively chosen releases, each (epsilon, delta)-DP, as one entry.
 
         The entry is the better of basic composition (k epsilon, k delta) and, when
@@ -374,8 +375,8 @@ class Accountant:
         ----------
         epsilon : float
             Per-release epsilon, >= 0.
-        delta : float, default=0.0
-            Per-release delta, 0 <= delta < 1.
+        delta : float, optional
+            Per-release delta, 0 <= delta < 1; None (the default) or 0: pure epsilon-DP.
         k : int
             Number of releases, >= 1.
         delta_prime : float, optional
@@ -400,7 +401,7 @@ class Accountant:
         ('advanced', 6.308, 1e-06)
         """
         epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
-        delta = check.probability(delta, "delta", open_low=False)
+        delta = 0.0 if delta is None else check.probability(delta, "delta", open_low=False)
         k = check.integer(k, "k", minimum=1)
         if delta_prime is not None:
             delta_prime = check.probability(delta_prime, "delta_prime")

@@ -18,6 +18,7 @@ Arithmetic on public parameters only: releases nothing, spends no budget.
 """
 from __future__ import annotations
 
+import abc
 import math
 
 import numpy as np
@@ -32,18 +33,19 @@ _QUANTILE_TAIL = 2.0**-60
 _RELATIVE_ERROR = 2.0**-49
 
 
-class _SymmetricLaw:
+class _SymmetricLaw(abc.ABC):
     """Base class: P's loss distribution; Q's follows by reflection."""
 
     #: mass of L = +inf under P (outputs Q cannot produce)
     infinity_mass = 0.0
 
-    def cdf(self, t, strict=False):  # P(-inf <= L <= t) or P(L < t), finite part only
-        raise NotImplementedError
+    @abc.abstractmethod
+    def cdf(self, t, strict=False):
+        """P(-inf <= L <= t), or P(L < t) when strict: the finite part only."""
 
+    @abc.abstractmethod
     def support(self):
         """(lo, hi): the finite losses lie in [lo, hi] up to tails of mass <= 2**-60."""
-        raise NotImplementedError
 
     def sf(self, t, strict=False):
         """P(t < L < inf) or P(t <= L < inf)."""
@@ -129,10 +131,10 @@ class RandomizedResponseLaw(_SymmetricLaw):
     (1 - delta) e^eps / (1 + e^eps) at eps and (1 - delta) / (1 + e^eps) at -eps. It dominates
     every (epsilon, delta)-DP mechanism (delta = 0: randomized response, every epsilon-DP one)."""
 
-    def __init__(self, epsilon, delta=0.0):
+    def __init__(self, epsilon, delta=None):
         self.epsilon = epsilon
-        self.infinity_mass = delta
-        self._low = (1.0 - delta) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
+        self.infinity_mass = 0.0 if delta is None else delta
+        self._low = (1.0 - self.infinity_mass) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
 
     def cdf(self, t, strict=False):
         t = np.asarray(t, dtype=np.float64)

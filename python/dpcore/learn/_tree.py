@@ -20,7 +20,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from dpcore import _noise, _tree
+from dpcore import _tree
+from dpcore.mechanisms import discrete_laplace
 from dpcore import _validation as check
 from dpcore._floats import round_down, round_up
 from dpcore._release import Cost, release
@@ -310,7 +311,7 @@ def _labels(est, X, y, classes, *, finite=True):
 def _noisy(counts, scale, rng):
     """counts (int64) plus independent exact discrete Laplace noise, as float64."""
     flat = np.ascontiguousarray(counts, dtype=np.int64).reshape(-1)
-    _noise.discrete_laplace_add_into(flat, scale, rng)
+    discrete_laplace(scale, add_to=flat, random_state=rng)
     return flat.reshape(np.shape(counts)).astype(np.float64)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpcore import _validation as check
-from dpcore import _noise
+from dpcore import _noise  # only planar_laplace_into: an entry this module owns (test_layering)
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore.accounting import AccountantLike

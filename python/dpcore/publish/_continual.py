@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpcore import _noise, _publish
+from dpcore import _publish
 from dpcore import _validation as check
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
+from dpcore.mechanisms import discrete_laplace
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -182,7 +183,7 @@ class ContinualCounter:
                              f"({self.t} events received, 1 given)")
         # the one-event path without extend's array checks: the same draw, the same kernel
         self._one[0] = min(max(event, 0), self.max_increment)
-        _noise.discrete_laplace_into(self._one[1:2], self.noise.scale, self._rng)
+        discrete_laplace(self.noise.scale, out=self._one[1:2], random_state=self._rng)
         self.count = int(_publish.counter_extend(self._psum, self._noisy, self.t, self.count,
                                                  self._one[0:1], self.max_increment,
                                                  self._one[1:2], self._one[2:3]))

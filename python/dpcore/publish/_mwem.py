@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpcore import _noise, _publish
+from dpcore import _publish
 from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore._release.bins import OUTSIDE, BinGrid, box_queries, sample_2d
 from dpcore._release.sums import IntegerNoise
+from dpcore.mechanisms import discrete_laplace
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -194,7 +195,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     def draw(rng):
         n_cells = counts.size
         one = np.empty(1, dtype=np.int64)
-        _noise.discrete_laplace_into(one, noise.scale, rng)  # the draw of noise.draw(1, rng)
+        discrete_laplace(noise.scale, out=one, random_state=rng)  # the draw of noise.draw(1, rng)
         total = max(int(counts.sum() + one[0]), 1)
         a = np.full(n_cells, total / n_cells)
         average = np.zeros(n_cells)
@@ -213,7 +214,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
             # (a float difference could move it by 1 plus a rounding error)
             q = chooser.select(np.abs(np.rint(answers) - truth), random_state=rng)
             chosen[i] = q
-            _noise.discrete_laplace_into(one, noise.scale, rng)
+            discrete_laplace(noise.scale, out=one, random_state=rng)
             measured[i] = truth[q] + float(one[0])
             if kind == "ranges":
                 _publish.mw_ranges(a, lo[chosen[:i + 1]], hi[chosen[:i + 1]],
