@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import dpcore  # noqa: E402
 from _gof import ALPHA  # noqa: E402
-from dpcore.learn import _erm, _erm_calibration, _optimise  # noqa: E402
+from dpcore.learn import _erm, _erm_calibration, _optimise, _sgd  # noqa: E402
 from dpcore.learn._erm import LinearSVC, LogisticRegression  # noqa: E402
 from dpcore.learn._erm_calibration import (  # noqa: E402
     auto_alpha,
@@ -886,13 +886,13 @@ def test_gd_multinomial_releases_the_softmax_gradient(monkeypatch):
     X, _ = _blobs()
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     seen = []
-    real = _erm.gaussian
+    real = _sgd.gaussian
 
     def spy(value, **kw):
         seen.append((np.shape(value), kw["sensitivity"], kw["rho"]))
         return real(value, **kw)
 
-    monkeypatch.setattr(_erm, "gaussian", spy)
+    monkeypatch.setattr(_sgd, "gaussian", spy)
     acc = dpcore.Accountant(2.0, 1e-6)
     clf = LogisticRegression(epsilon=2.0, delta=1e-6, method="gd", data_norm=3.0,
                              classes=[0, 1, 2], n_steps=20, random_state=1,
