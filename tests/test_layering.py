@@ -276,7 +276,6 @@ PENDING_KERNEL_IMPORTS = {
     ("dpcore.local._planar", "dpcore._noise"), ("dpcore.publish._continual", "dpcore._noise"),
     ("dpcore.publish._mwem", "dpcore._noise"),
     ("dpcore.graph_stats", "dpcore._select"), ("dpcore.distributed", "dpcore._histogram"),
-    ("dpcore.learn._permute_and_flip", "dpcore._random"),  # uses the _bernoulli_exp test hook
 }
 
 
