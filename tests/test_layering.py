@@ -276,11 +276,6 @@ KERNEL_OWNERS = {
 # _local.pyx would mean exporting those internals through _noise.pxd, not a pure move. So the
 # concept's module owns the entry: it may import the kernel, for that name only.
 KERNEL_ENTRY_OWNERS = {("dpcore._noise", "planar_laplace_into"): "dpcore.local._planar"}
-# Still to move behind their owners' public functions (issue 26 item 2); this list may only
-# shrink.
-PENDING_KERNEL_IMPORTS = {
-    ("dpcore.learn._permute_and_flip", "dpcore._random"),  # uses the _bernoulli_exp test hook
-}
 
 
 def kernel_imports():
@@ -336,9 +331,7 @@ def test_every_kernel_has_an_owner():
 def test_kernels_are_imported_by_their_owners_only():
     stray = {(name, kernel) for name, kernel in kernel_imports()
              if not kernel_import_allowed(name, kernel)}
-    assert stray <= PENDING_KERNEL_IMPORTS, sorted(stray - PENDING_KERNEL_IMPORTS)
-    assert not PENDING_KERNEL_IMPORTS - stray, (
-        f"moved: take {sorted(PENDING_KERNEL_IMPORTS - stray)} off PENDING_KERNEL_IMPORTS")
+    assert not stray, sorted(stray)
 
 
 def test_an_entry_owner_may_use_its_entry_only(tmp_path, monkeypatch):

@@ -153,6 +153,9 @@ RELEASES = {
     "synth.PrivBayes": (lambda **o: synth.PrivBayes(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS),
                                                         o)).fit(SYNTH_DATA), (EPS, 0.0),
                         [dict(degree=0), dict(network_share=1.0), dict(max_cells=-1)]),
+    "selection.permute_and_flip": (lambda **o: dpcore.selection.permute_and_flip(
+        np.arange(5.0), **_kw(dict(sensitivity=1.0, epsilon=EPS), o)), (EPS, 0.0),
+        [dict(sensitivity=0.0), dict(sensitivity=math.inf), dict(monotonic=1)]),
 }
 
 # Arguments every release must reject before charging.

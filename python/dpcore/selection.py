@@ -1,6 +1,7 @@
 """Private selection: the exponential mechanism, permute-and-flip and one-shot top-k.
 
-The thin, validating layer over the ``_select`` kernel. Utilities come as a 1-d array or as a
+The thin, validating layer over the ``_select`` kernel, and the exact permute-and-flip
+(:func:`permute_and_flip`, every coin an exact Bernoulli(exp(-gamma)) draw). Utilities come as a 1-d array or as a
 stream of 1-d chunks (for candidate sets that do not fit in memory); every sampler makes one pass
 with O(1) extra memory (O(k) for top-k), except inverse-CDF sampling, which needs two.
 
@@ -19,9 +20,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpcore import _exact
 from dpcore import _select
 from dpcore import _validation as check
-from dpcore.random import bitgen_handle
+from dpcore.random import Words64, bitgen_handle
 from dpcore._release import Cost, release
 from dpcore._floats import round_down as _round_down, round_up as _round_up
 
@@ -31,10 +33,12 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
 
 __all__ = ["exponential", "top_k", "ExponentialMechanism", "METHODS", "TOP_K_METHODS",
-           "exponential_index"]
+           "exponential_index", "permute_and_flip", "EXACT_PERMUTE_AND_FLIP"]
 
 #: Methods of :func:`exponential`.
 METHODS = ("exact", "gumbel", "permute-and-flip", "inverse-cdf")
+#: The method of :func:`permute_and_flip` (exact; in-memory utilities only).
+EXACT_PERMUTE_AND_FLIP = "exact-permute-and-flip"
 #: Methods of :func:`top_k`.
 TOP_K_METHODS = ("gumbel",)
 
@@ -105,7 +109,7 @@ class ExponentialMechanism:
         monotonic = bool(monotonic)
         if k is not None:
             k = check.integer(k, "k", minimum=1)
-        methods = METHODS if k is None else TOP_K_METHODS
+        methods = METHODS + (EXACT_PERMUTE_AND_FLIP,) if k is None else TOP_K_METHODS
         if method not in methods:
             raise ValueError(f"method must be one of {', '.join(repr(m) for m in methods)}, got {method!r}")
         scale, eps_eff = _scale(epsilon, sensitivity, (k or 1) * (1 if monotonic else 2))
@@ -127,8 +131,13 @@ class ExponentialMechanism:
         source = _Source(utility)
         if self.method == "inverse-cdf":
             source.require_rereadable("method='inverse-cdf'")  # before anything is charged
+        if self.method == EXACT_PERMUTE_AND_FLIP and source.array is None:
+            raise ValueError("utility must be an array for method 'exact-permute-and-flip' "
+                             "(it flips one exact coin per candidate), got a stream")
 
         def draw(rng):
+            if self.method == EXACT_PERMUTE_AND_FLIP:
+                return flip_coins(source.array, self.scale, rng)
             handle = bitgen_handle(rng)
             if self.method == "inverse-cdf":
                 return _inverse_cdf(source, self.scale, handle)
@@ -263,6 +272,64 @@ def _inverse_cdf(source, scale, handle):
 
 
 # ------------------------------------------------------------------------------------------------
+# Exact permute-and-flip
+
+# The fast path compares a uniform's first 53 bits with a double enclosure of exp(-gamma):
+# relative half-width 2**-30 (the double gap is within a relative 2**-51 of gamma when
+# gamma <= 700, and np.exp is accurate to a few units in the last place); above 700,
+# exp(-gamma) < 2**-1000 and only "tails" can be decided there.
+_FAST_MARGIN = 2.0**-30
+_FAST_LIMIT = 700.0
+
+
+def flip_coins(utility, scale, rng):
+    """The index that permute-and-flip with scores ``scale * utility`` selects, exactly.
+
+    ``utility``: a validated 1-d float64 array (``-inf`` excludes a candidate, at least one
+    finite); ``scale``: the score scale c > 0 (a double); ``rng``: a numpy Generator. Nothing
+    is validated or charged here (:func:`permute_and_flip` does both).
+
+    Every finite candidate r flips an independent coin, heads with probability exp(-gamma_r),
+    gamma_r = c (max u - u_r) (an exact rational; the best candidates always come up heads),
+    and the answer is a uniform candidate among the heads. That is permute-and-flip (McKenna,
+    Sheldon 2020): visiting the candidates in a uniformly random order and returning the first
+    head returns a uniform head, because the order is independent of the coins. Each coin
+    compares a real uniform U with exp(-gamma_r) exactly: U's first 53 bits settle all but about
+    2**-29 of the comparisons against a double enclosure of exp(-gamma_r) (see
+    ``_FAST_MARGIN``), the rest are refined with fresh 64-bit words and decided on exact
+    rationals (:func:`dpcore._exact.uniform_below_exp`). The uniform head is an exact uniform
+    integer. O(number of candidates) work and memory; not constant-time.
+    """
+    word = Words64(rng)
+    finite = np.flatnonzero(utility != -math.inf)
+    u = utility[finite]
+    top = float(u.max())
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        gap = (top - u) * scale  # may overflow to inf (then gamma > 700 as well)
+        e = np.exp(-gap)
+    small = gap <= _FAST_LIMIT
+    e_lo = np.where(small, e * (1.0 - _FAST_MARGIN), 0.0)
+    e_hi = np.where(small, e * (1.0 + _FAST_MARGIN), 2.0**-1000)
+    cells = word.batch(u.size) >> np.uint64(11)  # U's first 53 bits: U in [k, k + 1) 2**-53
+    k = cells.astype(np.float64)  # exact: k < 2**53
+    heads = (u == top) | ((k + 1.0) * 2.0**-53 <= e_lo)
+    tails = ~heads & (k * 2.0**-53 >= e_hi)
+    if not np.all(heads | tails):
+        exact_scale, exact_top = Fraction(scale), Fraction(top)
+        for i in np.flatnonzero(~(heads | tails)):
+            cell = int(cells[i])
+            if cell == 0:  # U < 2**-53: refine past 0 (the uniform on the cell, rescaled)
+                lo, hi = _exact.positive_cell(word)
+                lo, hi = lo / 2**53, hi / 2**53
+            else:
+                lo, hi = Fraction(cell, 2**53), Fraction(cell + 1, 2**53)
+            gamma = exact_scale * (exact_top - Fraction(float(u[i])))
+            heads[i] = _exact.uniform_below_exp(lo, hi, gamma, word)
+    winners = finite[np.flatnonzero(heads)]
+    return int(winners[_exact.uniform_integer(int(winners.size), word)])
+
+
+# ------------------------------------------------------------------------------------------------
 # Public functions
 
 
@@ -294,7 +361,8 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
         Declare that between any two neighbours all utilities move in the same direction (e.g.
         counts under add/remove). Halves the noise (scale epsilon / sensitivity). Never inferred:
         a wrong declaration voids the guarantee.
-    method : {"exact", "gumbel", "permute-and-flip", "inverse-cdf"}, default="exact"
+    method : str, default="exact"
+        One of :data:`METHODS`, or ``"exact-permute-and-flip"``:
         ``"exact"``: exactly the exponential mechanism's law, in floating point too
         (report-noisy-max with Gumbel noise, every comparison decided exactly for real-valued
         uniforms: a cheap bound, then a proven double-double logarithm, then exact rational
@@ -305,6 +373,8 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
         ``"permute-and-flip"``: McKenna and Sheldon's mechanism, run as report-noisy-max with
         exponential noise (Ding et al.: the same law), in double precision. Its law is *not* the
         exponential mechanism's: it never has lower expected utility.
+        ``"exact-permute-and-flip"`` (:func:`permute_and_flip`): the same law exactly, in
+        floating point too (one exact coin per candidate; in-memory utilities only).
         ``"inverse-cdf"``: a streaming log-sum-exp pass, then a second pass to the candidate
         where the cumulative weight crosses a uniform threshold; double precision.
         ``"exact"`` is the default because only its law is exactly the one the privacy proof is
@@ -370,6 +440,8 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
       exploited with chosen utilities); use ``"exact"`` when that matters.
     * ``"permute-and-flip"``: pure epsilon-DP for its own law in real arithmetic, with the same
       floating-point caveats as ``"gumbel"``.
+    * ``"exact-permute-and-flip"``: exactly permute-and-flip's law for the given doubles; the
+      guarantee holds in floating point (see :func:`permute_and_flip`).
 
     Notes
     -----
@@ -529,3 +601,91 @@ def exponential_index(utility: ArrayLike, scale: float, *,
     if state.index < 0:
         raise ValueError("utility must contain at least one candidate that is not excluded (-inf)")
     return int(state.index)
+
+
+def permute_and_flip(utility: ArrayLike, *, sensitivity: float, epsilon: float,
+                     monotonic: bool = False, random_state: RandomStateLike = None,
+                     accountant: AccountantLike | None = None) -> int:
+    """Select one candidate with permute-and-flip (McKenna and Sheldon), exactly.
+
+    Visit the candidates in a uniformly random order and return the first one accepted, where
+    candidate r is accepted with probability exp(c (u_r - max u)) (the best always is),
+    c = epsilon / (2 sensitivity) (epsilon / sensitivity with ``monotonic=True``). Its expected
+    utility is never below the exponential mechanism's at the same epsilon, and it is up to
+    twice as likely to return the best candidate when few candidates are near the top.
+
+    Parameters
+    ----------
+    utility : array_like of float (1-d)
+        The utility u_r of each candidate (larger is better), in memory (one coin per
+        candidate; streams are not accepted). ``-inf`` excludes a candidate; NaN and ``+inf``
+        are errors.
+    sensitivity : float
+        Public bound Delta > 0 on |u(D, r) - u(D', r)| over neighbouring data sets D, D' and all
+        candidates r.
+    epsilon : float
+        Privacy parameter, > 0.
+    monotonic : bool, default=False
+        Declare that between any two neighbours all utilities move in the same direction (e.g.
+        counts under add/remove): scale epsilon / sensitivity. Never inferred: a wrong
+        declaration voids the guarantee.
+    random_state : None, int, numpy Generator or BitGenerator, optional
+        None (default) uses dpcore's process-wide cryptographically secure generator. Seeds are
+        for tests only.
+    accountant : dpcore.Accountant, optional
+        Charged with ``epsilon_effective`` (see :class:`ExponentialMechanism`) before anything
+        is drawn; a refusal releases nothing.
+
+    Returns
+    -------
+    int
+        The index of the selected candidate.
+
+    Raises
+    ------
+    ValueError
+        Empty utilities, NaN or +inf in them, every candidate excluded, epsilon or sensitivity
+        <= 0, a stream instead of an array.
+    TypeError
+        Non-numeric utilities or parameters.
+
+    Privacy
+    -------
+    Guarantee: pure epsilon-DP for utilities whose sensitivity is at most ``sensitivity``
+    (McKenna and Sheldon 2020, Theorem 1), under the neighbouring relation the sensitivity was
+    derived for (add/remove or replace-one), for every candidate; -inf must be a public
+    exclusion. With ``monotonic=True`` the scale doubles, valid only when for every pair of
+    neighbours all utilities move in the same direction.
+
+    The scale c is the largest double at most epsilon / (2 sensitivity) (epsilon /
+    sensitivity when monotonic), so the guarantee is ``epsilon_effective`` = 2 sensitivity c
+    <= epsilon (exact rational arithmetic), which is charged as one pure (epsilon, 0) release.
+
+    Floating point: none of the law depends on rounding. The utilities are read as the exact
+    rationals the doubles are; each acceptance is an exact Bernoulli(exp(-gamma_r)) draw,
+    gamma_r = c (max u - u_r) exactly (a real uniform compared with exp(-gamma_r), decided on
+    its first 53 bits when a double enclosure allows, else refined and decided with exact
+    rational arithmetic); the random order is replaced by the equivalent uniform choice among
+    the accepted candidates (the order is independent of the coins), an exact uniform integer.
+    So the output law is exactly permute-and-flip's for the given doubles, and the guarantee
+    holds in floating point. Not constant-time: the rare refinements take longer.
+
+    References
+    ----------
+    .. [MS20] R. McKenna, D. Sheldon, "Permute-and-Flip: a new mechanism for differentially
+       private selection", NeurIPS 2020.
+    .. [CKS20] C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
+       privacy", NeurIPS 2020 (exact Bernoulli(exp(-gamma)) sampling).
+
+    Examples
+    --------
+    >>> import dpcore
+    >>> counts = [3.0, 120.0, 7.0, 118.0]
+    >>> i = dpcore.selection.permute_and_flip(counts, sensitivity=1.0, epsilon=1.0,
+    ...                                       monotonic=True, random_state=0)
+    >>> i in (1, 3)
+    True
+    """
+    mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=epsilon,
+                                          monotonic=monotonic, method=EXACT_PERMUTE_AND_FLIP)
+    return mech.select(utility, random_state=random_state, accountant=accountant)
