@@ -1,0 +1,179 @@
+"""The public pieces of the private trees that read no record: the threshold grid (the exact
+doubles where a bin starts), the split quality and its sensitivity, the base measure's offsets,
+and the defaults chosen from public inputs. :mod:`dpcore.learn._tree` grows the trees with them.
+
+Privacy
+-------
+Nothing here draws or releases anything: these are public functions of public inputs (bounds,
+bin counts, epsilon, the number of classes) or of counts whose sensitivity
+:func:`split_sensitivity` states; the releases and their guarantees are in
+:mod:`dpcore.learn._tree`.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import sys
+
+import numpy as np
+
+__all__ = ["bin_threshold", "forest_defaults", "split_sensitivity", "split_utility",
+           "tree_defaults"]
+
+# ------------------------------------------------------------------------------------------------
+# The public grid
+
+_SIGN = 1 << 63
+
+
+def _key(x):
+    """An integer with the order of the doubles (-0.0 and 0.0 share 0)."""
+    b = struct.unpack("<q", struct.pack("<d", x))[0]
+    return b if b >= 0 else -(b & (_SIGN - 1))
+
+
+def _from_key(key):
+    return struct.unpack("<d", struct.pack("<Q", key if key >= 0 else -key | _SIGN))[0]
+
+
+def bin_threshold(lower, inv, j):
+    """The smallest double x whose bin floor(fl(fl(x - lower) * inv)) is >= j (j >= 1), i.e.
+    lower + j / inv up to rounding, found by stepping from there over the adjacent doubles (by
+    bisection over the ordered doubles when it is further). The kernel's binning is
+    non-decreasing in x, so "bin >= j" and "x >= bin_threshold" agree for every double x: a
+    record lands on the same side of a split when fitting and when predicting."""
+    lower, inv = float(lower), float(inv)
+    x = lower + j / inv
+    if math.isfinite(x):   # usually a few doubles from the answer: step (+ 0.0: never -0.0)
+        up = not (x - lower) * inv >= j   # (a NaN product does not reach j)
+        for _ in range(8):
+            y = math.nextafter(x, math.inf if up else -math.inf)
+            if ((y - lower) * inv >= j) == up:
+                return (y if up else x) + 0.0
+            x = y
+
+    def reaches(key):
+        return (_from_key(key) - lower) * inv >= j
+
+    # bracket bin(a) < j <= bin(b) around lower + j / inv, widened by doubling (a few steps);
+    # the whole range of the doubles bounds it
+    floor, ceiling = _key(-sys.float_info.max), _key(sys.float_info.max)
+    guess = min(max(_key(lower + j / inv), floor), ceiling)
+    width = 4
+    a = max(guess - width, floor)
+    while a > floor and reaches(a):
+        width *= 2
+        a = max(guess - width, floor)
+    width = 4
+    b = min(guess + width, ceiling)
+    while b < ceiling and not reaches(b):
+        width *= 2
+        b = min(guess + width, ceiling)
+    while b - a > 1:
+        m = (a + b) // 2
+        if reaches(m):
+            b = m
+        else:
+            a = m
+    return _from_key(b)
+
+
+# ------------------------------------------------------------------------------------------------
+# Split quality (public functions of counts: the tests check their sensitivities)
+
+def split_utility(left, right, criterion):
+    """Quality of binary splits from the class counts of their two children (arrays (..., k)).
+
+    ``"max"``: sum over the children of the largest class count (Friedman-Schuster's max
+    operator); one record changes it by 0 or 1, in the same direction for every split
+    (monotone, sensitivity 1).
+    ``"gini"``: sum over the children of sum_c n_c**2 / n (0 for an empty child), which is
+    minus the count-weighted Gini impurity plus the node's size; the size is the same for every
+    split of a node, so the exponential mechanism's law is the one of the Gini quality. Adding a
+    record of class c to a child with counts a (total t) changes its term by
+    (t (2 a_c + 1) - sum a**2) / (t (t + 1)), which lies in (-1, 1]: sensitivity 1.
+    """
+    left, right = np.asarray(left), np.asarray(right)
+    if criterion == "max":   # integers (exact) until the end
+        return (left.max(axis=-1) + right.max(axis=-1)).astype(np.float64)
+    left, right = left.astype(np.float64), right.astype(np.float64)
+    out = np.zeros(left.shape[:-1])
+    for side in (left, right):
+        total = side.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            term = (side * side).sum(axis=-1) / total
+        out += np.where(total > 0, term, 0.0)
+    return out
+
+
+def split_sensitivity(criterion, n_classes):
+    """(sensitivity, monotonic) of :func:`split_utility` as computed in doubles.
+
+    The max operator is an exact integer, and so is its sum with the base measure's offset (a
+    multiple of 2**-14 below 2**36 in size, :func:`_base_offsets`: the sum is a multiple of
+    2**-14 below 2**38, a double). The Gini utility is a sum of 2k + 2 rounded terms, each at
+    most the node size n <= 2**36 (``_base.MAX_RECORDS``), so its rounding error is below
+    (2k + 3) 2**-53 2**36 = (2k + 3) 2**-17 on each data set, and adding the offset rounds once
+    more, by at most 2**-53 2**38 = 2**-15; the sensitivity 1 is inflated by twice both
+    (Casacuberta et al. 2022: rounding adds to the sensitivity)."""
+    if criterion == "max":
+        return 1.0, True
+    return 1.0 + (2 * n_classes + 3) * 2.0**-16 + 2.0**-14, False
+
+
+_OFFSET_GRID = 2.0**-14
+
+
+def _base_offsets(per_feature, scale):
+    """Utility offsets o_f = -log(n_f) / scale (n_f: a node's candidates on feature f), so that
+    the exponential mechanism at score scale ``scale`` draws from the base measure weighing each
+    feature equally: exp(scale (u + o_f)) = exp(scale u) / n_f. Rounded to multiples of 2**-14
+    (the base measure moves by a factor exp(scale 2**-15) at most, and stays public), so that
+    an integer utility plus its offset is an exact double; all 0 (the uniform base measure)
+    when an offset would reach 2**36 (a scale below about 2**-32)."""
+    with np.errstate(divide="ignore"):
+        offsets = -np.log(per_feature) / scale     # -inf where n_f = 0: no candidate there
+    usable = np.isfinite(offsets)
+    if np.any(np.abs(offsets[usable]) >= 2.0**36):
+        return np.zeros(per_feature.shape)
+    offsets[~usable] = 0.0
+    return np.round(offsets / _OFFSET_GRID) * _OFFSET_GRID
+
+
+# ------------------------------------------------------------------------------------------------
+# Defaults from public inputs (chosen on bench/dev_suite.py, study "tree")
+
+SMALL_EPSILON = 0.2
+
+
+def tree_defaults(epsilon, n_classes):
+    """(max_depth, n_bins, split_share) of :class:`DecisionTreeClassifier` from public inputs.
+
+    Below ``SMALL_EPSILON`` (0.2) the splits barely see the data on small sets, so the tree is
+    close to a random one and the leaves get most of the budget: depth 5, 32 bins, a tenth of
+    epsilon for the splits. From 0.2 on: 32 bins, 70% for the splits, and a depth that grows with
+    epsilon and with the number of classes (more classes need more leaves):
+    ceil(log2 n_classes) + round(log2 epsilon), clipped to 2 .. 6. The number of records is
+    private under add/remove neighbours and is not used.
+    """
+    if epsilon < SMALL_EPSILON:
+        return 5, 32, 0.1
+    depth = math.ceil(math.log2(n_classes)) + round(math.log2(epsilon))
+    return min(max(depth, 2), 6), 32, 0.7
+
+
+def forest_defaults(epsilon):
+    """(n_estimators, max_depth) of :class:`RandomForestClassifier` from public inputs.
+
+    Each tree's leaves get epsilon / n_estimators, so a smaller epsilon wants fewer trees:
+    round(10 sqrt(epsilon)) trees, clipped to 5 .. 25 (10 at epsilon 1), of depth 5 (3 below
+    epsilon 0.2, where fewer, larger leaves keep some signal; from epsilon 5 on,
+    5 + round(log2(epsilon / 5)), at most 8, as leaves can then be smaller). On the development
+    sets this led the previous 10 trees of depth 8 from epsilon 0.1 to 5; depths 4 to 6 were
+    within the noise of each other from epsilon 1 to 10, depth 8 led depth 5 at 50 (22 cells
+    of 26). The number of records is private and not used.
+    """
+    trees = min(max(round(10.0 * math.sqrt(epsilon)), 5), 25)
+    if epsilon < SMALL_EPSILON:
+        return trees, 3
+    return trees, min(8, 5 + max(0, round(math.log2(epsilon / 5.0))))
