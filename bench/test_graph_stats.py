@@ -75,9 +75,9 @@ def dense_profile(n, edges):
 
 def kernel_profile(n, edges):
     from dpcore import _graph_stats
-    from dpcore import graph_stats as gs
+    from dpcore.graph_stats import _input
 
-    _, indptr, indices = gs._adjacency(edges, n, False)
+    _, indptr, indices = _input._adjacency(edges, n, False)
     order = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
     return _graph_stats.pair_profile(indptr, indices, order)
 
@@ -97,13 +97,13 @@ def truth(n):
 def test_triangles_kernel(benchmark, size):
     dpcore_api()
     from dpcore import _graph_stats
-    from dpcore import graph_stats as gs
+    from dpcore.graph_stats import _input
 
     record(benchmark, n=size, contender="dpcore-kernel", role=DPCORE, group="graph-triangles")
     _, edges = instance(size)
 
     def run():
-        _, indptr, indices = gs._adjacency(edges, size, False)
+        _, indptr, indices = _input._adjacency(edges, size, False)
         return _graph_stats.count_triangles(indptr, indices)
 
     out = benchmark(run)
@@ -267,13 +267,14 @@ def accuracy(draws=1000):
     import networkx as nx
 
     from dpcore import graph_stats as gs
+    from dpcore._smooth import SmoothMedianPlan
 
     n, eps, delta = 4000, 1.0, 1e-6
     G = nx.watts_strogatz_graph(n, 10, 0.1, seed=1)
     edges = np.array(G.edges(), dtype=np.int64)
     deg = np.sort([d for _, d in G.degree()])
     rng = np.random.default_rng(2026)
-    plan = gs.SmoothMedianPlan.calibrate(eps, delta)
+    plan = SmoothMedianPlan.calibrate(eps, delta)
     print(f"graph: n={n}, m={len(edges)}, beta={plan.beta:.5f}, alpha={float(plan.alpha)}")
     truth = sum(nx.triangles(G).values()) // 3
     cases = [("triangles", truth, n - 2,

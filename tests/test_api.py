@@ -28,13 +28,13 @@ PUBLIC_MODULES = [
     "dpcore.curves",
     "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.learn", "dpcore.bingham", "dpcore.learn._pca", "dpcore.local",
-    "dpcore.robust", "dpcore.publish", "dpcore.plans", "dpcore.synth",
+    "dpcore.robust", "dpcore.publish", "dpcore.plans", "dpcore.synth", "dpcore.graph_stats",
 ]
 # Modules whose public functions draw noise or release data: each must carry a Privacy section.
 RELEASE_MODULES = [
     "dpcore.mechanisms", "dpcore.selection", "dpcore.stats", "dpcore.tuning", "dpcore.graph",
     "dpcore.mestimators", "dpcore.distributed", "dpcore.bingham", "dpcore.local",
-    "dpcore.robust", "dpcore.publish", "dpcore.synth",
+    "dpcore.robust", "dpcore.publish", "dpcore.synth", "dpcore.graph_stats",
 ]
 
 
@@ -83,7 +83,8 @@ def test_privacy_check_can_fail():
 
 # doctest reads the names defined in a module, not those it re-exports: the learners', the local
 # families' and the statistics' own modules and the kernel holding ChaCha20 are listed too.
-PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust", "dpcore.synth", "dpcore.stats")
+PACKAGES = ("dpcore.learn", "dpcore.local", "dpcore.robust", "dpcore.synth", "dpcore.stats",
+            "dpcore.graph_stats", "dpcore.calibration")
 DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.stats._moments", "dpcore.stats._quantiles", "dpcore.stats._histograms",
     "dpcore.distributed", "dpcore.local._frequency", "dpcore.local._numeric", "dpcore.local._planar",
@@ -94,6 +95,10 @@ DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
     "dpcore.robust._svt", "dpcore.synth._domain", "dpcore.synth._marginals",
     "dpcore.synth._mst", "dpcore.synth._evaluate", "dpcore.synth._privbayes",
+    "dpcore.graph_stats._degrees", "dpcore.graph_stats._triangles", "dpcore.graph_stats._kstars",
+    "dpcore.calibration._laplace", "dpcore.calibration._gaussian",
+    "dpcore.calibration._discrete_gaussian", "dpcore.calibration._zcdp",
+    "dpcore.calibration._composition",
 ]
 
 

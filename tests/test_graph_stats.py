@@ -30,6 +30,7 @@ import dpcore
 from dpcore import _graph_stats, _smooth
 from dpcore._random import Words64
 from dpcore import graph_stats as gs
+from dpcore.graph_stats import _degrees, _input, _kstars, _ladder, _triangles
 from dpcore.graph_stats import (
     degree_distribution, degree_distribution_node_dp, degree_sequence, kstar_count, kstar_local_sensitivity,
     kstar_smooth_sensitivity, triangle_count, triangle_local_sensitivity,
@@ -75,7 +76,7 @@ def naive_maxb(n, edges):
 
 
 def profile(n, edges):
-    _, indptr, indices = gs._adjacency(edges, n, False)
+    _, indptr, indices = _input._adjacency(edges, n, False)
     order = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
     return _graph_stats.pair_profile(indptr, indices, order)
 
@@ -87,7 +88,7 @@ def profile(n, edges):
                                         (12, 1.0, 5), (10, 0.0, 6)])
 def test_kernels_match_naive_twins(n, p, seed):
     edges = random_edges(n, p, seed)
-    _, indptr, indices = gs._adjacency(edges, n, False)
+    _, indptr, indices = _input._adjacency(edges, n, False)
     for i in range(n):
         row = indices[indptr[i]:indptr[i + 1]]
         expect = sorted({b for a, b in edges if a == i} | {a for a, b in edges if b == i})
@@ -99,7 +100,7 @@ def test_kernels_match_naive_twins(n, p, seed):
 def test_triangles_match_networkx_on_a_larger_graph():
     nx = pytest.importorskip("networkx")
     G = nx.watts_strogatz_graph(500, 8, 0.2, seed=11)
-    _, indptr, indices = gs._adjacency(G, 500, False)
+    _, indptr, indices = _input._adjacency(G, 500, False)
     assert _graph_stats.count_triangles(indptr, indices) == sum(nx.triangles(G).values()) // 3
     edges = np.array(G.edges())
     assert profile(500, edges).tolist() == naive_maxb(500, edges).tolist()
@@ -163,10 +164,10 @@ def frontiers(n, which):
     vertices: ``which`` is "triangle" ((c, b) pairs) or "star" ((p, q) pairs). Graphs sharing a
     frontier share every bound computed from it, so each is evaluated once."""
     pairs, codes, _, _ = all_graphs(n)
-    make = gs._frontier if which == "triangle" else gs._star_pairs
+    make = _triangles._frontier if which == "triangle" else _kstars._star_pairs
     distinct, index, where = [], {}, np.empty(codes.size, dtype=np.int64)
     for g in codes:
-        _, indptr, indices = gs._adjacency(edges_of(pairs, int(g)), n, False)
+        _, indptr, indices = _input._adjacency(edges_of(pairs, int(g)), n, False)
         a, b = make(indptr, indices)
         key = (tuple(a.tolist()), tuple(b.tolist()))
         if key not in index:
@@ -191,7 +192,7 @@ def test_triangle_local_sensitivity_exhaustive(n):
     M = len(pairs)
     A, _ = brute_local(codes, T, M)
     for s in range(M + 1):
-        mine = per_graph(n, "triangle", lambda c, b: gs._local_at(c, b, n, s))
+        mine = per_graph(n, "triangle", lambda c, b: _triangles._local_at(c, b, n, s))
         np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, s={s}")
     g = int(codes[-1] // 3)  # the public function on one graph
     assert triangle_local_sensitivity(edges_of(pairs, g), n_nodes=n, distance=2) == A[2][g]
@@ -211,11 +212,11 @@ def test_triangle_smooth_sensitivity_exhaustive(n):
     A, flips = brute_local(codes, T, M)
     for beta in BETAS:
         exact = brute_smooth(A, beta)
-        mine = per_graph(n, "triangle", lambda c, b: gs._smooth_value(c, b, n, beta))
+        mine = per_graph(n, "triangle", lambda c, b: _triangles._smooth_value(c, b, n, beta))
         np.testing.assert_allclose(mine, exact, rtol=1e-13, atol=0)
         assert np.all(mine >= A[0])
-        bound = per_graph(n, "triangle", lambda c, b: gs._smooth_bound(c, b, n, beta))
-        assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
+        bound = per_graph(n, "triangle", lambda c, b: _triangles._smooth_bound(c, b, n, beta))
+        assert np.all(bound >= brute_smooth(A, beta - _ladder._BETA_SLACK))
         for f in flips:
             assert np.all(mine <= math.exp(beta) * mine[f] * (1 + 1e-13))
             assert np.all(bound <= math.exp(beta) * bound[f])
@@ -235,11 +236,11 @@ def test_smooth_candidates_find_the_maximum_on_random_graphs():
     """The closed-form candidates against a scan over every s, on larger graphs."""
     for seed, (n, p) in enumerate([(40, 0.1), (60, 0.3), (30, 0.9), (80, 0.02)]):
         edges = random_edges(n, p, seed)
-        _, indptr, indices = gs._adjacency(edges, n, False)
-        c, b = gs._frontier(indptr, indices)
+        _, indptr, indices = _input._adjacency(edges, n, False)
+        c, b = _triangles._frontier(indptr, indices)
         for beta in (0.01, 0.1, 0.7):
-            scan = max(math.exp(-beta * s) * gs._local_at(c, b, n, s) for s in range(3 * n))
-            assert gs._smooth_value(c, b, n, beta) == pytest.approx(scan, rel=1e-13)
+            scan = max(math.exp(-beta * s) * _triangles._local_at(c, b, n, s) for s in range(3 * n))
+            assert _triangles._smooth_value(c, b, n, beta) == pytest.approx(scan, rel=1e-13)
 
 
 # --------------------------------------------------------------------------- k-stars
@@ -262,7 +263,7 @@ def naive_maxq(n, edges):
                                         (12, 1.0, 5), (10, 0.0, 6), (40, 0.05, 7)])
 def test_star_profile_matches_naive(n, p, seed):
     edges = random_edges(n, p, seed)
-    _, indptr, indices = gs._adjacency(edges, n, False)
+    _, indptr, indices = _input._adjacency(edges, n, False)
     order = np.argsort(-np.diff(indptr), kind="stable").astype(np.int64)
     maxq = _graph_stats.star_profile(indptr, indices, order)
     naive = naive_maxq(n, edges)
@@ -286,7 +287,7 @@ def test_kstar_local_sensitivity_exhaustive(n, k):
     M = len(pairs)
     A, _ = brute_local(codes, f, M)
     for s in range(M + 1):
-        mine = per_graph(n, "star", lambda p, q: gs._kstar_local_at(p, q, n, k - 1, s))
+        mine = per_graph(n, "star", lambda p, q: _kstars._kstar_local_at(p, q, n, k - 1, s))
         np.testing.assert_array_equal(mine, A[s], err_msg=f"n={n}, k={k}, s={s}")
     g = int(codes[-1] // 5)
     assert kstar_local_sensitivity(edges_of(pairs, g), n_nodes=n, k=k, distance=1) == A[1][g]
@@ -300,11 +301,11 @@ def test_kstar_smooth_sensitivity_exhaustive(n, k):
     M = len(pairs)
     A, flips = brute_local(codes, f, M)
     for beta in BETAS:
-        mine = per_graph(n, "star", lambda p, q: gs._kstar_smooth_value(p, q, n, k - 1, beta))
+        mine = per_graph(n, "star", lambda p, q: _kstars._kstar_smooth_value(p, q, n, k - 1, beta))
         np.testing.assert_allclose(mine, brute_smooth(A, beta), rtol=1e-13, atol=0)
         assert np.all(mine >= A[0])
-        bound = per_graph(n, "star", lambda p, q: gs._kstar_bound(p, q, n, k - 1, beta))
-        assert np.all(bound >= brute_smooth(A, beta - gs._BETA_SLACK))
+        bound = per_graph(n, "star", lambda p, q: _kstars._kstar_bound(p, q, n, k - 1, beta))
+        assert np.all(bound >= brute_smooth(A, beta - _ladder._BETA_SLACK))
         for flip in flips:
             assert np.all(mine <= math.exp(beta) * mine[flip] * (1 + 1e-13))
             assert np.all(bound <= math.exp(beta) * bound[flip])
@@ -313,11 +314,11 @@ def test_kstar_smooth_sensitivity_exhaustive(n, k):
 def test_kstar_scan_matches_a_full_scan():
     for seed, (n, p) in enumerate([(40, 0.1), (60, 0.3), (80, 0.02)]):
         edges = random_edges(n, p, seed)
-        _, indptr, indices = gs._adjacency(edges, n, False)
-        P, Q = gs._star_pairs(indptr, indices)
+        _, indptr, indices = _input._adjacency(edges, n, False)
+        P, Q = _kstars._star_pairs(indptr, indices)
         for k in (2, 3, 5):
             for beta in (0.01, 0.1, 0.7):
-                full = max(math.exp(-beta * s) * gs._kstar_local_at(P, Q, n, k - 1, s)
+                full = max(math.exp(-beta * s) * _kstars._kstar_local_at(P, Q, n, k - 1, s)
                            for s in range(2 * n))
                 got = kstar_smooth_sensitivity(edges, n_nodes=n, k=k, beta=beta)
                 assert got == pytest.approx(full, rel=1e-13)
@@ -341,10 +342,10 @@ def test_kstar_count_accuracy_and_law():
     edges = np.array(G.edges())
     deg = np.array([d for _, d in G.degree()])
     truth = sum(math.comb(int(d), 2) for d in deg)
-    n, indptr, indices = gs._adjacency(edges, 2000, False)
-    plan = gs._triangle_plan(1.0, 1e-6)
-    P, Q = gs._star_pairs(indptr, indices)
-    scale = float(Fraction(gs._kstar_bound(P, Q, n, 1, plan.beta)) / plan.alpha)
+    n, indptr, indices = _input._adjacency(edges, 2000, False)
+    plan = _ladder._triangle_plan(1.0, 1e-6)
+    P, Q = _kstars._star_pairs(indptr, indices)
+    scale = float(Fraction(_kstars._kstar_bound(P, Q, n, 1, plan.beta)) / plan.alpha)
     assert scale < 2 * (n - 2) / 20  # >= 20x below the global sensitivity's Laplace scale
     rng = np.random.default_rng(4)
     draws = np.array([kstar_count(edges, n_nodes=2000, k=2, epsilon=1.0, delta=1e-6,
@@ -374,7 +375,7 @@ def naive_projection(n, edges, bound):
 def test_projection_matches_naive(bound):
     for seed, (n, p) in enumerate([(10, 0.5), (30, 0.3), (50, 0.1)]):
         edges = random_edges(n, p, seed)
-        n_, u, v = gs._pairs(edges[np.random.default_rng(seed).permutation(len(edges))], n, False)
+        n_, u, v = _input._pairs(edges[np.random.default_rng(seed).permutation(len(edges))], n, False)
         got = _graph_stats.project_degrees(n_, u, v, bound)
         assert got.tolist() == naive_projection(n, edges, bound)
 
@@ -391,7 +392,7 @@ def test_node_sensitivity_exhaustive(n):
     distance), and 2 D is attained once n > D."""
     pairs, codes, _, _ = all_graphs(n)
     for bound in (1, 2, 3):
-        raw = np.array([_graph_stats.project_degrees(n, *gs._pairs(edges_of(pairs, int(g)), n,
+        raw = np.array([_graph_stats.project_degrees(n, *_input._pairs(edges_of(pairs, int(g)), n,
                                                                   False)[1:], bound)
                         for g in codes])
         seqs = np.sort(raw, axis=1)
@@ -457,10 +458,10 @@ def test_rounded_laplace_law_test_rejects_32_bit_words():
 def test_triangle_count_law_end_to_end():
     """triangle_count's output is T + rounded Laplace of scale S / alpha (chi-square)."""
     edges = random_edges(12, 0.8, 1)
-    n, indptr, indices = gs._adjacency(edges, 12, False)
-    plan = gs._triangle_plan(4.0, 1e-3)
-    c, b = gs._frontier(indptr, indices)
-    scale = float(gs._triangle_scale(c, b, n, plan))
+    n, indptr, indices = _input._adjacency(edges, 12, False)
+    plan = _ladder._triangle_plan(4.0, 1e-3)
+    c, b = _triangles._frontier(indptr, indices)
+    scale = float(_triangles._triangle_scale(c, b, n, plan))
     t = naive_triangles(12, edges)
     rng = np.random.default_rng(5)
     draws = np.array([triangle_count(edges, n_nodes=12, epsilon=4.0, delta=1e-3, random_state=rng)
@@ -480,7 +481,7 @@ def exact_degree_law(degrees, scale, reach):
     law = {}
     for combo in itertools.product(range(z.size), repeat=n):
         p = float(np.prod(pz[list(combo)]))
-        out = tuple(gs._consistent(np.asarray(degrees) + z[list(combo)], n).tolist())
+        out = tuple(_degrees._consistent(np.asarray(degrees) + z[list(combo)], n).tolist())
         law[out] = law.get(out, 0.0) + p
     return law
 
@@ -531,9 +532,9 @@ def ladder_rungs(stat, a, b, n):
     global sensitivity from there on, and L_t = I_0 + ... + I_{t-1}."""
     k = STATS[stat]
     if k is None:
-        I, top = [gs._local_at(a, b, n, s) for s in range(2 * (n - 2) + 2)], n - 2
+        I, top = [_triangles._local_at(a, b, n, s) for s in range(2 * (n - 2) + 2)], n - 2
     else:
-        I = [gs._kstar_local_at(a, b, n, k - 1, s) for s in range(2 * (n - 2) + 2)]
+        I = [_kstars._kstar_local_at(a, b, n, k - 1, s) for s in range(2 * (n - 2) + 2)]
         top = 2 * math.comb(n - 2, k - 1)
     assert I[-1] == I[-2] == top > 0
     return I, np.concatenate([[0], np.cumsum(I)])
@@ -541,12 +542,12 @@ def ladder_rungs(stat, a, b, n):
 
 def stat_setup(stat, n, edges):
     """(count, frontier pair (a, b), top of the clamp) of a statistic on one graph."""
-    _, indptr, indices = gs._adjacency(edges, n, False)
+    _, indptr, indices = _input._adjacency(edges, n, False)
     k = STATS[stat]
     if k is None:
-        return naive_triangles(n, edges), gs._frontier(indptr, indices), math.comb(n, 3)
+        return naive_triangles(n, edges), _triangles._frontier(indptr, indices), math.comb(n, 3)
     deg = np.diff(indptr)
-    return (sum(math.comb(int(d), k) for d in deg), gs._star_pairs(indptr, indices),
+    return (sum(math.comb(int(d), k) for d in deg), _kstars._star_pairs(indptr, indices),
             n * math.comb(n - 1, k))
 
 
@@ -609,13 +610,13 @@ def test_kstar_rungs_are_the_local_sensitivity_ladder(k):
     every (p, q) frontier of graphs with <= 6 vertices and on random graphs."""
     cases = [(n, p, q) for n in (3, 4, 5, 6) for p, q in frontiers(n, "star")[0]]
     for seed, (n, prob) in enumerate([(30, 0.1), (40, 0.5), (25, 0.9)]):
-        _, indptr, indices = gs._adjacency(random_edges(n, prob, seed), n, False)
-        cases.append((n, *gs._star_pairs(indptr, indices)))
+        _, indptr, indices = _input._adjacency(random_edges(n, prob, seed), n, False)
+        cases.append((n, *_kstars._star_pairs(indptr, indices)))
     for n, p, q in cases:
-        rungs = gs._kstar_rungs(p, q, n, k - 1)
+        rungs = _kstars._kstar_rungs(p, q, n, k - 1)
         assert len(rungs) == 2 * (n - 2) + 1
         for s in range(2 * (n - 2) + 3):
-            assert rungs[min(s, len(rungs) - 1)] == gs._kstar_local_at(p, q, n, k - 1, s)
+            assert rungs[min(s, len(rungs) - 1)] == _kstars._kstar_local_at(p, q, n, k - 1, s)
 
 
 def test_ladder_sigma_is_the_local_sensitivity_ladder():
@@ -623,13 +624,13 @@ def test_ladder_sigma_is_the_local_sensitivity_ladder():
     for every s, on every frontier of graphs with <= 6 vertices and on random graphs."""
     cases = [(n, c, b) for n in (3, 4, 5, 6) for c, b in frontiers(n, "triangle")[0]]
     for seed, (n, p) in enumerate([(30, 0.1), (40, 0.5), (25, 0.9)]):
-        _, indptr, indices = gs._adjacency(random_edges(n, p, seed), n, False)
-        cases.append((n, *gs._frontier(indptr, indices)))
+        _, indptr, indices = _input._adjacency(random_edges(n, p, seed), n, False)
+        cases.append((n, *_triangles._frontier(indptr, indices)))
     for n, c, b in cases:
-        sigma = gs._triangle_ladder(c, b, n)
+        sigma = _triangles._triangle_ladder(c, b, n)
         assert np.all(np.diff(sigma) >= 0)
         for s in range(2 * (n - 2) + 3):
-            assert int(np.sum(sigma <= s)) == gs._local_at(c, b, n, s), (n, s)
+            assert int(np.sum(sigma <= s)) == _triangles._local_at(c, b, n, s), (n, s)
 
 
 @pytest.mark.parametrize("n, stat", [(n, stat) for n in (3, 4, 5, 6) for stat in STATS
@@ -645,7 +646,7 @@ def test_ladder_privacy_ratio_exhaustive(n, stat, epsilon):
     pairs, codes, T, deg = all_graphs(n)
     counts = T if STATS[stat] is None else star_counts(deg, STATS[stat])
     distinct, where = frontiers(n, "triangle" if STATS[stat] is None else "star")
-    plan = gs._ladder_plan(epsilon, None, None)[1]
+    plan = _ladder._ladder_plan(epsilon, None, None)[1]
     c_scale = plan.scale
     x = mpmath.exp(-mpmath.mpf(c_scale))
     ladders = [ladder_rungs(stat, a, b, n) for a, b in distinct]
@@ -682,7 +683,7 @@ def test_ladder_law_end_to_end(stat, n, p, seed, epsilon):
     edges = random_edges(n, p, seed)
     count, (a, b), top = stat_setup(stat, n, edges)
     I, L = ladder_rungs(stat, a, b, n)
-    plan = gs._ladder_plan(epsilon, None, None)[1]
+    plan = _ladder._ladder_plan(epsilon, None, None)[1]
     rng = np.random.default_rng(20261126 + seed)
     call = release_of(stat)
     draws = np.array([call(edges, n_nodes=n, epsilon=epsilon, random_state=rng)
@@ -703,7 +704,7 @@ def test_ladder_law_under_every_generator(kind):
     edges = random_edges(n, p, seed)
     count, (a, b), top = stat_setup(stat, n, edges)
     I, L = ladder_rungs(stat, a, b, n)
-    plan = gs._ladder_plan(epsilon, None, None)[1]
+    plan = _ladder._ladder_plan(epsilon, None, None)[1]
     gen = generator(kind, 91)
     draws = np.array([release_of(stat)(edges, n_nodes=n, epsilon=epsilon, random_state=gen)
                       for _ in range(3000)])
@@ -717,12 +718,12 @@ def test_ladder_centre_and_far_tail():
     match the exact law within z_critical standard errors."""
     n, eps = 6, 0.2  # small epsilon: many draws land past rung 2 (n - 2) + 1
     edges = np.array([[0, 1], [1, 2], [0, 2], [3, 4]])
-    _, indptr, indices = gs._adjacency(edges, n, False)
-    c, b = gs._frontier(indptr, indices)
+    _, indptr, indices = _input._adjacency(edges, n, False)
+    c, b = _triangles._frontier(indptr, indices)
     I, L = ladder_rungs("triangle", c, b, n)
-    plan = gs._ladder_plan(eps, None, None)[1]
+    plan = _ladder._ladder_plan(eps, None, None)[1]
     rng = np.random.default_rng(77)
-    ladder = gs._Ladder(1, gs._triangle_rungs(gs._triangle_ladder(c, b, n), n), plan.scale)
+    ladder = _ladder._Ladder(1, _triangles._triangle_rungs(_triangles._triangle_ladder(c, b, n), n), plan.scale)
     draws = np.array([ladder.draw(rng) for _ in range(20000)])
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 50
