@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue
+from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _noise, _random
+from dpcore import _dpcore_threads, _local, _noise, _random
 
 THREAD_COUNTS = (1, 2, 8)
 BIG = _noise.THREAD_MIN * 2 + 12345  # three blocks, the last one partial
@@ -222,6 +222,103 @@ def test_snapping_law_two_threads(threads):
     cdf_w = lambda t: np.where(t < 0, 0.5 * np.exp(t / lam_wrong), 1 - 0.5 * np.exp(-t / lam_wrong))
     probs_w = np.diff(cdf_w(edges))
     assert chisquare_pvalue(counts, probs_w / probs_w.sum()) < ALPHA  # power
+
+
+# ------------------------------------------------------------------------------------------------
+# Local randomizers
+
+THREE_QUARTERS = 3 * 2**62  # keep probability 3/4, exactly (thresholds are out of 2**64)
+N_LOCAL = 4 * _local.THREAD_MIN
+
+
+def _local_calls(n):
+    """(name, function of seed -> outputs) for every threaded local randomizer on n records."""
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 6, n).astype(np.int64)
+    bits = rng.integers(0, 2, n).astype(np.uint8)
+    x = rng.uniform(-1, 1, n)
+
+    def grr(seed):
+        out = np.empty(n, dtype=np.int64)
+        _local.grr_into(out, codes, 6, THREE_QUARTERS, seed)
+        return (out,)
+
+    def binary(seed):
+        out = np.empty(n, dtype=np.uint8)
+        _local.binary_rr_u8_into(out, bits, THREE_QUARTERS, seed)
+        return (out,)
+
+    def unary(seed):
+        out = np.empty((n, 6), dtype=np.uint8)
+        _local.unary_into(out, codes, THREE_QUARTERS, 2**62, seed)
+        return (out,)
+
+    def olh(seed):
+        seeds, out = np.empty((n, 3), dtype=np.int64), np.empty(n, dtype=np.int64)
+        _local.olh_into(seeds, out, codes, 5, THREE_QUARTERS, seed)
+        return seeds, out
+
+    def duchi(seed):
+        out = np.empty(n, dtype=np.int8)
+        _local.duchi_into(out, x, 3, 4, seed)
+        return (out,)
+
+    return [("grr", grr), ("binary", binary), ("unary", unary), ("olh", olh), ("duchi", duchi)]
+
+
+@pytest.mark.parametrize("name", [c[0] for c in _local_calls(1)])
+def test_local_seeded_output_independent_of_thread_count(name, threads):
+    call = dict(_local_calls(BIG))[name]
+    outputs = []
+    for count in THREAD_COUNTS:
+        threads(count)
+        outputs.append(call(77))
+    for out in outputs[1:]:
+        for got, want in zip(out, outputs[0]):
+            np.testing.assert_array_equal(got, want)
+    assert not all(np.array_equal(a, b) for a, b in zip(call(78), outputs[0]))
+
+
+def test_local_randomizers_law_two_threads(threads):
+    """Each randomizer's exact probabilities on 2**18 records under 2 threads (chi-square, or z
+    with Bonferroni over the cells of one sampler; power: the same data against keep
+    probability 0.73 instead of 0.75)."""
+    threads(2)
+    n = N_LOCAL
+    # k-ary RR, k = 5, every value 2: P(2) = 3/4, P(j) = 1/16 otherwise
+    out = np.empty(n, dtype=np.int64)
+    _local.grr_into(out, np.full(n, 2, dtype=np.int64), 5, THREE_QUARTERS, 41)
+    counts = np.bincount(out, minlength=5)
+    assert chisquare_pvalue(counts, [1 / 16, 1 / 16, 3 / 4, 1 / 16, 1 / 16]) > ALPHA
+    wrong = 0.27 / 4
+    assert chisquare_pvalue(counts, [wrong, wrong, 0.73, wrong, wrong]) < ALPHA
+    # binary RR: out == bit with probability 3/4
+    bits = (np.arange(n) % 2).astype(np.uint8)
+    flipped = np.empty(n, dtype=np.uint8)
+    _local.binary_rr_u8_into(flipped, bits, THREE_QUARTERS, 42)
+    same = int(np.sum(flipped == bits))
+    assert chisquare_pvalue([same, n - same], [0.75, 0.25]) > ALPHA
+    assert chisquare_pvalue([same, n - same], [0.73, 0.27]) < ALPHA
+    # unary: column 3 is 1 with probability 3/4, the others 1/4, independently
+    rows = np.empty((n, 6), dtype=np.uint8)
+    _local.unary_into(rows, np.full(n, 3, dtype=np.int64), THREE_QUARTERS, 2**62, 43)
+    p = np.where(np.arange(6) == 3, 0.75, 0.25)
+    z = np.abs(rows.mean(axis=0) - p) / np.sqrt(p * (1 - p) / n)
+    assert z.max() < z_critical(n_checks=6)
+    # OLH, g = 5: seeds uniform on Z_5; the report is the hash with probability 3/4
+    seeds, reports = np.empty((n, 3), dtype=np.int64), np.empty(n, dtype=np.int64)
+    values = np.arange(n, dtype=np.int64) % 25
+    _local.olh_into(seeds, reports, values, 5, THREE_QUARTERS, 44)
+    assert chisquare_pvalue(np.bincount(seeds.ravel(), minlength=5), [0.2] * 5) > ALPHA / 2
+    hashed = (seeds[:, 2] + seeds[:, 0] * (values % 5) + seeds[:, 1] * (values // 5)) % 5
+    kept = int(np.sum(reports == hashed))
+    assert chisquare_pvalue([kept, n - kept], [0.75, 0.25]) > ALPHA / 2
+    # Duchi, x = 1/2, keep 3/4: P(+1) = (1 + x (2 p - 1)) / 2 = 5/8
+    signs = np.empty(n, dtype=np.int8)
+    _local.duchi_into(signs, np.full(n, 0.5), 3, 4, 45)
+    plus = int(np.sum(signs == 1))
+    assert chisquare_pvalue([plus, n - plus], [0.625, 0.375]) > ALPHA
+    assert chisquare_pvalue([plus, n - plus], [0.6, 0.4]) < ALPHA
 
 
 # ------------------------------------------------------------------------------------------------
