@@ -14,7 +14,8 @@ import pytest
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _local, _noise, _random
+from dpcore import _dpcore_threads, _local, _noise, _random, _select
+from dpcore.selection import ExponentialMechanism
 
 THREAD_COUNTS = (1, 2, 8)
 BIG = _noise.THREAD_MIN * 2 + 12345  # three blocks, the last one partial
@@ -319,6 +320,99 @@ def test_local_randomizers_law_two_threads(threads):
     plus = int(np.sum(signs == 1))
     assert chisquare_pvalue([plus, n - plus], [0.625, 0.375]) > ALPHA
     assert chisquare_pvalue([plus, n - plus], [0.6, 0.4]) < ALPHA
+
+
+# ------------------------------------------------------------------------------------------------
+# Selection
+
+N_CANDIDATES = _select.THREAD_MIN + 54321
+SELECT_METHODS = ("exact", "gumbel", "permute-and-flip")
+
+
+def _utilities():
+    u = -np.abs(np.arange(N_CANDIDATES) - 700_000.0) / 20.0
+    u[[3, 300_000, 1_000_000]] = u.max() + 0.5  # contenders in other blocks
+    return u
+
+
+@pytest.mark.parametrize("method", SELECT_METHODS + ("top_k",))
+def test_selection_seeded_output_independent_of_thread_count(method, threads):
+    u = _utilities()
+
+    def call(seed):
+        if method == "top_k":
+            return dpcore.top_k(u, 4, sensitivity=1.0, epsilon=2.0, random_state=seed).tolist()
+        return dpcore.exponential(u, sensitivity=1.0, epsilon=2.0, method=method,
+                                  random_state=seed)
+
+    for seed in (1, 2, 3):
+        results = []
+        for count in THREAD_COUNTS:
+            threads(count)
+            results.append(call(seed))
+        assert results[1:] == results[:1] * 2, (seed, results)
+    assert len({str(call(seed)) for seed in range(4, 12)}) > 1  # the seed matters
+
+
+def test_exact_selection_merge_exact_path_is_thread_independent(threads):
+    """With every comparison sent to the exact rational path (the test hook), the blocks' merge
+    decides exactly too, and the result still does not depend on the thread count."""
+    u = np.full(_select.THREAD_MIN + 7, -np.inf)
+    u[[10, 2**16 + 5, 2**19, 2**20 + 3]] = [0.0, 0.3, -0.2, 0.1]
+    _select._force_exact_path(True)
+    try:
+        results = []
+        for count in (1, 2):
+            threads(count)
+            results.append([dpcore.exponential(u, sensitivity=1.0, epsilon=1.0, random_state=s)
+                            for s in range(3)])
+    finally:
+        _select._force_exact_path(False)
+    assert results[0] == results[1]
+    assert set(results[0]) <= {10, 2**16 + 5, 2**19, 2**20 + 3}
+
+
+def _winner_law(method, scale, u):
+    """P(candidate i selected) for finite u: softmax(scale u) (exponential mechanism), or the
+    report-noisy-max law with Exp(1) noise on scale u (permute-and-flip), by quadrature."""
+    a = scale * np.asarray(u)
+    if method != "permute-and-flip":
+        w = np.exp(a - a.max())
+        return w / w.sum()
+    x = np.linspace(a.min(), a.max() + 60.0, 600_001)
+    probs = []
+    for i in range(len(a)):
+        dens = np.where(x >= a[i], np.exp(-(x - a[i])), 0.0)
+        for j in range(len(a)):
+            if j != i:
+                dens = dens * np.clip(1.0 - np.exp(-(x - a[j])), 0.0, None)
+        probs.append(np.trapezoid(dens, x))
+    probs = np.array(probs)
+    return probs / probs.sum()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", SELECT_METHODS + ("top_k",))
+def test_selection_law_two_threads(method, threads):
+    """Four finite candidates in four different blocks of 2**20 + 7 (the rest excluded), 400
+    selections under 2 threads: chi-square against the mechanism's law at alpha = ALPHA, and
+    power against the law at 1.5 times the scale. (Top-k: the first of two one-shot Gumbel
+    picks has the exponential mechanism's law at the top-k scale.)"""
+    threads(2)
+    positions = [10, 2**16 + 5, 2**19, 2**20 + 3]
+    values = [0.0, 2.0, 4.0, 6.0]
+    u = np.full(_select.THREAD_MIN + 7, -np.inf)
+    u[positions] = values
+    if method == "top_k":
+        mech = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=2.0, method="gumbel", k=2)
+        picks = [int(mech.select_top_k(u, random_state=seed)[0]) for seed in range(400)]
+    else:
+        mech = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=1.0, method=method)
+        picks = [mech.select(u, random_state=seed) for seed in range(400)]
+    counts = [picks.count(p) for p in positions]
+    assert sum(counts) == 400
+    assert chisquare_pvalue(counts, _winner_law(method, mech.scale, values)) > ALPHA
+    assert chisquare_pvalue(counts, _winner_law(method, 1.5 * mech.scale, values)) < ALPHA
 
 
 # ------------------------------------------------------------------------------------------------
