@@ -11,7 +11,10 @@ full-precision uniform U* (Mironov) with the double |x|, which is exact because 
 (see `duchi_into`). No probability is ever rounded inside the kernel.
 
 Words are read inline from the generator under its lock (`random_words`), in a fixed order, so
-a seed reproduces the output. The per-record work does not depend on whether the truth is kept
+a seed reproduces the output. From THREAD_MIN records on, a call draws one 256-bit key from the
+caller's generator and the records of block b (2**16 records) read ChaCha20 stream b of that key
+(_random.pxd), so the output does not depend on the thread count (`dpcore.set_num_threads`);
+smaller calls read the caller's generator directly. The per-record work does not depend on whether the truth is kept
 (the replacement value is always drawn); rejection loops (Lemire, U*) run a data-independent
 number of times in law, but are not constant-time (ALGORITHMS 0.3(4)).
 
@@ -20,7 +23,11 @@ The caller (dpcore.local) validates everything: values in range, k >= 2, thresho
 from libc.math cimport fabs
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
 
-from dpcore._random cimport BitgenHandle, bitgen_handle, dpc_words, dpc_words_next, dpc_ustar, random_words
+from dpcore._random cimport (
+    BitgenHandle, bitgen_handle, dpc_words, dpc_words_next, dpc_ustar, random_words, BlockStream,
+    StreamKey, stream_key, stream_open,
+)
+from dpcore._dpcore_threads import run_blocks
 
 
 cdef extern from "chacha20.h" nogil:
@@ -83,6 +90,79 @@ cdef inline uint64_t below(BytePool *pool, dpc_words *src, uint64_t t) noexcept 
 
 
 # ------------------------------------------------------------------------------------------
+# One call of a randomizer over records [lo, lo + count): on the caller's generator (small
+# calls), or per block of THREAD_BLOCK records on the block's stream (run_blocks).
+
+cdef enum:
+    THREAD_BLOCK = 1 << 16
+THREAD_MIN = THREAD_BLOCK
+
+cdef enum Randomizer:
+    GRR = 0
+    BINARY_RR = 1
+    UNARY = 2
+    OLH = 3
+    DUCHI = 4
+
+
+cdef class _Records:
+    """The arrays and parameters of one randomizer call (pointers into `keep`)."""
+    cdef int kind
+    cdef Py_ssize_t n, width  # width: k (unary) or m (OLH)
+    cdef const int64_t *values
+    cdef const uint8_t *bits
+    cdef const double *x
+    cdef int64_t *out64
+    cdef int64_t *seeds
+    cdef uint8_t *out8
+    cdef int8_t *signs
+    cdef uint64_t p1, p2  # thresholds, or keep_num / keep_den (Duchi)
+    cdef uint64_t k       # k (GRR), g (OLH)
+    cdef StreamKey key
+    cdef object keep
+
+    cdef void fill(self, dpc_words *src, Py_ssize_t lo, Py_ssize_t count) noexcept nogil:
+        if self.kind == GRR:
+            grr_fill(src, count, self.values + lo, self.k, self.p1, self.out64 + lo)
+        elif self.kind == BINARY_RR:
+            binary_rr_fill(src, count, self.bits + lo, self.p1, self.out8 + lo)
+        elif self.kind == UNARY:
+            unary_fill(src, count, self.width, self.values + lo, self.p1, self.p2,
+                       self.out8 + lo * self.width)
+        elif self.kind == OLH:
+            olh_fill(src, count, self.width, self.values + lo, self.k, self.p1,
+                     self.seeds + lo * (self.width + 1), self.out64 + lo)
+        else:
+            duchi_fill(src, count, self.x + lo, self.p1, self.p2, self.signs + lo)
+
+    def __call__(self, Py_ssize_t block):
+        cdef BlockStream st
+        cdef dpc_words src
+        cdef Py_ssize_t lo = block * THREAD_BLOCK
+        stream_open(&st, self.key, <uint64_t>block)
+        random_words(&src, &st.bitgen)
+        with nogil:
+            self.fill(&src, lo, min(<Py_ssize_t>THREAD_BLOCK, self.n - lo))
+
+    cdef run(self, random_state):
+        cdef BitgenHandle h = bitgen_handle(random_state)
+        cdef dpc_words src
+        if self.n >= THREAD_MIN:
+            self.key = stream_key(h)
+            run_blocks(self, (self.n + THREAD_BLOCK - 1) // THREAD_BLOCK)
+            return
+        with h.lock, nogil:
+            random_words(&src, h.bitgen)
+            self.fill(&src, 0, self.n)
+
+
+cdef _Records records(int kind, Py_ssize_t n, uint64_t p1, uint64_t p2, uint64_t k, keep):
+    cdef _Records r = _Records.__new__(_Records)
+    r.kind, r.n, r.p1, r.p2, r.k, r.keep = kind, n, p1, p2, k, keep
+    return r
+
+
+# ------------------------------------------------------------------------------------------
 # Generalized (k-ary) randomized response
 
 cdef void grr_fill(dpc_words *src, Py_ssize_t n, const int64_t *values,  # IN
@@ -110,34 +190,40 @@ def grr_into(int64_t[::1] out, const int64_t[::1] values, uint64_t k, uint64_t t
              random_state=None):
     """Fill ``out`` with k-ary randomized response of ``values`` (each in [0, k), k >= 2):
     P(out = v) = threshold / 2**64, P(out = j) = (1 - threshold / 2**64) / (k - 1) for j != v."""
-    cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Py_ssize_t n = out.shape[0]
-    cdef dpc_words src
+    cdef _Records r
     if values.shape[0] != n:
         raise ValueError("values and out must have the same length")
     if n == 0:
+        bitgen_handle(random_state)
         return
-    with h.lock, nogil:
-        random_words(&src, h.bitgen)
-        grr_fill(&src, n, &values[0], k, threshold, &out[0])
+    r = records(GRR, n, threshold, 0, k, (out, values))
+    r.values, r.out64 = &values[0], &out[0]
+    r.run(random_state)
 
 
 def binary_rr_u8_into(uint8_t[::1] out, const uint8_t[::1] bits, uint64_t threshold, random_state=None):
     """Binary randomized response on 0/1 bytes (booleans): out = bit with probability
     threshold / 2**64, else 1 - bit. The same draws, in the same order, as `grr_into` with k = 2."""
-    cdef BitgenHandle h = bitgen_handle(random_state)
-    cdef Py_ssize_t n = out.shape[0], i
-    cdef dpc_words src
-    cdef BytePool pool
+    cdef Py_ssize_t n = out.shape[0]
+    cdef _Records r
     if bits.shape[0] != n:
         raise ValueError("bits and out must have the same length")
     if n == 0:
+        bitgen_handle(random_state)
         return
+    r = records(BINARY_RR, n, threshold, 0, 2, (out, bits))
+    r.bits, r.out8 = &bits[0], &out[0]
+    r.run(random_state)
+
+
+cdef void binary_rr_fill(dpc_words *src, Py_ssize_t n, const uint8_t *bits, uint64_t threshold,
+                         uint8_t *out) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef BytePool pool
     pool.left = 0
-    with h.lock, nogil:
-        random_words(&src, h.bitgen)
-        for i in range(n):
-            out[i] = bits[i] ^ <uint8_t>(1 - below(&pool, &src, threshold))
+    for i in range(n):
+        out[i] = bits[i] ^ <uint8_t>(1 - below(&pool, src, threshold))
 
 
 # ------------------------------------------------------------------------------------------
@@ -165,16 +251,16 @@ cdef void unary_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t k, const int64_t *
 def unary_into(uint8_t[:, ::1] out, const int64_t[::1] values, uint64_t t_one, uint64_t t_zero,
                random_state=None):
     """Fill the n x k array ``out`` with unary-encoding reports of ``values`` (each in [0, k))."""
-    cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Py_ssize_t n = out.shape[0], k = out.shape[1]
-    cdef dpc_words src
+    cdef _Records r
     if values.shape[0] != n:
         raise ValueError("values and out must have the same length")
     if n == 0 or k == 0:
+        bitgen_handle(random_state)
         return
-    with h.lock, nogil:
-        random_words(&src, h.bitgen)
-        unary_fill(&src, n, k, &values[0], t_one, t_zero, &out[0, 0])
+    r = records(UNARY, n, t_one, t_zero, 0, (out, values))
+    r.width, r.values, r.out8 = k, &values[0], &out[0, 0]
+    r.run(random_state)
 
 
 # ------------------------------------------------------------------------------------------
@@ -223,16 +309,16 @@ cdef void olh_fill(dpc_words *src, Py_ssize_t n, Py_ssize_t m, const int64_t *va
 def olh_into(int64_t[:, ::1] seeds, int64_t[::1] out, const int64_t[::1] values, uint64_t g,
              uint64_t threshold, random_state=None):
     """Fill ``seeds`` (n x (m + 1): a_0..a_{m-1}, b) and ``out`` (the reported hash values)."""
-    cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Py_ssize_t n = out.shape[0], m = seeds.shape[1] - 1
-    cdef dpc_words src
+    cdef _Records r
     if values.shape[0] != n or seeds.shape[0] != n or m < 1:
         raise ValueError("seeds, values and out must have n rows (seeds m + 1 >= 2 columns)")
     if n == 0:
+        bitgen_handle(random_state)
         return
-    with h.lock, nogil:
-        random_words(&src, h.bitgen)
-        olh_fill(&src, n, m, &values[0], g, threshold, &seeds[0, 0], &out[0])
+    r = records(OLH, n, threshold, 0, g, (seeds, out, values))
+    r.width, r.values, r.seeds, r.out64 = m, &values[0], &seeds[0, 0], &out[0]
+    r.run(random_state)
 
 
 def olh_support(int64_t[::1] counts, const int64_t[:, ::1] seeds, const int64_t[::1] reports,
@@ -292,13 +378,13 @@ cdef void duchi_fill(dpc_words *src, Py_ssize_t n, const double *x,  # IN
 def duchi_into(int8_t[::1] out, const double[::1] x, uint64_t keep_num, uint64_t keep_den,
                random_state=None):
     """Fill ``out`` with Duchi et al. signs for ``x`` (each in [-1, 1], no NaN)."""
-    cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Py_ssize_t n = out.shape[0]
-    cdef dpc_words src
+    cdef _Records r
     if x.shape[0] != n:
         raise ValueError("x and out must have the same length")
     if n == 0:
+        bitgen_handle(random_state)
         return
-    with h.lock, nogil:
-        random_words(&src, h.bitgen)
-        duchi_fill(&src, n, &x[0], keep_num, keep_den, &out[0])
+    r = records(DUCHI, n, keep_num, keep_den, 0, (out, x))
+    r.x, r.signs = &x[0], &out[0]
+    r.run(random_state)

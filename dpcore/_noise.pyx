@@ -23,6 +23,12 @@ an exact alias-table proposal over blocks of a power-of-two width, uniform insid
 an exact geometric tail, accepted by an exact Bernoulli whose comparisons are mostly a single
 integer "squeeze" test (dgauss_table.h, `table_one`).
 
+Threads: a call on n >= THREAD_MIN values draws one 256-bit key from the caller's generator and
+block b (values [b 2**16, (b + 1) 2**16)) from ChaCha20 stream b of that key (_random.pxd), so a
+seeded output is the same for any thread count (`dpcore.set_num_threads`); smaller calls draw
+from the caller's generator directly, as before. A block's draws are the one-stream driver's on
+that block, exact finishing included (with the GIL, from the block's own stream).
+
 Not constant-time: loop lengths depend on the values drawn (a timing channel if run time is observable).
 """
 import math
@@ -38,11 +44,13 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from dpcore._random cimport (
     BitgenHandle, LockedBits, locked_bits, bitgen_handle, bitgen_t, dpc_words, random_words,
     dpc_words_next, dpc_ustar, dpc_ustar_from, dpc_opaque, dpc_ulp, dpc_floor, dpc_floor_i64,
-    dpc_rint, dpc_u64_as_double, dpc_double_as_u64,
+    dpc_rint, dpc_u64_as_double, dpc_double_as_u64, BlockStream, StreamKey, stream_key,
+    stream_open, stream_bits,
 )
 from dpcore._crlog cimport dp_log_dd, dp_log_cr_fast
 
 from dpcore import _exact
+from dpcore._dpcore_threads import run_blocks
 
 # The discrete Gaussian's proposal table (see "The table sampler" below) and proven log bounds.
 cdef extern from "dgauss_table.h" nogil:
@@ -791,10 +799,18 @@ cdef Py_ssize_t CHUNK = 4096
 cdef _dlap_block(Source *s, double scale, int64_t *out, Py_ssize_t m, Pending *pend,
                  scale_exact, LockedBits bits):
     """Fill out[0:m] with exact discrete Laplace draws (GIL and generator lock held)."""
-    cdef Py_ssize_t npend = 0, start = 0, j, idx
+    cdef Py_ssize_t npend = 0, start = 0
     while start < m:
         with nogil:
             start = dlap_fill(s, scale, out, start, m, pend, &npend)
+        _dlap_finish(s, scale, out, pend, npend, scale_exact, bits)
+
+
+cdef _dlap_finish(Source *s, double scale, int64_t *out, Pending *pend, Py_ssize_t npend,
+                  scale_exact, LockedBits bits):
+    """Finish a fill's npend pending draws exactly (a rejected -0 draws its slot afresh)."""
+    cdef Py_ssize_t j, idx
+    if npend:
         redo = []
         for j in range(npend):
             k = _exact_magnitude(&pend[j], scale_exact, bits)
@@ -869,10 +885,17 @@ cdef class GaussSampler:
 
     cdef block(self, Source *s, int64_t *out, Py_ssize_t m, Pending *pend, LockedBits bits):
         """Fill out[0:m] with exact discrete Gaussian draws (GIL and generator lock held)."""
-        cdef Py_ssize_t npend = 0, start = 0, j, idx
+        cdef Py_ssize_t npend = 0, start = 0
         while start < m:
             with nogil:
                 start = dgauss_fill(s, &self.p, self.table, out, start, m, pend, &npend)
+            self.finish_fill(s, out, pend, npend, bits)
+
+    cdef finish_fill(self, Source *s, int64_t *out, Pending *pend, Py_ssize_t npend,
+                     LockedBits bits):
+        """Finish a fill's npend pending draws exactly (rejected ones draw their slot afresh)."""
+        cdef Py_ssize_t j, idx
+        if npend:
             queue = [_pending_copy(&pend[j]) for j in range(npend)]
             while queue:
                 item = queue.pop()
@@ -942,11 +965,126 @@ cdef bint _scaled_below_exp(lo, hi, K, gamma, LockedBits bits):
     return _exact.uniform_below_exp(lo, hi, gamma, bits)
 
 
+# ------------------------------------------------------------------------------------------
+# Threaded calls (see the module docstring): blocks of THREAD_BLOCK values, each from its own
+# stream; the kernels below switch to this at THREAD_MIN values.
+
+cdef enum:
+    THREAD_BLOCK = 1 << 16
+    CHUNK_ = 4096  # = CHUNK
+THREAD_MIN = THREAD_BLOCK
+
+cdef enum JobKind:
+    JOB_DLAP = 0
+    JOB_DGAUSS = 1
+    JOB_SNAP = 2
+
+
+cdef class _NoiseJob:
+    """One threaded call: the draws of block b go to ints (or noise), are then added to counts
+    or post-processed into out (grid releases), or snapping writes out; run_blocks calls it."""
+    cdef int kind
+    cdef Py_ssize_t n
+    cdef StreamKey key
+    cdef int64_t *ints
+    cdef int64_t *counts
+    cdef double *out
+    cdef const double *x
+    cdef double param, grid, bound  # param: the scale (Laplace), or lam (snapping)
+    cdef object param_exact
+    cdef GaussSampler sampler
+    cdef object keep  # the arrays behind the pointers
+
+    def __call__(self, Py_ssize_t b):
+        cdef BlockStream st
+        cdef Source s
+        cdef Pending pend[256]
+        cdef int64_t noise[CHUNK_]
+        cdef Py_ssize_t lo = b * THREAD_BLOCK, hi = min(self.n, lo + THREAD_BLOCK)
+        cdef Py_ssize_t off, m, done, npend = 0
+        cdef int64_t *dest
+        cdef GaussSampler g = self.sampler
+        cdef DGaussParams *p = &g.p if g is not None else NULL
+        cdef const dpc_dgt *table = g.table if g is not None else NULL
+        stream_open(&st, self.key, <uint64_t>b)
+        bits = stream_bits(&st)
+        source_init(&s, &st.bitgen)
+        if self.kind == JOB_SNAP:
+            _snap_range(&s, self.x, self.param, self.grid, self.bound, self.out, lo, hi, pend)
+            return
+        # The one-stream drivers' draws (_dlap_block, GaussSampler.block) without the GIL; it
+        # is taken only to finish pending draws (rare).
+        with nogil:
+            off = lo
+            while off < hi:
+                m = min(<Py_ssize_t>CHUNK_, hi - off)
+                dest = self.ints + off if self.ints != NULL else &noise[0]
+                if self.kind == JOB_DLAP:
+                    done = dlap_fill(&s, self.param, dest, 0, m, pend, &npend)
+                else:
+                    done = dgauss_fill(&s, p, table, dest, 0, m, pend, &npend)
+                if npend or done < m:
+                    with gil:
+                        if self.kind == JOB_DLAP:
+                            _dlap_finish(&s, self.param, dest, pend, npend, self.param_exact, bits)
+                            _dlap_block(&s, self.param, dest + done, m - done, pend,
+                                        self.param_exact, bits)
+                        else:
+                            g.finish_fill(&s, dest, pend, npend, bits)
+                            g.block(&s, dest + done, m - done, pend, bits)
+                if self.counts != NULL:
+                    add_noise(self.counts + off, dest, m)
+                elif self.out != NULL:
+                    grid_finish(self.out + off, self.x + off, dest, m, self.grid, self.bound)
+                off += m
+
+
+cdef _NoiseJob noise_job(int kind, Py_ssize_t n, double param, object keep):
+    cdef _NoiseJob job = _NoiseJob.__new__(_NoiseJob)
+    job.kind = kind
+    job.n = n
+    job.param = param
+    job.keep = keep
+    if kind == JOB_DLAP:
+        job.param_exact = Fraction(param)
+    elif kind == JOB_DGAUSS:
+        job.sampler = gauss_sampler(param, n)
+    return job
+
+
+cdef run_noise_job(_NoiseJob job, random_state):
+    job.key = stream_key(bitgen_handle(random_state))
+    run_blocks(job, (job.n + THREAD_BLOCK - 1) // THREAD_BLOCK)
+
+
+cdef threaded_release(int kind, double[::1] out, const double[::1] x, double grid, double bound,
+                      double param, random_state):
+    cdef _NoiseJob job = noise_job(kind, out.shape[0], param, (out, x))
+    job.out, job.x, job.grid, job.bound = &out[0], &x[0], grid, bound
+    run_noise_job(job, random_state)
+
+
+cdef int threaded_add(int kind, int64_t *counts, Py_ssize_t n, double param,
+                      random_state) except -1:
+    cdef _NoiseJob job = noise_job(kind, n, param, None)
+    job.counts = counts
+    run_noise_job(job, random_state)
+    return 0
+
+
 def discrete_laplace_into(int64_t[::1] out, double scale, random_state=None):
-    """Fill `out` with exact discrete Laplace draws of the given scale (validated by the caller)."""
+    """Fill `out` with exact discrete Laplace draws of the given scale (validated by the caller).
+    From THREAD_MIN values on, threaded (per-block streams: the output does not depend on the
+    thread count)."""
+    cdef Py_ssize_t n = out.shape[0], off, m
+    cdef _NoiseJob job
+    if n >= THREAD_MIN:
+        job = noise_job(JOB_DLAP, n, scale, out)
+        job.ints = &out[0]
+        run_noise_job(job, random_state)
+        return
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
-    cdef Py_ssize_t n = out.shape[0], off, m
     cdef LockedBits bits = locked_bits(h)
     cdef Source s
     scale_exact = Fraction(scale)
@@ -963,13 +1101,9 @@ cdef inline void add_noise(int64_t *counts, const int64_t *noise, Py_ssize_t m) 
         counts[j] += noise[j]
 
 
-# The Laplace adder restarts its word reader (dropping spare bits) every this many cells: the
-# draws of its first version (one discrete_laplace_into call per 65536 cells), so seeded
-# histograms are unchanged. A multiple of CHUNK.
-cdef Py_ssize_t DLAP_ADD_RESTART = 1 << 16
-
-
 cdef int dlap_add_into(int64_t *counts, Py_ssize_t n, double scale, object random_state) except -1:
+    if n >= THREAD_MIN:
+        return threaded_add(JOB_DLAP, counts, n, scale, random_state)
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t off, m
@@ -978,9 +1112,8 @@ cdef int dlap_add_into(int64_t *counts, Py_ssize_t n, double scale, object rando
     cdef int64_t[::1] noise = np.empty(max(min(n, CHUNK), 1), dtype=np.int64)
     scale_exact = Fraction(scale)
     with h.lock:
+        source_init(&s, h.bitgen)
         for off in range(0, n, CHUNK):
-            if off % DLAP_ADD_RESTART == 0:
-                source_init(&s, h.bitgen)
             m = min(CHUNK, n - off)
             _dlap_block(&s, scale, &noise[0], m, pend, scale_exact, bits)
             with nogil:
@@ -990,6 +1123,8 @@ cdef int dlap_add_into(int64_t *counts, Py_ssize_t n, double scale, object rando
 
 cdef int dgauss_add_into(int64_t *counts, Py_ssize_t n, double sigma,
                          object random_state) except -1:
+    if n >= THREAD_MIN:
+        return threaded_add(JOB_DGAUSS, counts, n, sigma, random_state)
     cdef BitgenHandle h = bitgen_handle(random_state)
     cdef Pending pend[256]
     cdef Py_ssize_t off, m
@@ -1049,6 +1184,8 @@ def discrete_laplace_grid_into(double[::1] out, const double[::1] x, double grid
         raise ValueError("x and out must have the same length")
     if n == 0:
         return
+    if n >= THREAD_MIN:
+        return threaded_release(JOB_DLAP, out, x, grid, bound, scale, random_state)
     bits = locked_bits(h)
     noise = np.empty(min(n, CHUNK), dtype=np.int64)
     scale_exact = Fraction(scale)
@@ -1062,7 +1199,15 @@ def discrete_laplace_grid_into(double[::1] out, const double[::1] x, double grid
 
 
 def discrete_gaussian_into(int64_t[::1] out, double sigma, random_state=None):
-    """Fill `out` with exact discrete Gaussian draws N_Z(0, sigma^2) (sigma validated by the caller)."""
+    """Fill `out` with exact discrete Gaussian draws N_Z(0, sigma^2) (sigma validated by the caller).
+    From THREAD_MIN values on, threaded (per-block streams: the output does not depend on the
+    thread count)."""
+    cdef _NoiseJob job
+    if out.shape[0] >= THREAD_MIN:
+        job = noise_job(JOB_DGAUSS, out.shape[0], sigma, out)
+        job.ints = &out[0]
+        run_noise_job(job, random_state)
+        return
     _gaussian_fill(out, gauss_sampler(sigma, out.shape[0]), random_state)
 
 
@@ -1095,6 +1240,8 @@ def discrete_gaussian_grid_into(double[::1] out, const double[::1] x, double gri
         raise ValueError("x and out must have the same length")
     if n == 0:
         return
+    if n >= THREAD_MIN:
+        return threaded_release(JOB_DGAUSS, out, x, grid, inf, sigma, random_state)
     bits = locked_bits(h)
     noise = np.empty(min(n, CHUNK), dtype=np.int64)
     sampler = gauss_sampler(sigma, n)
@@ -1140,23 +1287,33 @@ def snapping_into(double[::1] out, const double[::1] x, double lam, double grid,
 
     out[i] = clamp_B(round_grid(clamp_B(x[i]) + S * lam * ln(U*))) with ln correctly rounded.
     """
-    cdef BitgenHandle h = bitgen_handle(random_state)
+    cdef BitgenHandle h
     cdef Pending pend[256]
-    cdef Py_ssize_t npend = 0, start = 0, n = out.shape[0], j
+    cdef Py_ssize_t n = out.shape[0]
     cdef Source s
     if x.shape[0] != n:
         raise ValueError("x and out must have the same length")
     if n == 0:
         return
+    if n >= THREAD_MIN:
+        return threaded_release(JOB_SNAP, out, x, grid, bound, lam, random_state)
+    h = bitgen_handle(random_state)
     with h.lock:
         source_init(&s, h.bitgen)
-        while start < n:
-            with nogil:
-                start = snap_fill(&s, &x[0], lam, grid, bound, &out[0], start, n, pend, &npend)
-            for j in range(npend):
-                log_u = _exact.log_correctly_rounded(pend[j].u)
-                out[pend[j].index] = snap_finish(
-                    x[pend[j].index], log_u, pend[j].negative, lam, grid, bound)
+        _snap_range(&s, &x[0], lam, grid, bound, &out[0], 0, n, pend)
+
+
+cdef _snap_range(Source *s, const double *x, double lam, double grid, double bound, double *out,
+                 Py_ssize_t start, Py_ssize_t stop, Pending *pend):
+    """Snapping on out[start:stop] from s (GIL held; the exact logarithms with it)."""
+    cdef Py_ssize_t npend = 0, j
+    while start < stop:
+        with nogil:
+            start = snap_fill(s, x, lam, grid, bound, out, start, stop, pend, &npend)
+        for j in range(npend):
+            log_u = _exact.log_correctly_rounded(pend[j].u)
+            out[pend[j].index] = snap_finish(
+                x[pend[j].index], log_u, pend[j].negative, lam, grid, bound)
 
 
 # ------------------------------------------------------------------------------------------

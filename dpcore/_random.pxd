@@ -74,3 +74,30 @@ cdef bint random_bernoulli_exp(bitgen_t *bg, uint64_t a, uint64_t b) noexcept no
 # (X // s is computed in 128 bits, exact for any t; a result above 2**64 - 1, which needs
 # V >= 2**24 when t < 2**40, i.e. probability exp(-2**24), saturates at 2**64 - 1.)
 cdef uint64_t random_geometric_exp(bitgen_t *bg, uint64_t s, uint64_t t) noexcept nogil
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-block streams for threaded kernels (dpcore/_dpcore_threads.pyx runs the blocks).
+#
+# A threaded kernel draws ONE 256-bit key from the caller's generator (`stream_key`: four 64-bit
+# words through next_uint64, under the caller's lock) and gives block b of its input (blocks of a
+# fixed size set by the kernel and the input, never by the thread count) the ChaCha20 stream with
+# that key and stream id b (input words 14-15, counter from 0): `stream_open`. Each block draws
+# only from its own stream, so the output does not depend on which thread ran which block, nor
+# on how many threads there were. Distinct (key, id) pairs are independent ChaCha20 streams (the
+# PRF assumption that makes ChaCha20 secure), and the key is fresh uniform bits of the caller's
+# generator, independent of everything else it emits.
+cdef struct BlockStream:
+    dpc_chacha20_state chacha
+    bitgen_t bitgen
+
+
+cdef class StreamKey:
+    cdef uint32_t key[8]
+
+
+cdef StreamKey stream_key(BitgenHandle h)
+# Point s.bitgen at the stream (key, id = block); s must not move while it is used.
+cdef void stream_open(BlockStream *s, StreamKey key, uint64_t block) noexcept
+# LockedBits over a block's stream (valid while the stream lives).
+cdef LockedBits stream_bits(BlockStream *s)

@@ -620,6 +620,64 @@ cdef uint64_t random_geometric_exp(bitgen_t *bg, uint64_t s, uint64_t t) noexcep
 
 
 # ------------------------------------------------------------------------------------------------
+# Per-block streams of threaded kernels (see _random.pxd)
+
+cdef class StreamKey:
+    """The 256-bit key of one threaded kernel call, drawn from the caller's generator."""
+
+    def __repr__(self):
+        return "StreamKey(<secret>)"
+
+
+cdef StreamKey stream_key(BitgenHandle h):
+    cdef StreamKey k = StreamKey.__new__(StreamKey)
+    cdef uint64_t w
+    cdef int i
+    with h.lock:
+        for i in range(4):
+            w = random_u64(h.bitgen)
+            k.key[2 * i] = <uint32_t>w
+            k.key[2 * i + 1] = <uint32_t>(w >> 32)
+    return k
+
+
+cdef void stream_open(BlockStream *s, StreamKey key, uint64_t block) noexcept:
+    dpc_chacha20_set_key(&s.chacha, key.key)
+    s.chacha.input[14] = <uint32_t>block
+    s.chacha.input[15] = <uint32_t>(block >> 32)
+    # this module's callbacks, so random_words reads the buffer inline (and this module's lane
+    # dispatch computes the blocks)
+    s.bitgen.state = <void *>&s.chacha
+    s.bitgen.next_uint64 = &dpc_chacha20_next_uint64
+    s.bitgen.next_uint32 = &dpc_chacha20_next_uint32
+    s.bitgen.next_double = &dpc_chacha20_next_double
+    s.bitgen.next_raw = &dpc_chacha20_next_uint64
+
+
+cdef LockedBits stream_bits(BlockStream *s):
+    cdef LockedBits bits = LockedBits.__new__(LockedBits)
+    bits.bg = &s.bitgen
+    return bits
+
+
+def _stream_words(random_state, uint64_t block, Py_ssize_t n):
+    """(key words as a 256-bit int, the first n words of block `block`'s stream): a threaded
+    kernel's key drawn from random_state, and what its block `block` reads."""
+    cdef StreamKey k = stream_key(bitgen_handle(random_state))
+    cdef BlockStream st
+    cdef Py_ssize_t i
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    stream_open(&st, k, block)
+    for i in range(n):
+        o[i] = random_u64(&st.bitgen)
+    key = 0
+    for i in range(8):
+        key |= int(k.key[i]) << (32 * i)
+    return key, out
+
+
+# ------------------------------------------------------------------------------------------------
 # Test helpers (private; batch draws under the lock without the GIL)
 
 def _chacha20_block(bytes key, counter, bytes nonce):

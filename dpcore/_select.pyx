@@ -21,6 +21,18 @@ never overflow and the candidates that matter are never absorbed by rounding.
   constant-time.
 
 Draws happen under the generator's lock; a seed reproduces the output.
+
+Threads: a chunk of at least THREAD_MIN (2**20) candidates is split into blocks of THREAD_BLOCK
+(2**16) candidates; one 256-bit key is drawn from the caller's generator and block b draws from
+ChaCha20 stream b of that key (_random.pxd), so the result does not depend on the thread count.
+Each block finds its own noisy maximum (top-k: its k largest keys) with the single-pass code, and
+the blocks are merged in block order. Proof that the law is the mechanism's: every candidate's
+key c (u_i - ref) + noise_i is a function of u_i, the chunk's ref and its own uniform only, so it
+is the same number whether it is computed per block or in one pass; the maximum of the blocks'
+maxima, compared with the strict > of the single pass in block order, is the first maximal key in
+index order (what the single pass returns), and the k largest keys of the union are among the
+union of each block's k largest. The uniforms are independent (distinct ChaCha20 streams of a
+fresh key), as in one stream, so the winner's law is the one-pass law.
 """
 from fractions import Fraction
 import math
@@ -30,7 +42,12 @@ import numpy as np
 from libc.math cimport fabs, INFINITY, exp
 from libc.stdint cimport uint64_t, UINT64_MAX
 
-from dpcore._random cimport BitgenHandle, LockedBits, bitgen_t, locked_bits, random_u64, random_ustar
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from dpcore._random cimport (
+    BitgenHandle, LockedBits, bitgen_t, locked_bits, random_u64, random_ustar, BlockStream,
+    StreamKey, stream_key, stream_open, stream_bits,
+)
+from dpcore._dpcore_threads import run_blocks
 from dpcore._crlog cimport dp_log_dd
 
 from dpcore import _exact
@@ -61,6 +78,8 @@ sel_set_level(1)
 
 cdef enum:
     BLOCK = 256
+    THREAD_BLOCK = 1 << 16
+THREAD_MIN = 1 << 20
 
 cdef enum Noise:
     NOISE_GUMBEL = 0
@@ -180,8 +199,12 @@ cdef class ArgmaxState:
             self.ref = umax
             if self.best.index >= 0:
                 self.best.key = self.c * (self.best.u - self.ref) + self.best.noise
-        with h.lock, nogil:
-            argmax_run(h.bitgen, &u[0], n, self.c, self.ref, self.noise, self.offset, &self.best)
+        if n >= THREAD_MIN:
+            self.best = _Blocks(u, h, self.c, self.ref, self.noise, self.offset).argmax(self.best)
+        else:
+            with h.lock, nogil:
+                argmax_run(h.bitgen, &u[0], n, self.c, self.ref, self.noise, self.offset,
+                           &self.best)
         self.offset += n
 
     @property
@@ -299,10 +322,24 @@ cdef class TopKState:
                 self.hkey[i] = self.c * (self.hu[i] - self.ref) + self.hg[i]
             for i in range(self.size // 2 - 1, -1, -1):
                 heap_down(&self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0], self.size, i)
-        with h.lock, nogil:
-            topk_run(h.bitgen, &u[0], n, self.c, self.ref, self.offset, self.k, &self.size,
-                     &self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0])
+        if n >= THREAD_MIN and self.k <= TOPK_THREAD_MAX_K:
+            _Blocks(u, h, self.c, self.ref, NOISE_GUMBEL, self.offset).topk(self)
+        else:
+            with h.lock, nogil:
+                topk_run(h.bitgen, &u[0], n, self.c, self.ref, self.offset, self.k, &self.size,
+                         &self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0])
         self.offset += n
+
+    cdef void insert(self, double key, double u, double g, Py_ssize_t index) noexcept nogil:
+        """topk_run's update for one held candidate of a block (the merge)."""
+        cdef Py_ssize_t s = self.size
+        if s < self.k:
+            self.hkey[s] = key; self.hu[s] = u; self.hg[s] = g; self.hidx[s] = index
+            self.size = s + 1
+            heap_up(&self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0], s)
+        elif key > self.hkey[0]:
+            self.hkey[0] = key; self.hu[0] = u; self.hg[0] = g; self.hidx[0] = index
+            heap_down(&self.hkey[0], &self.hu[0], &self.hg[0], &self.hidx[0], self.k, 0)
 
     @property
     def size(self):
@@ -319,6 +356,86 @@ cdef class TopKState:
         idx = np.asarray(self.hidx[:self.size])
         order = np.lexsort((idx, -keys))
         return idx[order].astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# Threaded chunks (see the module docstring): per-block results, merged in block order
+
+# Top-k is threaded only for k up to this (each block holds k candidates).
+cdef Py_ssize_t TOPK_THREAD_MAX_K = 4096
+
+
+cdef class _Blocks:
+    """One threaded chunk: the candidates u, the state's scale, reference and offset, one key."""
+    cdef const double[::1] u
+    cdef Py_ssize_t n, nblocks, offset, k
+    cdef double c, ref
+    cdef int noise
+    cdef bint heaps             # top-k (else report-noisy-max)
+    cdef StreamKey key
+    cdef Best *best             # per block (report-noisy-max)
+    cdef double[:, ::1] hkey    # per block heaps (top-k)
+    cdef double[:, ::1] hu
+    cdef double[:, ::1] hg
+    cdef Py_ssize_t[:, ::1] hidx
+    cdef Py_ssize_t[::1] size
+
+    def __cinit__(self, const double[::1] u, BitgenHandle h, double c, double ref, int noise,
+                  Py_ssize_t offset):
+        self.u = u
+        self.c, self.ref, self.noise, self.offset = c, ref, noise, offset
+        self.n = u.shape[0]
+        self.nblocks = (self.n + THREAD_BLOCK - 1) // THREAD_BLOCK
+        self.best = NULL
+        self.key = stream_key(h)
+
+    def __dealloc__(self):
+        PyMem_Free(self.best)
+
+    cdef Best argmax(self, Best best):
+        """The state's best after this chunk."""
+        cdef ArgmaxState state
+        cdef Py_ssize_t b
+        self.heaps = False
+        self.best = <Best *>PyMem_Malloc(self.nblocks * sizeof(Best))
+        if self.best == NULL:
+            raise MemoryError()
+        for b in range(self.nblocks):
+            self.best[b].index = -1
+            self.best[b].key = -INFINITY
+        run_blocks(self, self.nblocks)
+        for b in range(self.nblocks):  # strict >: the first of equal keys, as in one pass
+            if self.best[b].index >= 0 and self.best[b].key > best.key:
+                best = self.best[b]
+        return best
+
+    cdef topk(self, TopKState state):
+        cdef Py_ssize_t b, i
+        self.heaps = True
+        self.k = state.k
+        self.hkey = np.empty((self.nblocks, self.k))
+        self.hu = np.empty((self.nblocks, self.k))
+        self.hg = np.empty((self.nblocks, self.k))
+        self.hidx = np.empty((self.nblocks, self.k), dtype=np.intp)
+        self.size = np.zeros(self.nblocks, dtype=np.intp)
+        run_blocks(self, self.nblocks)
+        for b in range(self.nblocks):
+            for i in range(self.size[b]):
+                state.insert(self.hkey[b, i], self.hu[b, i], self.hg[b, i], self.hidx[b, i])
+
+    def __call__(self, Py_ssize_t b):
+        cdef BlockStream st
+        cdef Py_ssize_t lo = b * THREAD_BLOCK
+        cdef Py_ssize_t m = min(<Py_ssize_t>THREAD_BLOCK, self.n - lo)
+        stream_open(&st, self.key, <uint64_t>b)
+        with nogil:
+            if self.heaps:
+                topk_run(&st.bitgen, &self.u[lo], m, self.c, self.ref, self.offset + lo, self.k,
+                         &self.size[b], &self.hkey[b, 0], &self.hu[b, 0], &self.hg[b, 0],
+                         &self.hidx[b, 0])
+            else:
+                argmax_run(&st.bitgen, &self.u[lo], m, self.c, self.ref, self.noise,
+                           self.offset + lo, &self.best[b])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -742,23 +859,89 @@ cdef class ExactState:
         self.best_enc = None
 
     def feed(self, const double[::1] u, double umax, BitgenHandle h):
-        """Process one chunk (no NaN or +inf) drawing from h."""
-        cdef Py_ssize_t n = u.shape[0], pos = 0, r
-        cdef uint64_t word = 0
+        """Process one chunk (no NaN or +inf) drawing from h (threaded from THREAD_MIN
+        candidates: see merge)."""
+        cdef Py_ssize_t n = u.shape[0], b, nblocks = (n + THREAD_BLOCK - 1) // THREAD_BLOCK
         cdef LockedBits bits
+        cdef _ExactBlocks blocks
+        cdef BlockStream st
         if n == 0:
             return
-        bits = locked_bits(h)
-        with h.lock:
-            while pos < n:
-                with nogil:
-                    r = exact_run(h.bitgen, &u[0], pos, n, self.c2, self.offset, &self.best,
-                                  &self.counts, &word)
-                if r >= n:
-                    break
-                self._resolve(u[r], word, self.offset + r, bits)
-                pos = r + 1
+        if n >= THREAD_MIN:
+            blocks = _ExactBlocks(u, stream_key(h))
+            blocks.states = [ExactState(self.c) for b in range(nblocks)]
+            for b in range(nblocks):
+                (<ExactState>blocks.states[b]).offset = self.offset + b * THREAD_BLOCK
+            run_blocks(blocks, nblocks)
+            stream_open(&st, blocks.key, <uint64_t>nblocks)  # the merge's refinement bits
+            bits = stream_bits(&st)
+            for b in range(nblocks):
+                self.merge(blocks.states[b], bits)
+        else:
+            bits = locked_bits(h)
+            with h.lock:
+                self.run(h.bitgen, bits, &u[0], n)
         self.offset += n
+
+    cdef run(self, bitgen_t *bg, LockedBits bits, const double *u, Py_ssize_t n):
+        """Feed u[0:n] (indices from self.offset) drawing from bg (its lock held, if any)."""
+        cdef Py_ssize_t pos = 0, r
+        cdef uint64_t word = 0
+        while pos < n:
+            with nogil:
+                r = exact_run(bg, u, pos, n, self.c2, self.offset, &self.best, &self.counts, &word)
+            if r >= n:
+                break
+            self._resolve(u[r], word, self.offset + r, bits)
+            pos = r + 1
+
+    cdef merge(self, ExactState later, LockedBits bits):
+        """Keep the better of this best and the best of `later` (a block of later candidates).
+
+        Exactness: each block's best is the argmax of its candidates' keys c u_i + G(R_i), every
+        comparison decided exactly; the comparison here is the same exact one (first on the
+        proven double enclosures both bests carry, then _decide), so after the last block the
+        best is the argmax of all keys, as in one pass. Each R_i's expansion is revealed once:
+        its first 64 bits from its block's stream, refinements from fresh words of the block's
+        stream or of the merge's own stream (stream id nblocks); no bit serves two R_i, so the
+        R_i are independent real uniforms and the law is exp(c u_r) / sum exp(c u), exactly.
+        (Ties have probability zero: _decide refines until they are separated.)"""
+        cdef double d, dr, dlo, dhi
+        self.counts.coarse += later.counts.coarse
+        self.counts.fine += later.counts.fine
+        self.counts.exact += later.counts.exact
+        if later.best.index < 0:
+            return
+        if self.best.index >= 0:
+            d = self.c2 * (0.5 * later.best.u - 0.5 * self.best.u)  # as in exact_run
+            dr = fabs(d) * TWO_M48 + self.c2 * TWO_M1070 + TWO_M1070 if fabs(d) < INFINITY else 0.0
+            dlo, dhi = d - dr, d + dr
+            if not force_exact and up_sum(dhi, later.best.ghi) < self.best.glo:
+                self.counts.fine += 1
+                return
+            if force_exact or not down_sum(dlo, later.best.glo) > self.best.ghi:
+                self._merge_exactly(later, bits)
+                return
+            self.counts.fine += 1
+        self.best = later.best
+        self.best_cell, self.best_enc = later.best_cell, later.best_enc
+
+    cdef _merge_exactly(self, ExactState later, LockedBits bits):
+        self.counts.exact += 1
+        d = self.c_exact * (Fraction(later.best.u) - Fraction(self.best.u))
+        cell_r = later.best_cell if later.best.refined else _word_cell(later.best.w)
+        if self.best.refined:
+            cell_b, enc_b = self.best_cell, self.best_enc
+        else:
+            cell_b, enc_b = _word_cell(self.best.w), None
+        wins, cell_r, cell_b, enc_r, enc_b = _decide(d, cell_r, cell_b, bits, enc_b)
+        if wins:
+            self.best = later.best
+            cell_b, enc_b = cell_r, enc_r
+        self.best_cell, self.best_enc = cell_b, enc_b
+        self.best.glo = _down(enc_b[0])
+        self.best.ghi = _up(enc_b[1])
+        self.best.refined = True
 
     cdef _resolve(self, double ur, uint64_t w, Py_ssize_t index, LockedBits bits):
         """Decide exactly whether candidate `index` beats the best; update the best."""
@@ -791,6 +974,24 @@ cdef class ExactState:
     def stats(self):
         """How comparisons were decided: {"coarse", "fine", "exact"} counts."""
         return {"coarse": self.counts.coarse, "fine": self.counts.fine, "exact": self.counts.exact}
+
+
+cdef class _ExactBlocks:
+    """A threaded chunk of ExactState: block b runs states[b] on its stream."""
+    cdef const double[::1] u
+    cdef StreamKey key
+    cdef list states
+
+    def __cinit__(self, const double[::1] u, StreamKey key):
+        self.u = u
+        self.key = key
+
+    def __call__(self, Py_ssize_t b):
+        cdef BlockStream st
+        cdef Py_ssize_t lo = b * THREAD_BLOCK
+        stream_open(&st, self.key, <uint64_t>b)
+        (<ExactState>self.states[b]).run(&st.bitgen, stream_bits(&st), &self.u[lo],
+                                         min(<Py_ssize_t>THREAD_BLOCK, self.u.shape[0] - lo))
 
 
 # ------------------------------------------------------------------------------------------------

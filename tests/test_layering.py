@@ -223,6 +223,7 @@ FLOORS = {
     "dpcore.graph": 8,
     "dpcore.learn": 9,
     "dpcore.cli": 10, "dpcore.__main__": 10, "dpcore": 10,
+    "dpcore._threads": 1,                                         # set_num_threads
 }
 
 
@@ -268,6 +269,7 @@ KERNEL_OWNERS = {
     "dpcore._histogram": "dpcore._release.bins", "dpcore._publish": "dpcore.publish",
     "dpcore._robust": "dpcore.robust", "dpcore._local": "dpcore.local",
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
+    "dpcore._dpcore_threads": "dpcore._threads",
 }
 # A kernel entry point that serves another concept than its kernel's owner. The planar Laplace
 # sampler (local.planar_laplace) lives in _noise.pyx because it is built from that kernel's

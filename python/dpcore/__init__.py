@@ -10,6 +10,7 @@ from dpcore.random import ChaCha20, default_rng
 from dpcore.selection import exponential, top_k
 from dpcore.bingham import bingham
 from dpcore.tuning import select_candidate
+from dpcore._threads import get_num_threads, set_num_threads
 from dpcore import stats  # noqa: E402  (a public submodule: dpcore.stats.median, ...)
 from dpcore import graph  # noqa: E402  (a public submodule: dpcore.graph.release_hrg, ...)
 from dpcore import mestimators  # noqa: E402  (Lei 2011 M-estimators from one perturbed histogram)
@@ -53,4 +54,6 @@ __all__ = [
     "select_candidate",
     "stats",
     "top_k",
+    "get_num_threads",
+    "set_num_threads",
 ]
