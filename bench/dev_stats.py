@@ -1,13 +1,20 @@
 """Development data for the defaults of dpcore.stats, disjoint from what bench/utility_stats.py
 reports (lognormal and normal data there; gamma, uniform, bimodal and exponential here).
 
-    PYTHONPATH=python python bench/dev_stats.py [--releases 150]
+    PYTHONPATH=python python bench/dev_stats.py [--releases 150] [--part histograms|quantiles]
 
 Histogram post-processing (``nonnegative=``): mean L1 error of the raw noisy counts, clamping
 at 0, the least-squares projection with the noisy total, and with the true total (a public n),
 over 4 data sets x n in {300, 3000, 30000} x bins in {10, 30, 100} x epsilon in
 {0.1, 0.5, 1, 2, 5} on [0, 1]. Prints the cells each rule wins or ties and its L1 relative
 to clamping.
+
+Quantile candidates and mechanism (``--part quantiles``): RMSE over releases and the levels
+(0.25, 0.5, 0.75) of the exponential mechanism over the default (finest) grid, and of exact
+permute-and-flip over evenly spaced grids of 2**10 + 1, 2**13 + 1 and 2**16 + 1 points, over
+the same 4 data sets x n in {300, 3000, 30000, 100000} x epsilon in {0.1, 0.5, 2, 5} on [0, 1]
+(``--releases`` per cell, 100 by default there). Prints each rule's RMSE relative to the
+default per cell, and its median, min and max.
 """
 import argparse
 
@@ -55,10 +62,45 @@ def histogram_cells(releases, rng):
     return results
 
 
+QUANTILE_RULES = {"em-finest": dict(), "pf-1025": dict(grid=2**10 + 1, method="permute-and-flip"),
+                  "pf-8193": dict(grid=2**13 + 1, method="permute-and-flip"),
+                  "pf-65537": dict(grid=2**16 + 1, method="permute-and-flip")}
+QUANTILE_LEVELS = (0.25, 0.5, 0.75)
+
+
+def quantile_cells(releases, rng):
+    results = {}
+    for name, make in data_sets(rng).items():
+        for n in (300, 3000, 30000, 100000):
+            x = np.clip(make(n), 0, 1)
+            exact = np.quantile(x, QUANTILE_LEVELS)
+            for eps in (0.1, 0.5, 2, 5):
+                cell = {}
+                for rule, kw in QUANTILE_RULES.items():
+                    out = np.array([stats.quantile(x, QUANTILE_LEVELS, epsilon=eps, bounds=(0, 1),
+                                                   random_state=int(rng.integers(2**62)), **kw)
+                                    for _ in range(releases)])
+                    cell[rule] = float(np.sqrt(np.mean((out - exact) ** 2)))
+                results[(name, n, eps)] = cell
+                print(name, n, eps, {k: f"{v / cell['em-finest']:.3f}" for k, v in cell.items()},
+                      flush=True)
+    for rule in QUANTILE_RULES:
+        ratio = [c[rule] / c["em-finest"] for c in results.values()]
+        print(f"{rule:>10}: RMSE / em-finest median {np.median(ratio):.3f}, min "
+              f"{np.min(ratio):.3f}, max {np.max(ratio):.3f}, cells below 1: "
+              f"{sum(r < 1 for r in ratio)} of {len(ratio)}")
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--releases", type=int, default=150)
+    parser.add_argument("--releases", type=int, default=None)
+    parser.add_argument("--part", choices=("histograms", "quantiles"), default="histograms")
     args = parser.parse_args()
+    if args.part == "quantiles":
+        quantile_cells(args.releases or 100, np.random.default_rng(2025))
+        return
+    args.releases = args.releases or 150
     results = histogram_cells(args.releases, np.random.default_rng(2024))
     wins = {rule: 0 for rule in RULES}
     for cell in results.values():

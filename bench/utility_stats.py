@@ -57,7 +57,9 @@ public-n RMSE, all from formulas evaluated on the data (documented in the user g
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -73,6 +75,13 @@ OPENDP_CANDIDATES = 1001
 BINS, BINS_2D = 20, 10
 THRESHOLD = 5.0  # count: the records above it (a public row-wise predicate)
 MARGIN, ALPHA, BOOTSTRAP = 1.05, 0.05, 400
+# Sequential looks: releases per side (cumulative) at which a cell is evaluated; the run and the
+# one re-run of a failing cell each have up to len(LOOKS) looks, so every cell has at most
+# PLANNED_LOOKS looks in all, and its p-value is PLANNED_LOOKS times the smallest p-value of its
+# looks (Bonferroni over the planned looks: valid whatever the stopping rule).
+LOOKS = (1000, 4000, 20000, 100000, 400000)
+PLANNED_LOOKS = 2 * len(LOOKS)
+SLOW_PEER_SHARE = 0.1
 
 
 def make_data(name, n, seed=27):
@@ -324,81 +333,110 @@ class Cell:
     releases: int = 0
     rerun: bool = False
     p_value: float = math.nan
+    p_min: float = 1.0
+    looks: int = 0
     passed: bool | None = None
     bound: float = math.nan
     extra: dict = field(default_factory=dict)
 
 
-def releases_for(variant, n, quick, peer="dpcore"):
-    """Releases per cell and side: 1000 (the issue's minimum); diffprivlib's quantiles at
-    n = 10**5 take about 0.5 s a release (it sorts and scores in Python per level), so 200."""
-    if quick:
-        return 100
-    slow = peer == "diffprivlib" and variant in ("quantiles", "median") and n >= 100_000
-    return 200 if slow else 1000
-
-
 def draw_losses(release, variant, seeds, truth):
-    start = time.perf_counter()
+    start = time.process_time()
     loss = losses(variant, [release(int(s)) for s in seeds], truth)
-    return loss, time.perf_counter() - start
+    return loss, time.process_time() - start
 
 
-def measure(cell, x, x2, contenders, seed_seq, r, r_peer, shared=None):
-    """Releases of both sides with fresh seeds (dpcore's may come from ``shared``: the same
-    dpcore variant on the same cell for another peer), the metrics and the bootstrap."""
+def new_seeds(seed_seq, r, r_peer):
+    """Fresh seeds: 62-bit for dpcore's ChaCha20, 32-bit for diffprivlib's generators."""
     seeds = seed_seq.generate_state(r + r_peer, dtype=np.uint64).astype(np.int64) & (2**62 - 1)
-    seeds[r:] &= 2**32 - 1  # 62-bit seeds for dpcore's ChaCha20, 32-bit for diffprivlib's
-    truth = truth_of(cell.variant, x, x2)
-    key = (cell.dataset, cell.n, cell.epsilon, cell.variant, r)
-    if shared is not None and key in shared:
-        ours, ours_time = shared[key]
-    else:
-        ours, ours_time = draw_losses(contenders["dpcore"][cell.variant](x, x2, cell.epsilon),
-                                      cell.variant, seeds[:r], truth)
-        if shared is not None:
-            shared[key] = ours, ours_time
-    theirs_fn = contenders[cell.peer][cell.peer_variant](x, x2, cell.epsilon)
-    theirs, theirs_time = draw_losses(theirs_fn, cell.variant, seeds[r:], truth)
-    cell.seconds = ours_time + theirs_time
-    cell.extra["per_release"] = (ours_time / r, theirs_time / r_peer)
-    cell.releases, cell.extra["peer_releases"] = r, r_peer
-    cell.ours, cell.theirs = metric(cell.variant, ours), metric(cell.variant, theirs)
-    boot = np.random.default_rng(seed_seq.spawn(1)[0])
-    logs = [log_ratio(metric(cell.variant, ours[boot.integers(0, r, r)]),
-                      metric(cell.variant, theirs[boot.integers(0, r_peer, r_peer)]))
+    seeds[r:] &= 2**32 - 1
+    return seeds[:r], seeds[r:]
+
+
+def evaluate(variant, ours, theirs, boot_seq):
+    """(metric ours, metric theirs, log-ratio, bootstrap standard error of the log-ratio, the
+    one-sided p-value of "ratio >= MARGIN") for the releases so far."""
+    boot = np.random.default_rng(boot_seq)
+    ours_m, theirs_m = metric(variant, ours), metric(variant, theirs)
+    logs = [log_ratio(metric(variant, ours[boot.integers(0, ours.size, ours.size)]),
+                      metric(variant, theirs[boot.integers(0, theirs.size, theirs.size)]))
             for _ in range(BOOTSTRAP)]
-    cell.log_ratio = log_ratio(cell.ours, cell.theirs)
-    cell.se = float(np.std(logs, ddof=1))
-    # one-sided p-value of "ratio >= MARGIN"
-    cell.p_value = float(sps.norm.cdf((cell.log_ratio - math.log(MARGIN)) / max(cell.se, 1e-12)))
+    lr = log_ratio(ours_m, theirs_m)
+    se = float(np.std(logs, ddof=1))
+    return ours_m, theirs_m, lr, se, float(sps.norm.cdf((lr - math.log(MARGIN)) / max(se, 1e-12)))
 
 
-def rerun_releases(cell, n_failed, quick, seconds):
-    """Releases (dpcore, peer) for the one re-run of a failing cell: both scaled by the factor
-    the first run's spread needs to clear the margin at the failing cells' Holm level if the
-    ratio were at most 1; at least the first run's, and within ``seconds`` of run time."""
-    r0, p0 = cell.releases, cell.extra["peer_releases"]
+def sequential(cell, x, x2, contenders, seed_seq, looks, m, seconds, shared=None):
+    """One run of a cell: releases on both sides with fresh seeds, evaluated at the looks
+    ``looks`` (cumulative (dpcore, peer) release counts), stopping at the first look where
+
+    * the cell is decided as a pass: PLANNED_LOOKS * (smallest p so far) <= ALPHA / m, a pass
+      under Holm over the m verdict cells whatever the other cells' p-values; or
+    * it is futile: the ratio is above the margin, significantly (its lower bound at the
+      loosest Holm level, ALPHA / PLANNED_LOOKS, is above MARGIN); or
+    * the next look would take more than ``seconds`` of CPU for this cell and run.
+
+    The stopping rule only decides when to stop; the p-value (PLANNED_LOOKS times the smallest
+    look's) is valid for any rule. dpcore's first-look releases may come from ``shared`` (the
+    same dpcore variant on the same cell for the other peer)."""
+    truth = truth_of(cell.variant, x, x2)
+    ours_fn = contenders["dpcore"][cell.variant](x, x2, cell.epsilon)
+    theirs_fn = contenders[cell.peer][cell.peer_variant](x, x2, cell.epsilon)
+    ours, theirs = np.empty(0), np.empty(0)
+    spent = [0.0, 0.0]
+    z_loose = sps.norm.isf(ALPHA / PLANNED_LOOKS)
+    for k, (r, r_peer) in enumerate(looks):
+        look_seq, boot_seq = seed_seq.spawn(2)
+        seeds_ours, seeds_theirs = new_seeds(look_seq, r - ours.size, r_peer - theirs.size)
+        key = (cell.dataset, cell.n, cell.epsilon, cell.variant, r)
+        if k == 0 and shared is not None and key in shared:
+            more, t = shared[key]
+        else:
+            more, t = draw_losses(ours_fn, cell.variant, seeds_ours, truth)
+            if k == 0 and shared is not None:
+                shared[key] = more, t
+        ours, spent[0] = np.concatenate([ours, more]), spent[0] + t
+        more, t = draw_losses(theirs_fn, cell.variant, seeds_theirs, truth)
+        theirs, spent[1] = np.concatenate([theirs, more]), spent[1] + t
+        ours_m, theirs_m, lr, se, p = evaluate(cell.variant, ours, theirs, boot_seq)
+        cell.looks += 1
+        if p <= cell.p_min or cell.looks == 1:  # the look the verdict is read from
+            cell.p_min = min(cell.p_min, p)
+            cell.ours, cell.theirs, cell.log_ratio, cell.se = ours_m, theirs_m, lr, se
+            cell.releases, cell.extra["peer_releases"] = r, r_peer
+        if PLANNED_LOOKS * cell.p_min <= ALPHA / m or k + 1 == len(looks):
+            break
+        if lr - z_loose * se > math.log(MARGIN):
+            break
+        next_r, next_peer = looks[k + 1]
+        per_ours, per_theirs = spent[0] / r, spent[1] / r_peer
+        if (next_r - r) * per_ours + (next_peer - r_peer) * per_theirs + sum(spent) > seconds:
+            break
+    cell.seconds = sum(spent)
+    cell.extra["per_release"] = (spent[0] / ours.size, spent[1] / theirs.size)
+    cell.p_value = min(1.0, PLANNED_LOOKS * cell.p_min)
+
+
+def looks_for(variant, n, peer, quick):
+    """Cumulative (dpcore, peer) releases at each look: LOOKS, the peer's scaled down where a
+    release is slow (diffprivlib's quantiles and median at n = 10**5: about 0.3 s and 0.06 s
+    of CPU a release, so SLOW_PEER_SHARE of dpcore's)."""
     if quick:
-        return r0, p0
-    room = math.log(MARGIN) - max(cell.log_ratio, 0.0)
-    z = sps.norm.isf(ALPHA / max(n_failed, 1))
-    factor = (z * cell.se / room) ** 2 if room > 0 else 1.0
-    per_ours, per_peer = cell.extra["per_release"]
-    affordable = seconds / max(r0 * per_ours + p0 * per_peer, 1e-9)
-    factor = min(max(factor, 1.0), max(affordable, 1.0), 200.0)
-    return int(r0 * factor), int(p0 * factor)
+        return [(100, 100)]
+    slow = peer == "diffprivlib" and variant in ("quantiles", "median") and n >= 100_000
+    return [(r, int(r * SLOW_PEER_SHARE) if slow else r) for r in LOOKS]
 
 
 def holm(cells):
-    """Holm's step-down over the verdict cells: passes and the upper bound at each cell's level."""
+    """Holm's step-down over the verdict cells: passes, and the upper bound of the ratio at each
+    cell's level (read from the look with the smallest p-value, at level / PLANNED_LOOKS)."""
     tested = sorted((c for c in cells if c.verdict), key=lambda c: c.p_value)
     m, still = len(tested), True
     for rank, c in enumerate(tested):
         level = ALPHA / (m - rank)
         still = still and c.p_value <= level
         c.passed = still
-        c.bound = math.exp(min(c.log_ratio + sps.norm.isf(level) * c.se, 50.0))
+        c.bound = math.exp(min(c.log_ratio + sps.norm.isf(level / PLANNED_LOOKS) * c.se, 50.0))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -433,7 +471,7 @@ def private_n_table(x, n, eps):
 # ------------------------------------------------------------------------------------------------
 
 
-def run(quick, seed, rerun_seconds):
+def run(quick, seed, cell_seconds, only=None):
     contenders = {"dpcore": dpcore_contenders(), "OpenDP": opendp_contenders(),
                   "diffprivlib": diffprivlib_contenders()}
     sizes = (1_000,) if quick else SIZES
@@ -447,29 +485,41 @@ def run(quick, seed, rerun_seconds):
                 for variant, peer, peer_variant, relation, verdict in PAIRINGS:
                     cells.append(Cell(dataset, n, eps, variant, peer, peer_variant, relation,
                                       verdict))
-    seeds = root.spawn(2 * len(cells))
+    seeds = root.spawn(2 * len(cells))  # the run's and the re-run's, fixed per cell position
+    if only:  # a subset (development); m stays the full run's number of verdict cells
+        keep = [i for i, c in enumerate(cells) if re.search(only, cell_name(c))]
+        m = sum(c.verdict for c in cells)
+        cells, seeds = [cells[i] for i in keep], ([seeds[i] for i in keep] +
+                                                  [seeds[len(seeds) // 2 + i] for i in keep])
+    else:
+        m = sum(c.verdict for c in cells)
     shared = {}
     for i, cell in enumerate(cells):
         x, x2 = data[cell.dataset, cell.n]
-        measure(cell, x, x2, contenders, seeds[i], releases_for(cell.variant, cell.n, quick),
-                releases_for(cell.variant, cell.n, quick, cell.peer), shared)
-        print(f"[{i + 1}/{len(cells)}] {cell.dataset} n={cell.n} eps={cell.epsilon} "
-              f"{cell.variant} vs {cell.peer}: {math.exp(cell.log_ratio):.3f} "
-              f"({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
+        looks = looks_for(cell.variant, cell.n, cell.peer, quick)
+        sequential(cell, x, x2, contenders, seeds[i], looks if cell.verdict else looks[:1], m,
+                   cell_seconds, shared)
+        print(f"[{i + 1}/{len(cells)}] {cell_name(cell)}: {math.exp(cell.log_ratio):.3f} "
+              f"p={cell.p_value:.2g} {cell.releases}/{cell.extra['peer_releases']} releases, "
+              f"{cell.looks} looks ({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
     holm(cells)
     failed = [c for c in cells if c.verdict and not c.passed]
-    for j, cell in enumerate(failed):  # once, with new seeds (and more releases if affordable)
+    for j, cell in enumerate(failed):  # once, with new seeds: looks 4 to 6 of the cell
         x, x2 = data[cell.dataset, cell.n]
-        r, r_peer = rerun_releases(cell, len(failed), quick, rerun_seconds)
-        measure(cell, x, x2, contenders, seeds[len(cells) + j], r, r_peer)
+        sequential(cell, x, x2, contenders, seeds[len(cells) + cells.index(cell)],
+                   looks_for(cell.variant, cell.n, cell.peer, quick), m, cell_seconds)
         cell.rerun = True
-        print(f"[rerun {j + 1}/{len(failed)}] {cell.dataset} n={cell.n} eps={cell.epsilon} "
-              f"{cell.variant} vs {cell.peer}: {math.exp(cell.log_ratio):.3f} with {r}/{r_peer} "
-              f"releases "
+        print(f"[rerun {j + 1}/{len(failed)}] {cell_name(cell)}: "
+              f"{math.exp(cell.log_ratio):.3f} p={cell.p_value:.2g} "
+              f"{cell.releases}/{cell.extra['peer_releases']} releases, {cell.looks} looks "
               f"({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
     if failed:
         holm(cells)
     return cells, data, sizes, epsilons
+
+
+def cell_name(c):
+    return f"{c.dataset} n={c.n} eps={c.epsilon:g} {c.variant} vs {c.peer}"
 
 
 def print_tables(cells, data, sizes, epsilons, quick):
@@ -509,13 +559,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="dpcore.stats against OpenDP and diffprivlib")
     parser.add_argument("--quick", action="store_true", help="a smoke run (n = 1000, 2 epsilons)")
     parser.add_argument("--seed", type=int, default=2711, help="root of the noise seeds")
-    parser.add_argument("--rerun-seconds", type=float, default=20.0,
-                        help="run-time cap of one re-run (both sides)")
+    parser.add_argument("--cell-seconds", type=float, default=6.0,
+                        help="CPU-time cap of one run of a cell (both sides) for further looks")
+    parser.add_argument("--only", default=None,
+                        help="regular expression on 'data n=N eps=E variant vs peer' (a subset)")
+    parser.add_argument("--json", default=None, help="also write the cells to this JSON file")
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-    cells, data, sizes, epsilons = run(args.quick, args.seed, args.rerun_seconds)
+    start = time.process_time()
+    cells, data, sizes, epsilons = run(args.quick, args.seed, args.cell_seconds, args.only)
     print_tables(cells, data, sizes, epsilons, args.quick)
-    print(f"\n({time.perf_counter() - start:.0f} s)")
+    print(f"\n({time.process_time() - start:.0f} s of CPU)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{k: v for k, v in vars(c).items()} for c in cells], f, default=float)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ from dpcore.random import Words64
 
 __all__ = ["DEFAULT_GRID", "GRID_CHUNK", "GRID_METHODS", "INTERVAL_METHODS", "MAX_QUANTILE_GRID",
            "MAX_QUANTILE_RECORDS", "QUANTILE_BITS", "CandidateGrid", "RunSampler",
-           "default_grid_size", "grid_points", "quantile_levels", "rank_utility"]
+           "default_grid_size", "grid_points", "quantile_levels", "rank_utility",
+           "FLIP_METHOD", "MAX_FLIP_GRID", "PointUtilities"]
 
 #: Quantile levels are used as the nearest multiple of 2**-QUANTILE_BITS, so utilities are exact.
 QUANTILE_BITS = 20
@@ -52,7 +53,11 @@ DEFAULT_GRID = "fine"
 #: Candidates (runs) are streamed to the selection in chunks of this many.
 GRID_CHUNK = 2**18
 INTERVAL_METHODS = ("gumbel",)
-GRID_METHODS = ("exact", "gumbel", "inverse-cdf")
+#: Exact permute-and-flip over the grid points (one coin per point, so grids up to
+#: ``MAX_FLIP_GRID`` points).
+FLIP_METHOD = "permute-and-flip"
+GRID_METHODS = ("exact", "gumbel", "inverse-cdf", FLIP_METHOD)
+MAX_FLIP_GRID = 2**22 + 1
 
 
 def quantile_levels(q):
@@ -129,6 +134,12 @@ class CandidateGrid:
             )
         self.size = points.size
         self.points = np.ascontiguousarray(points)
+
+    def all_points(self):
+        """Every grid point (materialised: for grids of moderate size)."""
+        if self.points is not None:
+            return self.points
+        return grid_points(self.lower, self.upper, self.size, np.arange(self.size))
 
     def point(self, index):
         if self.points is not None:
@@ -258,3 +269,19 @@ class RunSampler:
                 yield utilities[start:start + GRID_CHUNK]
         return chunks
 
+
+
+class PointUtilities:
+    """The utility of every grid point, -|#{x_i < g_j} - q n| (exact doubles), per level: the
+    candidates of permute-and-flip, which (unlike the exponential mechanism) does not reduce
+    to the runs of equal rank, so it visits the points themselves."""
+
+    def __init__(self, grid, sorted_records):
+        self.ranks = np.searchsorted(sorted_records, grid.all_points(), side="left")
+        self.n = sorted_records.size
+        self._levels = {}
+
+    def of(self, numerator):
+        if numerator not in self._levels:
+            self._levels[numerator] = rank_utility(self.ranks, numerator, self.n)
+        return self._levels[numerator]
