@@ -351,14 +351,26 @@ def tree_cells(sets, seeds, epsilons=None):
 
 
 def forest_cells(sets, seeds, epsilons=None):
-    rules = {"forest_defaults": {}, "10 x depth 8 (before)": {"n_estimators": 10, "max_depth": 8},
-             "10 x depth 4": {"n_estimators": 10, "max_depth": 4},
-             "5 x depth 3": {"n_estimators": 5, "max_depth": 3},
-             "20 x depth 5": {"n_estimators": 20, "max_depth": 5},
-             "auto trees x depth 6": {"max_depth": 6},
-             "auto trees x depth 8": {"max_depth": 8}}   # large epsilon: --epsilons 5 10 20 50
+    rules = {"forest_defaults": {}, "1 tree": {"n_estimators": 1},
+             "2 trees": {"n_estimators": 2}, "3 trees": {"n_estimators": 3},
+             "5 trees": {"n_estimators": 5}, "10 trees": {"n_estimators": 10},
+             "20 trees": {"n_estimators": 20},
+             "3 trees, depth + 1": "deeper 3", "5 trees, depth - 1": "shallower 5",
+             "random trees (before)": {"algorithm": "random"}}
     yield from _tree_like_cells(sets, seeds, "RandomForestClassifier", RandomForestClassifier,
                                 rules, epsilons)
+
+
+def _rule_kwargs(kw, eps, n_classes):
+    """A rule's keyword arguments; "deeper T" / "shallower T": T trees of tree_defaults' depth
+    plus or minus one."""
+    if isinstance(kw, dict):
+        return kw
+    from dpcore.learn._tree import tree_defaults
+
+    how, trees = kw.split()
+    depth = tree_defaults(eps, n_classes)[0] + (1 if how == "deeper" else -1)
+    return {"n_estimators": int(trees), "max_depth": max(depth, 1)}
 
 
 def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
@@ -371,6 +383,8 @@ def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
         for eps in TREE_EPSILONS if epsilons is None else epsilons:
             row = {}
             for rule, kw in rules.items():
+                kw = _rule_kwargs(kw, eps, classes.size)
+
                 def make(seed, eps=eps, kw=kw):
                     return est(epsilon=eps, bounds=bounds, classes=classes, random_state=seed,
                                **kw)

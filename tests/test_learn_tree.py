@@ -21,6 +21,7 @@ from dpcore.learn._tree import (  # noqa: E402
     bin_threshold,
     forest_defaults,
     permute_and_flip_labels,
+    random_forest_defaults,
     split_sensitivity,
     split_utility,
     tree_defaults,
@@ -143,7 +144,7 @@ def test_forest_kernels_match_naive_walk():
     X = rng.uniform(0, 1, (300, 4))
     y = rng.integers(0, 3, 300)
     f = RandomForestClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1, 2], n_estimators=4,
-                               max_depth=3, random_state=0).fit(X, y)
+                               max_depth=3, algorithm="random", random_state=0).fit(X, y)
     t = f.tree_
     ref = np.array([[naive_leaf(t, x, r) for r in t.roots] for x in X])
     assert np.array_equal(t.apply(X), ref)
@@ -264,6 +265,7 @@ def test_forest_leaf_noise_law():
     z = []
     for _ in range(300):
         f = RandomForestClassifier(epsilon=eps, bounds=(0, 1), classes=[0, 1], n_estimators=trees,
+                                   algorithm="random",
                                    max_depth=2, random_state=gen).fit(X, y)
         exact = np.zeros(f.tree_.values.shape)
         np.add.at(exact, (f.apply(X).ravel(), np.repeat(y, trees)), 1)
@@ -272,6 +274,33 @@ def test_forest_leaf_noise_law():
     support = np.arange(-10, 11)
     assert integer_pvalue(z, dlap_pmf(trees / eps), support) > ALPHA
     assert integer_pvalue(z, dlap_pmf(1.2 * trees / eps), support) < ALPHA   # power
+
+
+def test_partition_forest_label_law():
+    # max_depth=0, 2 trees: each record joins tree 0 or 1 with probability 1/2 (independently),
+    # then each tree's single leaf draws its label by permute-and-flip on its own records at the
+    # whole epsilon. The exact joint law of the two labels sums over the 2**7 assignments.
+    import itertools
+
+    X = np.zeros((7, 1))
+    y = np.array([0, 0, 0, 0, 0, 1, 1])
+    eps = 0.7
+    law = np.zeros((2, 2))
+    for parts in itertools.product((0, 1), repeat=y.size):
+        parts = np.array(parts)
+        leaf = [pf_law(np.bincount(y[parts == t], minlength=2), eps) for t in (0, 1)]
+        law += np.outer(leaf[0], leaf[1]) / 2**y.size
+    gen = np.random.default_rng(21)  # insecure-ok: test seeds
+    observed = np.zeros(4, dtype=np.int64)
+    for _ in range(3000):
+        f = RandomForestClassifier(epsilon=eps, bounds=(-1, 1), classes=[0, 1], n_estimators=2,
+                                   max_depth=0, random_state=gen).fit(X, y)
+        a, b = np.argmax(f.tree_.values, axis=1)
+        observed[2 * a + b] += 1
+    assert chisquare_pvalue(observed, law.ravel()) > ALPHA
+    # power: every record in both trees (no partition) gives another law
+    both = np.outer(pf_law([5, 2], eps), pf_law([5, 2], eps)).ravel()
+    assert chisquare_pvalue(observed, both) < ALPHA
 
 
 def split_case():
@@ -406,7 +435,9 @@ def test_tree_specific_errors(params, match, cancer):
 @pytest.mark.parametrize("params, match", [
     ({"n_estimators": 0}, "n_estimators"), ({"voting": "majority"}, "voting"),
     ({"n_estimators": 1000, "max_depth": 20}, "2\\*\\*24"),
-    ({"epsilon": 1e-14}, "epsilon"),
+    ({"epsilon": 1e-14, "algorithm": "random"}, "epsilon"),
+    ({"algorithm": "bagging"}, "algorithm"), ({"n_bins": 1}, "n_bins"),
+    ({"split_share": 1.0}, "split_share"), ({"criterion": "entropy"}, "criterion"),
 ])
 def test_forest_specific_errors(params, match, cancer):
     X, y, bounds = cancer
@@ -433,24 +464,30 @@ def test_fitted_state_is_released_output_only(cls, cancer):
     X, y, bounds = cancer
     est = cls(bounds=bounds, classes=[0, 1], random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
-    resolved = ({"max_depth_", "n_bins_", "split_share_"} if cls is DecisionTreeClassifier
-                else {"n_estimators_", "max_depth_"})   # public: "auto" resolved
+    resolved = {"max_depth_", "n_bins_", "split_share_"}   # public: "auto" resolved
+    if cls is RandomForestClassifier:
+        resolved.add("n_estimators_")
     assert fitted == {"classes_", "tree_", "n_features_in_"} | resolved
     t = est.tree_
-    if cls is DecisionTreeClassifier:   # released labels only, one per leaf
-        assert np.array_equal(np.sort(t.values, axis=1), np.tile([0.0, 1.0], (t.n_leaves, 1)))
-    else:
+    # released labels only, one per leaf (the forest's trees too, by default)
+    assert np.array_equal(np.sort(t.values, axis=1), np.tile([0.0, 1.0], (t.n_leaves, 1)))
+    if cls is RandomForestClassifier:   # random trees: the leaf counts are noisy
+        est = cls(bounds=bounds, classes=[0, 1], algorithm="random", random_state=0).fit(X, y)
+        t = est.tree_
         exact = np.zeros(t.values.shape)
         np.add.at(exact, (est.apply(X).reshape(len(X), -1).ravel(),
                           np.repeat(y, t.roots.size)), 1)
-        assert np.any(t.values != exact)   # the leaf counts are noisy
+        assert np.any(t.values != exact)
+        assert est.n_bins_ is None and est.split_share_ is None
 
 
 def test_forest_structure_does_not_depend_on_the_data():
     rng = np.random.default_rng(9)  # insecure-ok: test data
-    a = RandomForestClassifier(bounds=(0, 1), classes=[0, 1], random_state=3).fit(
+    a = RandomForestClassifier(bounds=(0, 1), classes=[0, 1], algorithm="random",
+                               random_state=3).fit(
         rng.uniform(0, 1, (50, 3)), rng.integers(0, 2, 50)).tree_
-    b = RandomForestClassifier(bounds=(0, 1), classes=[0, 1], random_state=3).fit(
+    b = RandomForestClassifier(bounds=(0, 1), classes=[0, 1], algorithm="random",
+                               random_state=3).fit(
         rng.uniform(0, 1, (500, 3)), np.ones(500, int)).tree_
     for name in ("feature", "threshold", "left", "right", "slot", "roots"):
         assert np.array_equal(getattr(a, name), getattr(b, name))
@@ -480,7 +517,7 @@ def test_forest_voting_rules(cancer):
     # the two rules are post-processing of the same release: summed counts, or averaged
     # normalised leaf distributions
     X, y, bounds = cancer
-    kw = {"bounds": bounds, "classes": [0, 1], "random_state": 2}
+    kw = {"bounds": bounds, "classes": [0, 1], "algorithm": "random", "random_state": 2}
     proba = RandomForestClassifier(voting="proba", **kw).fit(X, y)
     counts = RandomForestClassifier(voting="counts", **kw).fit(X, y)
     assert np.array_equal(proba.tree_.values, counts.tree_.values)
@@ -555,11 +592,14 @@ def test_defaults_read_public_inputs_only():
     import inspect
 
     assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
-    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon"]
+    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes"]
+    assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
     assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
-    assert [forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
+    for e, k in ((0.1, 3), (1, 2), (5, 10)):
+        assert forest_defaults(e, k) == (1,) + tree_defaults(e, k)
+    assert [random_forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
         (5, 3), (10, 5), (14, 5), (22, 5), (25, 6), (25, 7), (25, 8), (25, 8)]
     # the same public inputs give the same resolved parameters, whatever the number of records
     rng = np.random.default_rng(14)  # insecure-ok: test data

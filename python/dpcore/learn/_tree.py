@@ -28,6 +28,7 @@ from dpcore.learn._tree_grid import (
     _base_offsets,
     bin_threshold,
     forest_defaults,
+    random_forest_defaults,
     split_sensitivity,
     split_utility,
     tree_defaults,
@@ -36,11 +37,12 @@ from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
 from dpcore.selection import ExponentialMechanism
 
 __all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
-           "forest_defaults", "permute_and_flip_labels", "split_sensitivity", "split_utility",
-           "tree_defaults"]
+           "forest_defaults", "permute_and_flip_labels", "random_forest_defaults",
+           "split_sensitivity", "split_utility", "tree_defaults"]
 
 CRITERIA = ("gini", "max")
 VOTING = ("proba", "counts")
+ALGORITHMS = ("partition", "random")
 # Largest count table one tree level may need (nodes x features x bins x classes, int64): a
 # public limit on the parameters, checked before anything is charged.
 _MAX_TABLE = 2**26
@@ -335,40 +337,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
 
     def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
-        classes, max_depth, n_bins, the splits' exponential mechanism (None: random splits))."""
+        classes, max_depth, n_bins, the splits' exponential mechanism (None: random splits),
+        the leaves' epsilon)."""
         epsilon, bounds, classes_given = _check_common(self, n_features)
         classes = classes_given if classes is None else classes
-        depth, n_bins, share = self._resolved(epsilon, classes)
-        depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
-        n_bins = _check_bins(n_bins, n_features)
-        share = check.probability(share, "split_share", open_low=False)
-        if self.criterion not in CRITERIA:
-            raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
-        names = "epsilon, max_depth and split_share"
-        mech = None
-        if share > 0 and depth:
-            split_eps = round_down(Fraction(epsilon) * Fraction(share) / depth)
-            if split_eps <= 0:
-                raise ValueError(f"{names} leave no budget per level: use a larger epsilon")
-            sensitivity, monotonic = split_sensitivity(self.criterion if self.criterion
-                                                       in CRITERIA else "max",
-                                                       2 if classes is None else classes.size)
-            mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
-                                                  monotonic=monotonic, method="exact")
-        with np.errstate(over="ignore"):
-            narrow = not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0])))
-        if narrow:
-            raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
-        if n_features is not None and depth:
-            k = 2 if classes is None else classes.size
-            if 2 ** (depth - 1) * n_features * int(np.max(n_bins)) * k > _MAX_TABLE:
-                raise ValueError(
-                    f"2**(max_depth - 1) * n_features * max(n_bins) * n_classes must be <= 2**26 "
-                    f"(the count table of a level), got max_depth={depth}, n_bins={n_bins}, "
-                    f"n_features={n_features}"
-                )
+        plan = _private_plan(epsilon, bounds, classes, *self._resolved(epsilon, classes),
+                             self.criterion, n_features)
         _base.check_n(n_samples)
-        return epsilon, bounds, classes_given, depth, n_bins, mech
+        return (epsilon, bounds, classes_given) + plan
 
     def _cost(self):
         return Cost(self._check_params()[0])
@@ -377,33 +353,82 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         """Grow the private tree (see the class docstring). Returns self."""
         classes = self._check_params()[2]
         X, classes, yi = _labels(self, X, y, classes, finite=False)
-        n, d = X.shape
-        params = self._check_params(n, d, classes)
-        epsilon, (lower, upper), _, depth, n_bins, mech = params
-        k = classes.size
-        n_bins = np.broadcast_to(n_bins, (d,))
-        spent = depth * Fraction(mech.epsilon_effective) if mech is not None else Fraction(0)
-        leaf_eps = round_down(Fraction(epsilon) - spent)
-        if leaf_eps <= 0:
-            raise ValueError("epsilon, max_depth and split_share leave no budget for the leaves")
-        inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
-        width = int(n_bins.max())
-        codes = np.empty((n, d), dtype=np.uint8 if width <= 256 else np.uint16)
-        root = np.zeros((d, k, width), dtype=np.int64)   # the root's table, counted while binning
-        if _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), yi, codes, root):
-            raise ValueError("Input X contains NaN or infinity")
-        criterion = self.criterion
-
-        def draw(rng):
-            return _grow(codes, yi, root, (lower, inv), k, depth, n_bins, mech, leaf_eps,
-                         criterion, rng)
-
-        self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
-                             random_state=self.random_state, label="DecisionTreeClassifier")
+        epsilon, bounds, _, *plan = self._check_params(*X.shape, classes)
+        self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
+                                  "DecisionTreeClassifier")
         self.classes_ = classes
         self.max_depth_, self.n_bins_, self.split_share_ = self._resolved(epsilon, classes)
         _warn_if_one_class(self.tree_.values, "tree")
         return self
+
+
+def _private_plan(epsilon, bounds, classes, depth, n_bins, share, criterion, n_features,
+                  n_trees=1):
+    """(max_depth, n_bins, the splits' exponential mechanism or None, the leaves' epsilon) of
+    private trees, every parameter checked (before anything is charged)."""
+    depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
+    n_bins = _check_bins(n_bins, n_features)
+    share = check.probability(share, "split_share", open_low=False)
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    k = 2 if classes is None else classes.size
+    mech = None
+    if share > 0 and depth:
+        split_eps = round_down(Fraction(epsilon) * Fraction(share) / depth)
+        if split_eps <= 0:
+            raise ValueError("epsilon, max_depth and split_share leave no budget per level: use "
+                             "a larger epsilon")
+        sensitivity, monotonic = split_sensitivity(criterion, k)
+        mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
+                                              monotonic=monotonic, method="exact")
+    spent = depth * Fraction(mech.epsilon_effective) if mech is not None else Fraction(0)
+    leaf_eps = round_down(Fraction(epsilon) - spent)
+    if leaf_eps <= 0:
+        raise ValueError("epsilon, max_depth and split_share leave no budget for the leaves")
+    with np.errstate(over="ignore"):
+        narrow = not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0])))
+    if narrow:
+        raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
+    if n_features is not None and depth:
+        if n_trees * 2 ** (depth - 1) * n_features * int(np.max(n_bins)) * k > _MAX_TABLE:
+            raise ValueError(
+                f"n_estimators * 2**(max_depth - 1) * n_features * max(n_bins) * n_classes must "
+                f"be <= 2**26 (the count table of a level), got max_depth={depth}, "
+                f"n_bins={n_bins}, n_features={n_features}"
+            )
+    return depth, n_bins, mech, leaf_eps
+
+
+def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
+    """Bin X on the public grid and release ``n_trees`` private trees (one per random part of
+    the records when n_trees > 1), charging ``epsilon`` once."""
+    depth, n_bins, mech, leaf_eps = plan
+    lower, upper = bounds
+    n, d = X.shape
+    n_bins = np.broadcast_to(n_bins, (d,))
+    inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
+    width = int(n_bins.max())
+    codes = np.empty((n, d), dtype=np.uint8 if width <= 256 else np.uint16)
+    root = np.zeros((d, k, width), dtype=np.int64)   # the root's table, counted while binning
+    if _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), yi, codes, root):
+        raise ValueError("Input X contains NaN or infinity")
+    criterion = est.criterion
+
+    def draw(rng):
+        if n_trees == 1:
+            return _grow(codes, yi, root[None], (lower, inv), k, depth, n_bins, mech, leaf_eps,
+                         criterion, rng)
+        # each record joins one tree, uniformly at random and independently of the data
+        node = rng.integers(0, n_trees, n, dtype=np.int32)
+        roots = np.zeros((n_trees, d, k, width), dtype=np.int64)
+        through = np.arange(n_trees, dtype=np.int32)   # a pass-through level: node u stays u
+        _tree.level_counts(codes, yi, node, np.zeros(n_trees, dtype=np.int32),
+                           np.full(n_trees, 2**31 - 1, dtype=np.int32), through, through, roots)
+        return _grow(codes, yi, roots, (lower, inv), k, depth, n_bins, mech, leaf_eps,
+                     criterion, rng, node)
+
+    return release(draw, cost=Cost(epsilon), accountant=est.accountant,
+                   random_state=est.random_state, label=label)
 
 
 def _is_auto(value):
@@ -422,37 +447,44 @@ def _warn_if_one_class(values, what):
             f"more records", SingleLeafWarning, stacklevel=3)
 
 
-def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng):
-    """A complete tree of depth ``depth``, level by level, in heap order (node i has children
-    2i + 1 and 2i + 2), inside the release (draws with ``rng``).
+def _grow(codes, yi, roots, grid, k, depth, bins, mech, leaf_eps, criterion, rng, node=None):
+    """Complete trees of depth ``depth``, one per row of ``roots`` (the root tables (T, d, k, B)),
+    grown together level by level inside the release (draws with ``rng``); ``node`` (None: every
+    record in tree 0) is the tree of each record, an int32 array the growth overwrites.
 
-    Count tables are (node, feature, class, bin). A node's class counts come from its parent's
-    table at the chosen split; a node's table is counted, or is its parent's minus its
-    sibling's: of each pair of siblings only the one with fewer records is counted."""
+    Level l holds T 2**l nodes, node r of the level being position r % 2**l of tree r // 2**l
+    (its children at the next level are 2r and 2r + 1); in the flat arrays tree t takes
+    2**(depth + 1) - 1 nodes in heap order (node i has children 2i + 1 and 2i + 2). Count tables
+    are (node, feature, class, bin). A node's class counts come from its parent's table at the
+    chosen split; a node's table is counted, or is its parent's minus its sibling's: of each pair
+    of siblings only the one with fewer records is counted."""
     n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
     d = bins.size
+    n_trees = roots.shape[0]
     # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]; a node's
     # candidates are the splits strictly inside its box (bins lo[f] .. hi[f] - 1, narrowed by
     # the released splits above), so none leaves a child empty by construction. The others get
     # -inf: a public exclusion (a function of the released splits only).
     cut = np.arange(1, n_bins)
     excluded = (cut[None, :] >= bins[:, None]).ravel()
-    lo = np.zeros((1, d), dtype=np.int64)
-    hi = np.asarray(bins, dtype=np.int64)[None, :].copy()
-    total = 2 ** (depth + 1) - 1
+    lo = np.zeros((n_trees, d), dtype=np.int64)
+    hi = np.repeat(np.asarray(bins, dtype=np.int64)[None, :], n_trees, axis=0)
+    per_tree = 2 ** (depth + 1) - 1
+    base = np.arange(n_trees, dtype=np.int32) * per_tree       # flat id of each tree's root
+    total = n_trees * per_tree
     feature = np.full(total, -1, dtype=np.int32)
     threshold = np.zeros(total)
     left = np.full(total, -1, dtype=np.int32)
     right = np.full(total, -1, dtype=np.int32)
     slot = np.full(total, -1, dtype=np.int32)
-    node = None                          # position of each record among the level's nodes
-    class_counts = root[:1].sum(axis=2)  # (m, k): records per class of each node of the level
-    parents = None                       # the tables of the level above
-    routing = None                       # the level above's splits, to move the records down
+    class_counts = roots[:, 0].sum(axis=2)  # (m, k): records per class of each node of the level
+    parents = None                          # the tables of the level above
+    routing = None                          # the level above's splits, to move the records down
     for level in range(depth):
-        m = 2**level
+        width = 2**level
+        m = n_trees * width
         if parents is None:
-            tables = root[None]
+            tables = roots
         else:
             tables, node = _level_tables(codes, yi, node, routing, class_counts,
                                          np.arange(m), parents)
@@ -484,25 +516,27 @@ def _grow(codes, yi, root, grid, k, depth, bins, mech, leaf_eps, criterion, rng)
             else:
                 choice = mech.select(utility[r], random_state=rng)
             f, j = divmod(choice, n_bins - 1)
-            v = m - 1 + r
+            t, i = divmod(r, width)
+            v = base[t] + width - 1 + i
             feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
-            left[v], right[v] = 2 * v + 1, 2 * v + 2
+            left[v] = base[t] + 2 * width - 1 + 2 * i
+            right[v] = left[v] + 1
             split_f[r], split_j[r] = f, j + 1
             children[2 * r], children[2 * r + 1] = below[r, f, :, j], above[r, f, :, j]
         class_counts = children
         parents = tables
         routing = (split_f, split_j, 2 * np.arange(m, dtype=np.int32))
-        lo, hi = np.repeat(lo, 2, axis=0), np.repeat(hi, 2, axis=0)   # children in heap order
+        lo, hi = np.repeat(lo, 2, axis=0), np.repeat(hi, 2, axis=0)   # children in level order
         rows = np.arange(m)
         hi[2 * rows, split_f] = np.minimum(hi[2 * rows, split_f], split_j)
         lo[2 * rows + 1, split_f] = np.maximum(lo[2 * rows + 1, split_f], split_j)
-    leaves = np.arange(2**depth - 1, total)
+    leaves = (base[:, None] + np.arange(2**depth - 1, per_tree)[None, :]).ravel()
     slot[leaves] = np.arange(leaves.size, dtype=np.int32)
     labels = permute_and_flip_labels(class_counts, leaf_eps, rng)
     values = np.zeros((leaves.size, k))
     values[np.arange(leaves.size), labels] = 1.0
     return Trees(feature=feature, threshold=threshold, left=left, right=right, slot=slot,
-                 roots=np.zeros(1, dtype=np.int32), values=values, depth=depth)
+                 roots=base, values=values, depth=depth)
 
 
 def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
@@ -531,43 +565,61 @@ def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
 # Random decision trees
 
 class RandomForestClassifier(_TreeClassifierBase):
-    """Ensemble of random decision trees with noisy leaf counts, epsilon-DP (Jagannathan,
-    Pillaipakkamnatt, Wright 2009/2012).
+    """Ensemble of private decision trees, epsilon-DP: by default each tree is grown as
+    :class:`DecisionTreeClassifier` grows one, on its own random part of the records, at the
+    whole epsilon (parallel composition); ``algorithm="random"`` draws random decision trees
+    instead (Jagannathan, Pillaipakkamnatt, Wright 2009/2012) with noisy leaf counts.
 
-    Every tree is a complete binary tree of depth ``max_depth`` drawn without looking at the
-    data: each internal node takes a feature uniformly at random and a threshold uniformly at
-    random in that feature's interval at the node (the public ``bounds`` narrowed by the
-    splits above, so features can be cut again lower down). The records are then passed down
-    every tree and each leaf releases its class counts with exact discrete Laplace noise. A
-    prediction sums, over the trees, the normalised noisy class counts of the leaves reached
-    (``voting="proba"``) or the noisy counts themselves (``voting="counts"``, Jagannathan et
-    al.'s rule) and takes the largest.
+    ``algorithm="partition"`` (default): every record joins one of the ``n_estimators`` trees,
+    uniformly at random and independently of the data; each tree is then grown on its records
+    exactly as :class:`DecisionTreeClassifier` grows one (complete, of depth ``max_depth``,
+    splits on the public grid of ``n_bins`` bins drawn by the exponential mechanism at
+    ``split_share`` of epsilon, one label per leaf by permute-and-flip at the rest), with the
+    whole epsilon. A prediction is the majority vote of the trees' leaf labels. Splitting the
+    records rather than the budget keeps each tree's signal to noise ratio (a tree on n / T
+    records at epsilon sees as much as one on n records at epsilon / T) while drawing each tree
+    once, on a T-th of the work. With few records the trees get too small: on the development
+    sets (150 to 5000 records) one tree led every larger number at every epsilon, so the
+    default is one tree, :class:`DecisionTreeClassifier`'s (:func:`forest_defaults`); give
+    ``n_estimators`` for an ensemble on large data.
+
+    ``algorithm="random"``: every tree is a complete binary tree of depth ``max_depth`` drawn
+    without looking at the data: each internal node takes a feature uniformly at random and a
+    threshold uniformly at random in that feature's interval at the node (the public
+    ``bounds`` narrowed by the splits above). The records are passed down every tree and each
+    leaf releases its class counts with exact discrete Laplace noise. A prediction sums, over
+    the trees, the normalised noisy class counts of the leaves reached (``voting="proba"``) or
+    the noisy counts themselves (``voting="counts"``, Jagannathan et al.'s rule).
 
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter, > 0. Each tree's leaf counts get epsilon / n_estimators.
+        Privacy parameter, > 0: every tree's (``"partition"``), or epsilon / n_estimators for
+        each tree's leaf counts (``"random"``).
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required. Values
         outside them follow the edge branch (clipping).
     classes : array_like, default=None
         Public label set, at least 2 labels. None: taken from y with a PrivacyWarning.
     n_estimators : int or "auto", default="auto"
-        Number of trees, 1 .. 10000. ``"auto"``: :func:`forest_defaults` from epsilon (5 .. 25
-        trees, 10 at epsilon 1).
+        Number of trees, 1 .. 10000. ``"auto"``: :func:`forest_defaults` (``"partition"``: 1)
+        or :func:`random_forest_defaults` (``"random"``: 5 .. 25 trees from epsilon).
     max_depth : int or "auto", default="auto"
-        Depth of every tree, 0 .. 20. ``"auto"``: :func:`forest_defaults` (5; 3 below epsilon
-        0.2, up to 8 above epsilon 5).
+        Depth of every tree, 0 .. 20. ``"auto"``: as ``n_estimators``.
+    n_bins, split_share, criterion :
+        As in :class:`DecisionTreeClassifier`, for every tree (``"partition"`` only;
+        ``"auto"``: :func:`forest_defaults`).
+    algorithm : {"partition", "random"}, default="partition"
+        How the trees are grown (above).
     voting : {"proba", "counts"}, default="proba"
         How the trees' leaves are combined (post-processing of the same release). ``"proba"``:
-        each leaf's noisy counts, negatives clipped to 0, normalised to a class distribution
-        (uniform when nothing is left), averaged over the trees, as scikit-learn's forests do;
-        it keeps a few crowded leaves from outvoting the rest (on breast cancer at epsilon = 1:
-        median accuracy 0.88 against 0.75 for ``"counts"``). ``"counts"``: the noisy counts are
-        summed (Jagannathan et al.).
+        each leaf's values (noisy counts or a one-hot label), negatives clipped to 0,
+        normalised to a class distribution (uniform when nothing is left), averaged over the
+        trees, as scikit-learn's forests do. ``"counts"``: the values are summed (Jagannathan
+        et al.). With ``"partition"`` both are the majority vote.
     random_state : None, int, numpy Generator or BitGenerator, default=None
-        None: dpcore's secure generator (it draws the structure and the noise). Seeds are for
-        tests only.
+        None: dpcore's secure generator (it draws the partition, the structure and the
+        noise). Seeds are for tests only.
     accountant : dpcore.Accountant, default=None
         Charged ``epsilon`` once, after every argument has been checked and before anything is
         drawn.
@@ -576,9 +628,11 @@ class RandomForestClassifier(_TreeClassifierBase):
     ----------
     classes_ : ndarray
     tree_ : Trees
-        All trees in flat node arrays; ``tree_.values`` holds the noisy leaf counts.
-    n_estimators_, max_depth_ : int
-        The values used (``"auto"`` resolved).
+        All trees in flat node arrays; ``tree_.values`` holds the leaves' released values
+        (one-hot labels, or noisy counts for ``"random"``).
+    n_estimators_, max_depth_, n_bins_, split_share_ :
+        The values used (``"auto"`` resolved; n_bins_ and split_share_ are None for
+        ``"random"``).
     n_features_in_ : int
 
     Warns
@@ -589,13 +643,19 @@ class RandomForestClassifier(_TreeClassifierBase):
     Privacy
     -------
     epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped
-    to the public bounds and labels in the public set. The structure of the trees is drawn
-    independently of the data (no budget). Within a tree the leaves hold disjoint records
-    (parallel composition: the vector of a tree's leaf counts has L1 sensitivity 1); across the
-    n_estimators trees the releases compose sequentially, so the whole count vector has L1
-    sensitivity n_estimators and gets exact discrete Laplace noise of scale
-    n_estimators / epsilon (rounded up): epsilon in all, charged once. Predictions are
-    post-processing. The label set must be public: with ``classes=None`` it is read from y.
+    to the public bounds and labels in the public set. ``"partition"``: the part each record
+    joins is drawn independently of the data and of the other records (it is not released);
+    given the parts, each tree is :class:`DecisionTreeClassifier`'s epsilon-DP release on its
+    own records (see its Privacy section: splits at split_share * epsilon / max_depth per
+    level, rounded down, leaves at the rest), and a record added or removed changes the
+    records of one tree only, so the trees compose in parallel: epsilon in all, charged once.
+    ``"random"``: the structure of the trees is drawn independently of the data (no budget).
+    Within a tree the leaves hold disjoint records (parallel composition: the vector of a
+    tree's leaf counts has L1 sensitivity 1); across the n_estimators trees the releases
+    compose sequentially, so the whole count vector has L1 sensitivity n_estimators and gets
+    exact discrete Laplace noise of scale n_estimators / epsilon (rounded up): epsilon in all,
+    charged once. Predictions are post-processing. The label set must be public: with
+    ``classes=None`` it is read from y.
 
     References
     ----------
@@ -617,56 +677,87 @@ class RandomForestClassifier(_TreeClassifierBase):
     """
 
     def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators="auto",
-                 max_depth="auto", voting="proba", random_state=None, accountant=None):
+                 max_depth="auto", n_bins="auto", split_share="auto", criterion="max",
+                 algorithm="partition", voting="proba", random_state=None, accountant=None):
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
         self.n_estimators = n_estimators
         self.max_depth = max_depth
+        self.n_bins = n_bins
+        self.split_share = split_share
+        self.criterion = criterion
+        self.algorithm = algorithm
         self.voting = voting
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
-        classes, n_estimators, max_depth, noise scale)."""
-        epsilon, bounds, classes = _check_common(self, n_features)
-        trees, depth = self._resolved(epsilon)
-        trees = check.integer(trees, "n_estimators", minimum=1, maximum=10000)
-        depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
+        classes, n_estimators, then the private trees' plan (:func:`_private_plan`) or
+        (max_depth, noise scale) for random trees)."""
+        epsilon, bounds, classes_given = _check_common(self, n_features)
+        classes = classes_given if classes is None else classes
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.voting not in VOTING:
             raise ValueError(f"voting must be one of {VOTING}, got {self.voting!r}")
+        trees, depth, bins, share = self._resolved(epsilon, classes)
+        trees = check.integer(trees, "n_estimators", minimum=1, maximum=10000)
+        depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
         if trees * 2 ** (depth + 1) > _MAX_NODES:
             raise ValueError(f"n_estimators * 2**(max_depth + 1) must be <= 2**24, got "
                              f"n_estimators={trees}, max_depth={depth}")
-        if n_features is not None and trees * 2**depth * n_features > 2**27:
-            raise ValueError(f"n_estimators * 2**max_depth * n_features must be <= 2**27, got "
-                             f"n_estimators={trees}, max_depth={depth}, n_features={n_features}")
-        scale = _dlap_scale(Fraction(trees) / Fraction(epsilon), "epsilon and n_estimators")
+        if self.algorithm == "partition":
+            plan = _private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
+                                 n_features, trees)
+        else:
+            if n_features is not None and trees * 2**depth * n_features > 2**27:
+                raise ValueError(f"n_estimators * 2**max_depth * n_features must be <= 2**27, "
+                                 f"got n_estimators={trees}, max_depth={depth}, "
+                                 f"n_features={n_features}")
+            plan = (depth, _dlap_scale(Fraction(trees) / Fraction(epsilon),
+                                       "epsilon and n_estimators"))
         _base.check_n(n_samples)
-        return epsilon, bounds, classes, trees, depth, scale
+        return (epsilon, bounds, classes_given, trees) + plan
 
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def _resolved(self, epsilon):
-        """(n_estimators, max_depth) with "auto" resolved."""
-        trees, depth = forest_defaults(epsilon)
-        return (trees if _is_auto(self.n_estimators) else self.n_estimators,
-                depth if _is_auto(self.max_depth) else self.max_depth)
+    def _resolved(self, epsilon, classes):
+        """(n_estimators, max_depth, n_bins, split_share) with "auto" resolved (2 classes when
+        unknown; n_bins and split_share None for random trees)."""
+        if self.algorithm == "partition":
+            auto = forest_defaults(epsilon, 2 if classes is None else classes.size)
+            given = (self.n_estimators, self.max_depth, self.n_bins, self.split_share)
+        else:
+            auto = random_forest_defaults(epsilon) + (None, None)
+            given = (self.n_estimators, self.max_depth, None, None)
+        return tuple(a if _is_auto(g) or g is None else g for a, g in zip(auto, given))
 
     def fit(self, X, y):
-        """Draw the random trees and release their noisy leaf counts. Returns self."""
+        """Grow the trees and release their leaves. Returns self."""
         classes = self._check_params()[2]
         X, classes, yi = _labels(self, X, y, classes, finite=False)
+        epsilon, bounds, _, trees, *plan = self._check_params(*X.shape, classes)
+        if self.algorithm == "partition":
+            self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, trees, epsilon,
+                                      "RandomForestClassifier")
+        else:
+            self.tree_ = self._fit_random(X, yi, classes.size, bounds, trees, *plan, epsilon)
+        self.classes_ = classes
+        self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_ = \
+            self._resolved(epsilon, classes)
+        _warn_if_one_class(self.tree_.values, "forest")
+        return self
+
+    def _fit_random(self, X, yi, k, bounds, trees, depth, scale, epsilon):
         # scikit-learn's test (a finite sum, else element by element), without its overhead
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(np.sum(X)) or np.isfinite(X).all()
         if not finite:
             raise ValueError("Input X contains NaN or infinity")
-        n, d = X.shape
-        epsilon, (lower, upper), _, trees, depth, scale = self._check_params(n, d)
-        k = classes.size
+        lower, upper = bounds
 
         def draw(rng):
             forest = random_trees(lower, upper, trees, depth, rng)
@@ -675,12 +766,8 @@ class RandomForestClassifier(_TreeClassifierBase):
             forest.values = _noisy(counts, scale, rng)
             return forest
 
-        self.tree_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
-                             random_state=self.random_state, label="RandomForestClassifier")
-        self.classes_ = classes
-        self.n_estimators_, self.max_depth_ = trees, depth
-        _warn_if_one_class(self.tree_.values, "forest")
-        return self
+        return release(draw, cost=Cost(epsilon), accountant=self.accountant,
+                       random_state=self.random_state, label="RandomForestClassifier")
 
     @property
     def _voting_tree(self):
