@@ -268,6 +268,7 @@ KERNEL_OWNERS = {
     "dpcore._histogram": "dpcore._release.bins", "dpcore._publish": "dpcore.publish",
     "dpcore._robust": "dpcore.robust", "dpcore._local": "dpcore.local",
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
+    "dpcore._sgd": "dpcore.learn._sgd",
 }
 # Still to move behind their owners' public functions (issue 26 item 2: `out=`/`add_to=` on the
 # integer samplers of dpcore.mechanisms); this list may only shrink.
