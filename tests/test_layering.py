@@ -270,6 +270,7 @@ KERNEL_OWNERS = {
     "dpcore._robust": "dpcore.robust", "dpcore._local": "dpcore.local",
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
     "dpcore._dpcore_threads": "dpcore._threads",
+    "dpcore._sgd": "dpcore.learn._sgd",
 }
 # A kernel entry point that serves another concept than its kernel's owner. The planar Laplace
 # sampler (local.planar_laplace) lives in _noise.pyx because it is built from that kernel's

@@ -928,7 +928,7 @@ def test_gd_parameters_are_checked_before_the_charge():
     acc = dpcore.Accountant(1.0, 1e-5)
     with pytest.raises(ValueError, match="delta is required"):
         LogisticRegression(method="gd", data_norm=3.0, classes=[0, 1], accountant=acc).fit(X, y)
-    with pytest.raises(ValueError, match="delta applies to method='gd' only"):
+    with pytest.raises(ValueError, match="delta applies to method='gd' or 'sgd' only"):
         LogisticRegression(delta=1e-6, data_norm=3.0, classes=[0, 1], accountant=acc).fit(X, y)
     with pytest.raises(ValueError, match="n_steps"):
         LogisticRegression(method="gd", delta=1e-6, n_steps=0, data_norm=3.0, classes=[0, 1],

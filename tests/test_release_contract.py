@@ -302,6 +302,15 @@ ESTIMATORS = {} if learn is None else {
     "LogisticRegression(gd)": (lambda **o: learn.LogisticRegression(
         **_kw(dict(epsilon=EPS, delta=1e-6, method="gd", n_steps=20, data_norm=1.0,
                    classes=[0, 1]), o)), _Xc, _yc),
+    "LogisticRegression(sgd)": (lambda **o: learn.LogisticRegression(
+        **_kw(dict(epsilon=EPS, delta=1e-6, method="sgd", n_hint=120, data_norm=1.0,
+                   classes=[0, 1]), o)), _Xc, _yc),
+    "LinearSVC(sgd)": (lambda **o: learn.LinearSVC(
+        **_kw(dict(epsilon=EPS, delta=1e-6, method="sgd", n_hint=120, data_norm=1.0,
+                   classes=[0, 1, 2]), o)), _Xc, LABELS[:120]),
+    "LinearRegression(sgd)": (lambda **o: learn.LinearRegression(
+        **_kw(dict(epsilon=EPS, delta=1e-6, method="sgd", n_hint=120, bounds_X=(-1, 1),
+                   bounds_y=(-1, 1)), o)), _Xc, _yr),
 }
 
 

@@ -27,14 +27,14 @@ from dpcore.learn._erm_calibration import (
     objective_perturbation_calibration,
 )
 from dpcore.learn._optimise import minimise_binary, minimise_multinomial, softmax_rows
-from dpcore.learn._sgd import noisy_gd, noisy_gd_multinomial
+from dpcore.learn._sgd import noisy_gd, noisy_gd_multinomial, noisy_sgd, sgd_plan
 
 __all__ = [
     "LogisticRegression",
     "LinearSVC",
 ]
 
-_METHODS = ("objective", "output", "gd")
+_METHODS = ("objective", "output", "gd", "sgd")
 
 # The intercept column's constant as a fraction of data_norm: the features keep 99% of the unit
 # norm, so their signal stands higher above the isotropic noise than with [x, data_norm]. On
@@ -122,14 +122,22 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         classes = _base.check_classes(self.classes)
         _base.check_n(n_samples)
         check.integer(self.n_steps, "n_steps", minimum=1, maximum=10**6)
-        if self.method == "gd":
+        if self.method in ("gd", "sgd"):
             if self.delta is None:
-                raise ValueError("delta is required for method='gd' ((epsilon, delta)-DP through "
-                                 "zCDP): give 0 < delta < 1, far below 1/n")
+                raise ValueError(f"delta is required for method={self.method!r} ((epsilon, "
+                                 "delta)-DP): give 0 < delta < 1, far below 1/n")
             check.probability(self.delta, "delta")
         elif self.delta is not None:
-            raise ValueError(f"delta applies to method='gd' only (method={self.method!r} is pure "
-                             "epsilon-DP)")
+            raise ValueError(f"delta applies to method='gd' or 'sgd' only (method={self.method!r} "
+                             "is pure epsilon-DP)")
+        if self.method == "sgd":
+            if self.n_hint is None:
+                raise ValueError("n_hint is required for method='sgd': a public guess of the "
+                                 "number of records (it sets the batch size and the step scale, "
+                                 "never the privacy guarantee)")
+            check.integer(self.n_hint, "n_hint", minimum=1)
+        elif self.n_hint is not None:
+            raise ValueError(f"n_hint applies to method='sgd' only, got method={self.method!r}")
         multi_class = getattr(self, "multi_class", "ovr")
         if multi_class not in ("auto", "ovr", "multinomial"):
             raise ValueError("multi_class must be 'auto', 'ovr' or 'multinomial', got "
@@ -170,6 +178,9 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         epsilon = self._check_params()[0]
         if self.method == "gd":
             return Cost(rho=zcdp_rho_for(epsilon, self.delta))
+        if self.method == "sgd":   # the plan's guarantee depends on public scalars only
+            return sgd_plan(1, epsilon, self.delta, self.n_hint,
+                            smoothness=self._curvature()).cost
         return Cost(epsilon)
 
     def fit(self, X, y):
@@ -198,8 +209,11 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         multinomial = self._multinomial(k)
         # one-vs-rest: every record enters all k models, each fitted with epsilon / k
         # rounded down exactly: k models of eps_model never sum above epsilon
-        eps_model = epsilon if multinomial else round_down(Fraction(epsilon) / k)
-        if alpha == "auto":
+        eps_model = (epsilon if multinomial or self.method == "sgd"
+                     else round_down(Fraction(epsilon) / k))
+        if alpha == "auto" and self.method == "sgd":   # n is not public: C = 1 at n_hint
+            alpha = 1.0 / self.n_hint
+        elif alpha == "auto":
             alpha = auto_alpha(self.method, n, d, eps_model, row_scale=self._row_scale(data_norm),
                                curvature=c, k=k if multinomial else 1)
         # Calibrate everything before charging or drawing.
@@ -212,6 +226,13 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             else:
                 calib = {"rho": round_down(Fraction(rho) / k), "n_steps": self.n_steps,
                          "step_size": 1.0 / (c + alpha)}
+        elif self.method == "sgd":
+            # one release for all k outputs (softmax, or one-vs-rest heads clipped jointly)
+            plan = sgd_plan(d, epsilon, self.delta, self.n_hint, n_outputs=k,
+                            smoothness=0.5 if multinomial else c)
+            calib = {"n_steps": plan.n_steps, "rate": plan.rate,
+                     "noise_multiplier": plan.noise_multiplier, "clip": plan.clip,
+                     "learning_rate": plan.learning_rate}
         elif self.method == "output":
             # output_perturbation_beta(n, alpha, eps_model) plus the optimiser slack:
             # ||w - w*|| <= tol on each side, so the sensitivity is 2 G/(n alpha) + 2 tol with
@@ -231,6 +252,13 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         loss_fn = self._loss()
 
         def draw(rng):
+            if self.method == "sgd":
+                target = np.zeros(n)   # class indices
+                for j in range(1, classes.size):
+                    target[y == classes[j]] = j
+                loss = "softmax" if multinomial else self._sgd_loss
+                return noisy_sgd(Xs, target, k, loss, plan, alpha, rng,
+                                 h=getattr(self, "h", 0.5))
             if multinomial:
                 labels = np.zeros(n, dtype=np.intp)
                 for j in range(k):
@@ -267,7 +295,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
 
         label = (f"{type(self).__name__}({self.method}, multinomial, {k} classes)" if multinomial
                  else f"{type(self).__name__}({self.method}, {k} model{'s' if k > 1 else ''})")
-        cost = Cost(rho=rho) if self.method == "gd" else Cost(epsilon)
+        cost = (Cost(rho=rho) if self.method == "gd" else plan.cost if self.method == "sgd"
+                else Cost(epsilon))
         coefs = release(draw, cost=cost, accountant=self.accountant,
                         random_state=self.random_state, label=label)
         self.classes_ = classes
@@ -328,12 +357,17 @@ class LogisticRegression(_PrivateERMClassifier):
         method, epsilon, ``data_norm``): for ``"objective"``, C = 1 in the caller's units
         plus a ridge term against the perturbation that fades as 1 / n^2; the value used is
         ``alpha_``. It never looks at the data, so it costs no privacy.
-    method : {"objective", "output", "gd"}, default="objective"
+    method : {"objective", "output", "gd", "sgd"}, default="objective"
         CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation), both
         pure epsilon-DP; or ``"gd"``: noisy projected gradient descent (Bassily-Smith-Thakurta
         2014) with exact discrete Gaussian gradient noise, (epsilon, delta)-DP through zCDP,
         exact in floating point (see Privacy). ``"gd"`` is usually the most accurate at small
-        epsilon and with many classes (the models share rho, not epsilon / k).
+        epsilon and with many classes (the models share rho, not epsilon / k). ``"sgd"``:
+        DP-SGD (:mod:`dpcore.learn._sgd`): Poisson-subsampled minibatches, per-record
+        clipping, gradients summed exactly on an integer lattice, exact discrete Gaussian
+        noise; steps, sampling rate, clipping norm and learning rate from public values by
+        :func:`dpcore.learn._sgd.sgd_plan`; (epsilon, delta)-DP under add/remove neighbours,
+        needs ``delta`` and ``n_hint``; the fastest at large n (one k-output model).
     multi_class : {"auto", "ovr", "multinomial"}, default="auto"
         For k > 2 classes: one softmax model at the whole budget (``"multinomial"``; objective
         perturbation by :func:`multinomial_perturbation_calibration`, noisy gradient descent
@@ -365,10 +399,15 @@ class LogisticRegression(_PrivateERMClassifier):
     max_iter : int, default=100
         Maximum Newton iterations per model.
     delta : float, default=None
-        ``method="gd"`` only (required there): the delta of the (epsilon, delta) guarantee,
-        0 < delta < 1, far below 1/n.
+        ``method="gd"`` and ``"sgd"`` only (required there): the delta of the (epsilon, delta)
+        guarantee, 0 < delta < 1, far below 1/n.
     n_steps : int, default=300
         ``method="gd"``: gradient steps per model (public; 1 <= n_steps <= 10**6).
+    n_hint : int, default=None
+        ``method="sgd"`` only (required there): a public guess of the number of records, >= 1.
+        It sets the expected batch size and the scale of the steps (the noisy gradient sums
+        are divided by rate * n_hint): a poor guess costs accuracy, never privacy (it is
+        public and the guarantee does not depend on it).
     random_state : None, int, numpy Generator or BitGenerator, default=None
         None: dpcore's secure generator (unlike scikit-learn, where None is a global Mersenne
         Twister). Seeds are for tests only.
@@ -385,7 +424,8 @@ class LogisticRegression(_PrivateERMClassifier):
     intercept_ : ndarray, shape (1,) or (k,)
     calibration_ : dict
         ``beta`` (output), ``epsilon_prime`` and ``Delta`` (objective), or ``rho``,
-        ``n_steps`` and ``step_size`` (gd), per model.
+        ``n_steps`` and ``step_size`` (gd), per model; ``n_steps``, ``rate``,
+        ``noise_multiplier``, ``clip`` and ``learning_rate`` (sgd, the whole fit).
     alpha_ : float
         The regularisation used (``alpha``, or the value ``"auto"`` resolved to).
     multi_class_ : {"ovr", "multinomial"}
@@ -427,6 +467,16 @@ class LogisticRegression(_PrivateERMClassifier):
     needs no exact minimiser. Multinomial (k > 2): one softmax model, each step releases the
     averaged gradient in R^(k x d) (Frobenius sensitivity 2 sqrt(2) / n) at rho / n_steps.
 
+    ``method="sgd"``: (epsilon, delta)-DP under add/remove neighbours (n is not used; the
+    public ``n_hint`` replaces it), for rows clipped to ``data_norm`` and labels in the public
+    set: :class:`dpcore.learn._sgd.SGDPlan` states the mechanism (Poisson sampling at a
+    dyadic rate drawn exactly, the k-output gradient of each sampled record clipped jointly and
+    rounded to an integer lattice with its squared norm checked in integers, exact discrete
+    Gaussian noise) and its accounting (the discrete Gaussian's RDP bound, amplified by Poisson
+    subsampling, composed over the steps: the curve is charged with the plain (epsilon,
+    delta), so ``Accountant(method="rdp")`` composes it tightly). One release covers all k
+    outputs (softmax, or the one-vs-rest heads clipped together).
+
     Inexact minimisation (objective and output): the guarantees are for the exact minimiser. For output perturbation
     the optimiser is run to ||w - w*|| <= tol and the sensitivity is inflated by 2 tol (our
     suggestion, Chaudhuri-Monteleoni-Sarwate 2011, Section 3), provided the optimiser reaches tol within ``max_iter`` Newton
@@ -462,7 +512,7 @@ class LogisticRegression(_PrivateERMClassifier):
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", method="objective",
                  multi_class="auto", fit_intercept=True, intercept_scaling="auto", classes=None,
-                 tol=1e-6, max_iter=100, delta=None, n_steps=300, random_state=None,
+                 tol=1e-6, max_iter=100, delta=None, n_steps=300, n_hint=None, random_state=None,
                  accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm
@@ -476,8 +526,11 @@ class LogisticRegression(_PrivateERMClassifier):
         self.max_iter = max_iter
         self.delta = delta
         self.n_steps = n_steps
+        self.n_hint = n_hint
         self.random_state = random_state
         self.accountant = accountant
+
+    _sgd_loss = "logistic"
 
     def _curvature(self):
         return 0.25
@@ -529,9 +582,11 @@ class LinearSVC(_PrivateERMClassifier):
     h : float, default=0.5
         Huber smoothing width, > 0. Larger h lowers the curvature bound c = 1/(2h) (less noise
         for objective perturbation) but moves the loss further from the hinge.
-    method : {"objective", "output", "gd"}, default="objective"
+    method : {"objective", "output", "gd", "sgd"}, default="objective"
         As in :class:`LogisticRegression` (``"gd"``: noisy gradient descent, (epsilon,
-        delta)-DP through zCDP, exact in floating point).
+        delta)-DP through zCDP, exact in floating point; ``"sgd"``: DP-SGD, (epsilon,
+        delta)-DP under add/remove neighbours, k > 2 classes as one-vs-rest heads clipped
+        jointly in one release).
     fit_intercept : bool, default=True
     intercept_scaling : float or "auto", default="auto"
         As in :class:`LogisticRegression`.
@@ -540,16 +595,20 @@ class LinearSVC(_PrivateERMClassifier):
     tol : float, default=1e-6
     max_iter : int, default=100
     delta : float, default=None
-        ``method="gd"`` only (required there).
+        ``method="gd"`` and ``"sgd"`` only (required there).
     n_steps : int, default=300
         ``method="gd"``: gradient steps per model.
+    n_hint : int, default=None
+        ``method="sgd"`` only (required there): public guess of the number of records
+        (utility only), as in :class:`LogisticRegression`.
     random_state : None, int, numpy Generator or BitGenerator, default=None
     accountant : dpcore.Accountant, default=None
 
     Privacy
     -------
     epsilon-DP (``"gd"``: (epsilon, delta)-DP through zCDP) under replace-one neighbours (n
-    public), rows clipped to ``data_norm``, labels in the public set ``classes`` (with
+    public; ``"sgd"``: (epsilon, delta)-DP under add/remove neighbours, as in
+    :class:`LogisticRegression`), rows clipped to ``data_norm``, labels in the public set ``classes`` (with
     ``classes=None`` the label set is taken from y and is not covered: fit warns with
     ``dpcore.PrivacyWarning``); charged after every argument has been checked. Same mechanisms,
     one-vs-rest budget split and caveats (inexact minimiser, real-valued noise vector) as
@@ -568,7 +627,8 @@ class LinearSVC(_PrivateERMClassifier):
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", h=0.5, method="objective",
                  fit_intercept=True, intercept_scaling="auto", classes=None, tol=1e-6,
-                 max_iter=100, delta=None, n_steps=300, random_state=None, accountant=None):
+                 max_iter=100, delta=None, n_steps=300, n_hint=None, random_state=None,
+                 accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm
         self.alpha = alpha
@@ -581,8 +641,11 @@ class LinearSVC(_PrivateERMClassifier):
         self.max_iter = max_iter
         self.delta = delta
         self.n_steps = n_steps
+        self.n_hint = n_hint
         self.random_state = random_state
         self.accountant = accountant
+
+    _sgd_loss = "huber"
 
     def _curvature(self):
         return 1.0 / (2.0 * check.positive(self.h, "h"))   # checks h

@@ -21,6 +21,7 @@ from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
+from dpcore.learn._sgd import noisy_sgd, regression_rows, sgd_plan
 from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
 from dpcore.mechanisms import LaplaceMechanism
 
@@ -29,7 +30,7 @@ from dpcore.mechanisms import LaplaceMechanism
 # are drowned in noise, and the slopes keep 80% of the budget.
 TARGET_SUM_SHARE = 0.2
 
-METHODS = ("ssp", "adassp", "functional")
+METHODS = ("ssp", "adassp", "functional", "sgd")
 
 __all__ = [
     "LinearRegression",
@@ -145,13 +146,19 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         an intercept, else epsilon). >= 0; ``"auto"``: the floor is
         :func:`functional_mechanism_noise_norm`, a 95% bound on the noise's spectral norm.
         Public and data-independent (post-processing).
-    method : {"ssp", "adassp", "functional"}, default="ssp"
+    method : {"ssp", "adassp", "functional", "sgd"}, default="ssp"
+        ``"sgd"``: DP-SGD on the squared loss (:mod:`dpcore.learn._sgd`), rows mapped into the
+        unit ball with a constant column for the intercept and targets to [-1, 1];
+        (epsilon, delta)-DP under add/remove neighbours; needs ``delta`` and ``n_hint``.
     delta : float, default=None
         ``"ssp"`` and ``"adassp"`` only: 0 < delta < 1, far below 1/n. Given, the fit is
         (epsilon, delta)-DP through rho-zCDP with discrete Gaussian noise; None: pure
-        epsilon-DP with discrete Laplace noise.
+        epsilon-DP with discrete Laplace noise. Required with ``"sgd"``.
+    n_hint : int, default=None
+        ``"sgd"`` only (required there): a public guess of the number of records, >= 1; it
+        sets the batch size and the step scale (utility only, never the guarantee).
     data_norm : float, default=None
-        ``"ssp"`` and ``"adassp"`` only: public bound on the L2 norm of a row of X (rows longer than
+        ``"ssp"``, ``"adassp"`` and ``"sgd"`` only: public bound on the L2 norm of a row of X (rows longer than
         it are scaled down to it), > 0. With ``bounds_X`` too, features are clipped to their
         bounds first and both bounds are used.
     random_state : None, int, numpy Generator or BitGenerator, default=None
@@ -208,6 +215,10 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
       most rho. Charged rho (the accountant reports at most (epsilon, delta)). When the plan is
       mean-only (n too small for the slopes), sum y alone is released with the discrete
       Laplace at ``epsilon``: pure epsilon-DP, charged ``epsilon``.
+    * ``method="sgd"``: (epsilon, delta)-DP under add/remove neighbours (n is not used;
+      ``n_hint`` is public): :class:`dpcore.learn._sgd.SGDPlan` (Poisson sampling, per-record
+      clipping, exact lattice sums, exact discrete Gaussian noise, the subsampled discrete
+      Gaussian's RDP curve); charged (epsilon, delta) with that curve.
     * ``method="functional"``: epsilon-DP. Two discrete Laplace releases: the FM coefficients
       (sensitivity_, 80% of epsilon with an intercept) and sum y (sensitivity 2, 20%); charged
       ``epsilon``.
@@ -241,7 +252,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     """
 
     def __init__(self, *, epsilon=1.0, bounds_X=None, bounds_y=None, fit_intercept=True, alpha=0.0,
-                 eigen_floor="auto", method="ssp", delta=None, data_norm=None,
+                 eigen_floor="auto", method="ssp", delta=None, data_norm=None, n_hint=None,
                  random_state=None, accountant=None):
         self.epsilon = epsilon
         self.bounds_X = bounds_X
@@ -252,6 +263,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.method = method
         self.delta = delta
         self.data_norm = data_norm
+        self.n_hint = n_hint
         self.random_state = random_state
         self.accountant = accountant
 
@@ -297,10 +309,19 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
                                                                    n_features)
         by = check.bounds_pair(self.bounds_y, "bounds_y")
         _base.check_n(n_samples)
+        if self.method == "sgd":   # (epsilon, delta)-DP under add/remove: n is not public
+            if delta is None or self.n_hint is None:
+                raise ValueError("method='sgd' needs delta (0 < delta < 1) and n_hint (a public "
+                                 "guess of the number of records; utility only)")
+            check.integer(self.n_hint, "n_hint", minimum=1)
+        elif self.n_hint is not None:
+            raise ValueError(f"n_hint applies to method='sgd' only, got method={self.method!r}")
         return epsilon, alpha, eigen_floor, bx, by, delta, data_norm
 
     def _cost(self):
         epsilon, *_, delta, _ = self._check_params()
+        if self.method == "sgd":
+            return sgd_plan(1, epsilon, delta, self.n_hint, smoothness=1.0).cost
         if delta is not None:   # ssp / adassp with delta: rho-zCDP, whichever part n releases
             return Cost(rho=zcdp_rho_for(epsilon, delta))
         return Cost(epsilon)
@@ -313,6 +334,8 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.method_ = self.method
         if self.method == "functional":
             return self._fit_functional(X, y, epsilon, alpha, eigen_floor, bx, by)
+        if self.method == "sgd":
+            return self._fit_sgd(X, y, epsilon, alpha, delta, data_norm, bx, by)
         return self._fit_ssp(X, y, epsilon, alpha, delta, data_norm, bx, by)
 
     def _target_scale(self, by):
@@ -357,6 +380,23 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.noise_norm_ = sol.noise_norm
         self.coef_ = hy * sol.coef / hx
         self.intercept_ = float(my + hy * (sol.intercept - np.sum(sol.coef * mx / hx)))
+        return self
+
+    def _fit_sgd(self, X, y, epsilon, alpha, delta, data_norm, bx, by):
+        """DP-SGD on the squared loss (dpcore.learn._sgd), rows of norm <= 1, target in [-1, 1]."""
+        my, hy = self._target_scale(by)
+        Z, mx, hx, scale = regression_rows(X, bx, data_norm, self.fit_intercept)
+        target = (np.clip(y, *by) - my) / hy
+        plan = sgd_plan(Z.shape[1], epsilon, delta, self.n_hint, smoothness=1.0)
+        w = release(lambda rng: noisy_sgd(Z, target, 1, "squared", plan, alpha / self.n_hint,
+                                          rng)[0],
+                    cost=plan.cost, accountant=self.accountant, random_state=self.random_state,
+                    label="LinearRegression(sgd)")
+        d = X.shape[1]
+        self.plan_ = plan
+        self.coef_ = hy * w[:d] / (scale * hx)
+        offset = w[d] / scale if self.fit_intercept else 0.0
+        self.intercept_ = float(my + hy * (offset - np.sum(self.coef_ * mx) / hy))
         return self
 
     def _fit_functional(self, X, y, epsilon, alpha, eigen_floor, bx, by):

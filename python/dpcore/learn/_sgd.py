@@ -1,26 +1,38 @@
-"""Noisy gradient descent for the linear models: full-batch ``gd`` (Bassily-Smith-Thakurta 2014).
+"""Noisy gradient descent for the linear models: full-batch ``gd`` (Bassily-Smith-Thakurta
+2014) and minibatch ``sgd`` (DP-SGD: Song-Chaudhuri-Sarwate 2013, Abadi et al. 2016) with
+Poisson subsampling, per-record clipping, gradients summed exactly on an integer lattice
+(the kernel ``dpcore._sgd``) and exact discrete Gaussian noise.
 
-The optimisers release a (clipped) loss gradient at every step with dpcore's exact discrete
-Gaussian; everything else they do is post-processing of those releases.
+The optimisers release a (clipped) loss gradient at every step; everything else they do is
+post-processing of those releases. ``sgd`` is planned from public values only
+(:func:`sgd_plan`: steps, sampling rate, clipping norm, learning rate, noise) and accounted with
+the Poisson-subsampled discrete Gaussian's RDP curve (:mod:`dpcore.curves`).
 
 Privacy
 -------
-Each function states the sensitivity of the gradient it releases and the zCDP of one step; the
-estimator that calls it charges the whole fit once, before the first step.
+Each function states the sensitivity of the gradient it releases and the guarantee of one step;
+the estimator that calls it charges the whole fit once, before the first step. ``sgd``: see
+:class:`SGDPlan`.
 """
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from dpcore import _validation as check
 from dpcore._floats import round_down
+from dpcore._release import Cost
+from dpcore.curves import DiscreteGaussian, PoissonSubsampled
 from dpcore.learn._optimise import softmax_rows
-from dpcore.mechanisms import gaussian
+from dpcore.mechanisms import discrete_gaussian, gaussian
+from dpcore.random import bitgen_handle
 
-__all__ = ["noisy_gd", "noisy_gd_multinomial"]
-
+__all__ = ["noisy_gd", "noisy_gd_multinomial", "SGDPlan", "sgd_plan", "noisy_sgd",
+           "LOSSES"]
 
 def noisy_gd(loss_fn, Z, lam, rho, n_steps, step_size, rng):
     """Noisy projected gradient descent (Bassily-Smith-Thakurta 2014) for
@@ -74,3 +86,283 @@ def noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
             W *= radius / norm
         total += W
     return total / n_steps
+
+
+# --------------------------------------------------------------------------------------------
+# sgd: the plan (public values only)
+# --------------------------------------------------------------------------------------------
+
+#: The losses of the kernel, by name: the code of ``dpcore._sgd.Loss`` and the smoothness bound
+#: of the loss on rows of norm <= 1 (which sets the learning rate).
+LOSSES = {"logistic": (0, 0.25), "huber": (1, None), "squared": (2, 1.0), "softmax": (3, 0.5)}
+
+#: Lattice: the clipping norm C is 2**LATTICE_BITS lattice units, so rounding a record's
+#: gradient to the lattice moves it by at most sqrt(p) / 2 units, 2**-16 sqrt(p) / 2 of C.
+LATTICE_BITS = 16
+#: Orders on which the noise is calibrated: a subset of dpcore.curves.DEFAULT_ORDERS (an
+#: accountant with method="rdp" and the full grid can only find a smaller epsilon), kept to
+#: orders <= 64 so that a calibration takes a fraction of a second.
+CALIBRATION_ORDERS = tuple([round(1.0 + x / 10.0, 1) for x in range(1, 100)]
+                           + [float(a) for a in range(11, 65)])
+# The rule (chosen with `bench/sgd_dev.py` on bench/dev_suite.py's data sets, see sgd_plan):
+SGD_STEPS = 1000             # steps, at most n_hint / 8 epochs' worth is not needed below
+SGD_NOISE_MULTIPLIER = 1.0   # target sigma / C: the sampling rate is set to reach it
+SGD_CLIP = 1.0               # clipping norm, in gradient units of the unit-ball rows
+SGD_LEARNING_RATE = 1.0      # times 1 / (smoothness of the loss)
+SGD_MIN_BATCH = 64           # expected batch size at least this (when n_hint allows)
+RATE_DIGITS = 4              # significant bits of the sampling rate m / 2**k
+MAX_RATE_BITS = 40
+
+
+def _dyadic_rate(rate):
+    """The largest m / 2**k <= rate with m < 2**RATE_DIGITS (k <= MAX_RATE_BITS), as (m, k) with
+    m odd (or (1, 0) for rate 1): the kernel draws Bernoulli(m / 2**k) exactly."""
+    if rate >= 1.0:
+        return 1, 0
+    k = RATE_DIGITS - math.frexp(rate)[1]   # rate * 2**k in [2**(D-1), 2**D)
+    k = min(max(k, RATE_DIGITS), MAX_RATE_BITS)
+    m = max(1, math.floor(rate * 2**k))
+    while m % 2 == 0:
+        m //= 2
+        k -= 1
+    return m, k
+
+
+def _step_curve(noise_multiplier, rate):
+    sens = 2**LATTICE_BITS
+    return PoissonSubsampled(DiscreteGaussian(noise_multiplier * sens, sens, relation="add/remove"),
+                             rate)
+
+
+def _rho_target(epsilon, delta):
+    """The rho whose zCDP conversion is about (epsilon, delta): a first guess for the rate."""
+    log_d = math.log(1.0 / delta)
+    return (math.sqrt(log_d + epsilon) - math.sqrt(log_d)) ** 2
+
+
+@functools.lru_cache(maxsize=256)
+def noise_multiplier_for(rate, n_steps, epsilon, delta):
+    """The smallest noise multiplier z (sigma / C, to 0.1%) for which n_steps Poisson-subsampled
+    discrete Gaussian steps at ``rate`` are (epsilon, delta)-DP by the curve's RDP bound
+    (orders :data:`CALIBRATION_ORDERS`), found by bisection and verified."""
+    def eps(z):
+        return _step_curve(z, rate).repeat(n_steps).epsilon_for(delta, orders=CALIBRATION_ORDERS)
+
+    hi = 1.0
+    while eps(hi) > epsilon:
+        hi *= 2.0
+        if hi > 2.0**20:
+            raise ValueError("epsilon and delta are too small for any noise the plan supports "
+                             "(noise multiplier above 2**20); raise epsilon or delta")
+    lo = hi / 2.0
+    if eps(lo) <= epsilon:
+        lo = 0.0
+        while hi > 2.0**-12 and eps(hi / 2.0) <= epsilon:
+            hi /= 2.0
+        lo = hi / 2.0
+    while hi - lo > 1e-3 * hi:
+        mid = (lo + hi) / 2.0
+        if eps(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class SGDPlan:
+    """The public plan of a DP-SGD fit: everything is fixed before any data is read.
+
+    Attributes
+    ----------
+    n_steps : int
+        Noisy gradient steps.
+    rate_num, rate_bits : int
+        Each record enters each step's sample independently with probability
+        rate_num / 2**rate_bits (exactly).
+    noise_multiplier : float
+        sigma / C: the discrete Gaussian's sigma is noise_multiplier * 2**LATTICE_BITS lattice
+        units for a per-record bound of 2**LATTICE_BITS units.
+    clip : float
+        The clipping norm C of a record's gradient (gradient units of the unit-ball rows).
+    learning_rate : float
+    n_hint : int
+        The public size hint the gradient sums are divided by (utility only).
+    epsilon, delta : float
+        The guarantee, (epsilon, delta)-DP under add/remove neighbours.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove neighbours (the number of records is not used; n_hint
+    is a public guess of it). Each step draws a Poisson sample (each record independently with
+    probability q = rate), adds each sampled record's gradient, clipped to norm C and rounded
+    to the lattice of step C / 2**LATTICE_BITS, as an integer vector whose squared norm is
+    checked to be <= 4**LATTICE_BITS in integer arithmetic (``dpcore._sgd``), so adding or
+    removing a record moves the integer sum by at most 2**LATTICE_BITS in L2; then adds exact
+    discrete Gaussian noise N_Z(0, sigma**2) per coordinate (:func:`dpcore.discrete_gaussian`).
+    One step is the discrete Gaussian's proven RDP alpha D**2 / (2 sigma**2) (Canonne-Kamath-
+    Steinke 2020) amplified by Poisson subsampling (:class:`dpcore.curves.PoissonSubsampled`:
+    the binomial expansion for removal, the Taylor bound for addition), composed over the
+    n_steps steps (:meth:`curve`) and converted to (epsilon, delta) on the orders
+    :data:`CALIBRATION_ORDERS`; the continuous Gaussian's privacy-loss distribution is never
+    used. The learning rate, the regulariser, the division by n_hint and the averaging of the
+    iterates are post-processing. The charge is ``Cost(epsilon, delta, curve=curve)``.
+    """
+
+    n_steps: int
+    rate_num: int
+    rate_bits: int
+    noise_multiplier: float
+    clip: float
+    learning_rate: float
+    n_hint: int
+    epsilon: float
+    delta: float
+
+    @property
+    def rate(self):
+        return self.rate_num / 2.0**self.rate_bits
+
+    @property
+    def sigma(self):
+        """The discrete Gaussian's sigma, in lattice units."""
+        return self.noise_multiplier * 2.0**LATTICE_BITS
+
+    @property
+    def curve(self):
+        """The fit's privacy curve: n_steps Poisson-subsampled discrete Gaussian steps."""
+        return _step_curve(self.noise_multiplier, self.rate).repeat(self.n_steps)
+
+    @property
+    def cost(self):
+        return Cost(self.epsilon, self.delta, curve=self.curve)
+
+
+def sgd_plan(n_features, epsilon, delta, n_hint, *, smoothness, n_outputs=1):
+    """The plan of ``method="sgd"`` from public values only: the model size p = n_outputs *
+    n_features, epsilon, delta and the size hint.
+
+    The rule (constants of this module, chosen on the development data of
+    ``bench/sgd_dev.py``): SGD_STEPS steps; the sampling rate q from the zCDP approximation of
+    the subsampled Gaussian (rho about T q**2 / z**2) so that the noise multiplier z comes out
+    near SGD_NOISE_MULTIPLIER (the regime where subsampling amplifies almost linearly), at least
+    SGD_MIN_BATCH / n_hint, rounded down to a dyadic m / 2**k; then z calibrated exactly for
+    that q (:func:`noise_multiplier_for`). Clipping norm SGD_CLIP, learning rate
+    SGD_LEARNING_RATE / smoothness. None of it reads the data; ``n_hint`` changes the batch
+    size and the scale of the steps (utility), never the guarantee.
+
+    Parameters
+    ----------
+    n_features : int
+        Weights per output (features, plus one with an intercept).
+    epsilon : float
+        > 0.
+    delta : float
+        0 < delta < 1.
+    n_hint : int
+        A public guess of the number of records, >= 1.
+    smoothness : float
+        Bound on the loss's second derivative on unit-ball rows.
+    n_outputs : int, default=1
+        Outputs of the model (classes of a softmax or one-vs-rest model).
+
+    Returns
+    -------
+    SGDPlan
+
+    Examples
+    --------
+    >>> plan = sgd_plan(21, 1.0, 1e-6, 10**6, smoothness=0.25)
+    >>> plan.n_steps, plan.curve.epsilon_for(1e-6) <= 1.0
+    (1000, True)
+    """
+    p = check.integer(n_features, "n_features", minimum=1) * check.integer(
+        n_outputs, "n_outputs", minimum=1)
+    if p > 2**20:
+        raise ValueError(f"the model has {p} weights, above the 2**20 that method='sgd' supports")
+    epsilon = check.epsilon(epsilon)
+    delta = check.probability(delta, "delta")
+    n_hint = check.integer(n_hint, "n_hint", minimum=1)
+    smoothness = check.positive(smoothness, "smoothness")
+    n_steps = SGD_STEPS
+    rate = SGD_NOISE_MULTIPLIER * math.sqrt(_rho_target(epsilon, delta) / n_steps)
+    rate = min(1.0, max(rate, SGD_MIN_BATCH / n_hint, 2.0**-MAX_RATE_BITS))
+    m, k = _dyadic_rate(rate)
+    z = noise_multiplier_for(m / 2.0**k, n_steps, epsilon, delta)
+    return SGDPlan(n_steps, m, k, z, SGD_CLIP, SGD_LEARNING_RATE / smoothness, n_hint, epsilon,
+                   delta)
+
+
+# --------------------------------------------------------------------------------------------
+# sgd: the optimiser
+# --------------------------------------------------------------------------------------------
+
+NOISE_CHUNK = 64   # steps whose noise is drawn in one call (batch first)
+
+
+def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
+    """DP-SGD on rows Z of norm <= 1: returns the average of the iterates of the last half of
+    the steps, shape (n_outputs, Z.shape[1]).
+
+    ``target``: per row, the class index (0/1 for a binary model, 0..k-1 for softmax and
+    one-vs-rest heads) or the regression target; ``loss`` a key of :data:`LOSSES`. Each step
+    releases the lattice sum of the clipped gradients of a Poisson sample plus discrete
+    Gaussian noise (see :class:`SGDPlan`); the update w <- w - lr (g / (q n_hint) + alpha w)
+    and the averaging are post-processing.
+    """
+    from dpcore import _sgd   # the kernel is imported on first use, as the other learners do
+
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    target = np.ascontiguousarray(target, dtype=np.float64)
+    d = Z.shape[1]
+    W = np.zeros((n_outputs, d))
+    total = np.zeros_like(W)
+    acc = np.zeros(n_outputs * d, dtype=np.int64)
+    handle = bitgen_handle(rng)
+    code = LOSSES[loss][0]
+    units = plan.clip / 2.0**LATTICE_BITS / (plan.rate * plan.n_hint)
+    start = plan.n_steps // 2
+    noise = None
+    for t in range(plan.n_steps):
+        if t % NOISE_CHUNK == 0:
+            rows = min(NOISE_CHUNK, plan.n_steps - t)
+            noise = discrete_gaussian(plan.sigma, size=(rows, n_outputs * d), random_state=rng)
+        _sgd.lattice_gradient_sum(Z, target, W, code, h, plan.clip, LATTICE_BITS, plan.rate_num,
+                                  plan.rate_bits, handle, acc)
+        g = (acc + noise[t % NOISE_CHUNK]).reshape(n_outputs, d) * units
+        W = W - plan.learning_rate * (g + alpha * W)
+        if t >= start:
+            total += W
+    return total / (plan.n_steps - start)
+
+
+def regression_rows(X, bounds_X, data_norm, intercept):
+    """Rows of norm <= 1 for least squares by ``sgd``, and the affine map back: returns
+    (Z, centre, half_width, scale) with Z = [(x - centre) / half_width, 1] / scale (no constant
+    column without an intercept). Features are clipped to ``bounds_X`` (mapped to [-1, 1],
+    centred with an intercept) and/or rows scaled down to ``data_norm`` (then divided by it);
+    scale is the public bound on the norm of the row before the division."""
+    n, d = X.shape
+    centre, half = np.zeros(d), np.ones(d)
+    Xs = X
+    if bounds_X is not None:
+        low, high = bounds_X
+        if intercept:
+            centre, half = (low + high) / 2.0, (high - low) / 2.0
+        else:
+            half = np.maximum(np.abs(low), np.abs(high))
+        Xs = (np.clip(X, low, high) - centre) / half
+        bound = math.sqrt(d)
+    if data_norm is not None:
+        raw = np.clip(X, *bounds_X) if bounds_X is not None else X
+        norms = np.sqrt(np.einsum("ij,ij->i", raw, raw))
+        Xs = raw * (1.0 / np.maximum(norms, data_norm))[:, None]   # norm <= 1
+        centre, half = np.zeros(d), np.full(d, data_norm)
+        bound = 1.0
+    scale = math.hypot(bound, 1.0) if intercept else bound
+    Z = np.empty((n, d + 1 if intercept else d))
+    np.divide(Xs, scale, out=Z[:, :d])
+    if intercept:
+        Z[:, d] = 1.0 / scale
+    # rounding may leave a norm a few ulps above 1; the kernel's clipping makes that harmless
+    return Z, centre, half, scale
