@@ -6,6 +6,7 @@ kernel is called; kernels never validate.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Collection
@@ -45,10 +46,11 @@ MAX_RELEASE_BYTES = 2**32
 
 def real(value: object, name: str) -> float:
     """Return ``value`` as a finite Python float; reject bools, non-numbers, NaN and infinities."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not np.isfinite(value):
+    if type(value) is not float:  # a float needs no conversion (the per-draw paths pass floats)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        value = float(value)
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
 

@@ -571,18 +571,22 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
 # Integer samplers
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _int64_target(array: object, name: str) -> np.ndarray:
     """``array`` (an ``out=`` or ``add_to=`` argument) as a flat int64 view, after checking that
     the kernel can write into it in place."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of dtype int64, got {type(array).__name__}")
-    if array.dtype != np.int64:  # also refuses non-native byte order
+    if array.dtype != _INT64:  # also refuses non-native byte order
         raise TypeError(f"{name} must have dtype int64 (native byte order), got {array.dtype}")
-    if not array.flags.c_contiguous:
+    flags = array.flags
+    if not flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous (e.g. numpy.ascontiguousarray)")
-    if not array.flags.writeable:
+    if not flags.writeable:
         raise ValueError(f"{name} must be writeable")
-    return array.reshape(-1)
+    return array if array.ndim == 1 else array.reshape(-1)
 
 
 def _draw_integers(fill, add, parameter, size, out, add_to, random_state):
