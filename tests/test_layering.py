@@ -361,3 +361,15 @@ def test_an_entry_owner_may_use_its_entry_only(tmp_path, monkeypatch):
             monkeypatch.setitem(KERNEL_ENTRY_OWNERS, ("dpcore._noise", "planar_laplace_into"),
                                 "dpcore.local._planar")
         assert kernel_import_allowed(name, "dpcore._noise") is cases[name][1], name
+
+
+# ------------------------------------------------------------------------------------------------
+# module size (the project standard: one concept per module, none over 900 lines)
+
+MAX_MODULE_LINES = 900
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_900_lines(name):
+    lines = len(MODULES[name].read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines: split it by concept"

@@ -6,10 +6,14 @@ kernel is called; kernels never validate.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import operator
+from collections.abc import Collection
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = [
     "real",
@@ -40,17 +44,18 @@ MAX_RHO = 2.0**80
 MAX_RELEASE_BYTES = 2**32
 
 
-def real(value, name):
+def real(value: object, name: str) -> float:
     """Return ``value`` as a finite Python float; reject bools, non-numbers, NaN and infinities."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not np.isfinite(value):
+    if type(value) is not float:  # a float needs no conversion (the per-draw paths pass floats)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        value = float(value)
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
 
 
-def positive(value, name):
+def positive(value: object, name: str) -> float:
     """A finite real number > 0."""
     value = real(value, name)
     if value <= 0:
@@ -58,7 +63,7 @@ def positive(value, name):
     return value
 
 
-def nonnegative(value, name):
+def nonnegative(value: object, name: str) -> float:
     """A finite real number >= 0."""
     value = real(value, name)
     if value < 0:
@@ -66,7 +71,7 @@ def nonnegative(value, name):
     return value
 
 
-def probability(value, name, *, open_low=True, open_high=True):
+def probability(value: object, name: str, *, open_low: bool = True, open_high: bool = True) -> float:
     """A real number in the unit interval (open or closed ends as requested)."""
     value = real(value, name)
     low_ok = value > 0 if open_low else value >= 0
@@ -77,7 +82,8 @@ def probability(value, name, *, open_low=True, open_high=True):
     return value
 
 
-def integer(value, name, *, minimum=None, maximum=None):
+def integer(value: Any, name: str, *, minimum: int | None = None,
+            maximum: int | None = None) -> int:
     """A Python int (numpy integers accepted, bools and floats rejected), optionally within
     [minimum, maximum]."""
     if isinstance(value, (bool, np.bool_)):
@@ -93,7 +99,7 @@ def integer(value, name, *, minimum=None, maximum=None):
     return value
 
 
-def real_array(value, name):
+def real_array(value: object, name: str) -> np.ndarray:
     """Convert to an ndarray of real numbers (any shape); reject strings, ragged input, objects
     and complex values. Values are not checked (see `finite_array`)."""
     if isinstance(value, (str, bytes)):
@@ -109,7 +115,7 @@ def real_array(value, name):
     return arr
 
 
-def finite_array(value, name, *, dtype=np.float64):
+def finite_array(value: object, name: str, *, dtype: DTypeLike = np.float64) -> np.ndarray:
     """Convert to a float64 ndarray (any shape) and reject non-numeric, NaN and infinite entries."""
     arr = real_array(value, name).astype(dtype, copy=False)
     if not np.all(np.isfinite(arr)):
@@ -117,7 +123,7 @@ def finite_array(value, name, *, dtype=np.float64):
     return arr
 
 
-def bounds_pair(value, name):
+def bounds_pair(value: Any, name: str) -> tuple[float, float]:
     """A pair (lower, upper) of finite reals with lower < upper."""
     if value is None:
         raise ValueError(
@@ -134,7 +140,8 @@ def bounds_pair(value, name):
     return lower, upper
 
 
-def size_shape(size, name="size"):
+def size_shape(size: int | tuple[int, ...] | list[int] | None,
+               name: str = "size") -> tuple[int, ...] | None:
     """Normalise a numpy-style ``size`` (None, int or tuple of ints) to a shape tuple or None."""
     if size is None:
         return None
@@ -143,7 +150,7 @@ def size_shape(size, name="size"):
     return (integer(size, name, minimum=0),)
 
 
-def privacy_loss(value, name, maximum):
+def privacy_loss(value: object, name: str, maximum: float) -> float:
     """A privacy parameter (epsilon or rho): finite, >= 0 and <= ``maximum``."""
     value = nonnegative(value, name)
     if value > maximum:
@@ -151,7 +158,8 @@ def privacy_loss(value, name, maximum):
     return value
 
 
-def epsilon(value, name="epsilon", *, minimum=None, maximum=MAX_EPSILON):
+def epsilon(value: object, name: str = "epsilon", *, minimum: float | None = None,
+            maximum: float = MAX_EPSILON) -> float:
     """The one epsilon check: a finite number > 0 and <= ``maximum`` (MAX_EPSILON unless a
     mechanism's calibration is proven on a narrower range), and >= ``minimum`` when given."""
     value = positive(value, name)
@@ -163,7 +171,7 @@ def epsilon(value, name="epsilon", *, minimum=None, maximum=MAX_EPSILON):
     return value
 
 
-def option(value, name, choices):
+def option(value: object, name: str, choices: Collection[str]) -> str:
     """``value`` if it is one of ``choices`` (strings), else a ValueError listing them."""
     if isinstance(value, str) and value in choices:
         return value
@@ -172,7 +180,7 @@ def option(value, name, choices):
     raise ValueError(f"{name} must be {listed}, got {value!r}")
 
 
-def memory(nbytes, what):
+def memory(nbytes: float, what: str) -> None:
     """Refuse a release whose arrays (``nbytes``, estimated from public sizes) exceed
     MAX_RELEASE_BYTES; ``what`` names the parameters that set the size."""
     if nbytes > MAX_RELEASE_BYTES:

@@ -123,7 +123,8 @@ def _ndim_of(data):
     return 1 if len(shape) == 1 else int(shape[1])
 
 
-def exact_histogramdd(sample, grid, *, clip=False, split_every=SPLIT_EVERY):
+def exact_histogramdd(sample: Any, grid: BinGrid, *, clip: bool = False,
+                      split_every: int = SPLIT_EVERY) -> np.ndarray:
     """The exact (unreleased) flat int64 counts of ``sample`` on a ``dpcore._release.bins.BinGrid``, by a
     tree reduction of per-chunk kernel counts. Not a release: for tests and for the release
     functions here."""

@@ -218,32 +218,32 @@ class Dendrogram:
         return order, lo, hi
 
     @property
-    def leaf_order(self):
+    def leaf_order(self) -> np.ndarray:
         """Vertex ids in depth-first order (left child first): a seriation of the vertices."""
         return self._ranges[0].copy()
 
     @property
-    def subtree_sizes(self):
+    def subtree_sizes(self) -> np.ndarray:
         """Number of leaves below each node (length 2n - 1)."""
         _, lo, hi = self._ranges
         return hi - lo
 
     @property
-    def n_pairs(self):
+    def n_pairs(self) -> np.ndarray:
         """N_r = L_r R_r, the vertex pairs whose lowest common ancestor is each internal node."""
         size = self.subtree_sizes
         ch = np.asarray(self.children)
         return size[ch[:, 0]] * size[ch[:, 1]]
 
     @property
-    def probabilities(self):
+    def probabilities(self) -> np.ndarray:
         """Connection probability p_r = edge_counts / n_pairs clamped to [0, 1] per internal node."""
         return np.clip(np.asarray(self.edge_counts, dtype=float) / self.n_pairs, 0.0, 1.0)
 
     def _label(self, leaf):
         return self.labels[leaf] if self.labels is not None else int(leaf)
 
-    def to_networkx(self):
+    def to_networkx(self) -> Any:
         """The tree as a networkx DiGraph (edges parent -> child). Leaves are the vertex labels;
         internal nodes are ``("internal", id)`` with attributes ``p``, ``edge_count``, ``n_pairs``."""
         import networkx as nx
@@ -265,7 +265,7 @@ class Dendrogram:
         T.graph["root"] = name(self.root)
         return T
 
-    def to_newick(self, precision=4):
+    def to_newick(self, precision: int = 4) -> str:
         """Newick string; internal nodes are labelled with p_r (``precision`` significant digits)."""
         n = self.n_leaves
         ch = np.asarray(self.children)
@@ -590,7 +590,7 @@ class HRGRelease:
     n_steps: int
 
     @property
-    def guarantee(self):
+    def guarantee(self) -> str:
         return (
             f"edge-DP (graphs on the same public vertex set differing in one edge): the noisy "
             f"edge counts are exactly {self.epsilon_counts:.6g}-DP given the dendrogram; the "
@@ -598,7 +598,7 @@ class HRGRelease:
             f"law only, not proven for the finite run of {self.n_steps} steps"
         )
 
-    def to_networkx(self):
+    def to_networkx(self) -> Any:
         """The synthetic graph as a networkx Graph on the original labels."""
         import networkx as nx
 

@@ -11,7 +11,7 @@ on the private value.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 import math
 import sys
 import warnings
@@ -24,7 +24,7 @@ from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic, release
-from dpcore.curves import DiscreteGaussian, DiscreteLaplace
+from dpcore.curves import DiscreteGaussian, DiscreteLaplace, PrivacyCurve
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
 if TYPE_CHECKING:
@@ -158,7 +158,9 @@ class LaplaceMechanism:
     delta_effective: float
 
     @classmethod
-    def calibrate(cls, *, sensitivity, epsilon, size=1, bound=None, method="discrete", granularity=None):
+    def calibrate(cls, *, sensitivity: float, epsilon: float, size: int = 1,
+                  bound: float | None = None, method: str = "discrete",
+                  granularity: float | None = None) -> LaplaceMechanism:
         """Validate the parameters and compute the noise scale and the effective guarantee."""
         sensitivity = check.positive(sensitivity, "sensitivity")
         epsilon = check.positive(epsilon, "epsilon")
@@ -212,7 +214,7 @@ class LaplaceMechanism:
         )
 
     @property
-    def curve(self):
+    def curve(self) -> PrivacyCurve | None:
         """The release's privacy curve (:mod:`dpcore.curves`), or None when it is just
         ``epsilon_effective``-DP. A scalar ``"discrete"`` release is the discrete Laplace
         mechanism with integer sensitivity floor(sensitivity/grid + 1) grid units (rounding
@@ -227,7 +229,7 @@ class LaplaceMechanism:
             return None
         return DiscreteLaplace(self.scale, shift)
 
-    def privacy_loss(self, distance):
+    def privacy_loss(self, distance: float) -> float:
         """Epsilon of this release for neighbours whose query values are ``distance`` apart
         (L1 distance for ``"discrete"``; the number of elements that differ, each by at most
         the sensitivity, for ``"snapping"``)."""
@@ -238,7 +240,8 @@ class LaplaceMechanism:
             ) if distance else 0.0
         return self.epsilon_effective / self.size * math.ceil(distance)
 
-    def release(self, value, *, random_state=None, accountant=None):
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
         """Add the calibrated noise to ``value`` (same shape as the one calibrated for)."""
         values = check.finite_array(value, "value")
         if values.size != self.size:
@@ -265,7 +268,8 @@ class LaplaceMechanism:
                 scaled = flat / self.unit  # exact: unit is a power of two
             out = np.empty_like(scaled)
             grid_units = self.grid / self.unit
-            _noise.snapping_into(out, scaled, self.scale, grid_units, self.bound / self.unit, rng)
+            clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
+            _noise.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
             out *= self.unit
             return out
 
@@ -411,7 +415,9 @@ class GaussianMechanism:
     delta: float | None
 
     @classmethod
-    def calibrate(cls, *, sensitivity, epsilon=None, delta=None, rho=None, size=1, granularity=None):
+    def calibrate(cls, *, sensitivity: float, epsilon: float | None = None,
+                  delta: float | None = None, rho: float | None = None, size: int = 1,
+                  granularity: float | None = None) -> GaussianMechanism:
         """Validate the parameters and compute sigma, the grid and the guarantee."""
         sensitivity = check.positive(sensitivity, "sensitivity")
         size = check.integer(size, "size", minimum=1)
@@ -433,9 +439,11 @@ class GaussianMechanism:
             sigma = math.nextafter(sens_units / math.sqrt(2.0 * rho), math.inf)
         elif size == 1:
             # Exact CKS delta: the shift between neighbours is an integer <= floor(sens_units).
-            sigma = calibration.discrete_gaussian_sigma(epsilon, delta, math.floor(sens_units))
+            # (epsilon, delta) were given: rho is None
+            sigma = calibration.discrete_gaussian_sigma(cast(float, epsilon), cast(float, delta),
+                                                        math.floor(sens_units))
         else:
-            rho_target = calibration.zcdp_rho_for(epsilon, delta)
+            rho_target = calibration.zcdp_rho_for(cast(float, epsilon), cast(float, delta))
             sigma = math.nextafter(sens_units / math.sqrt(2.0 * rho_target), math.inf)
         if sigma > MAX_DISCRETE_GAUSSIAN_SIGMA:
             raise ValueError(
@@ -447,14 +455,15 @@ class GaussianMechanism:
         return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta)
 
     @property
-    def curve(self):
+    def curve(self) -> PrivacyCurve:
         """The release's privacy curve: the discrete Gaussian with sigma ``sigma`` on an integer
         query of L2 sensitivity sensitivity/grid + sqrt(size) grid units,
         :class:`~dpcore.curves.DiscreteGaussian` (its zCDP/RDP bound)."""
         return DiscreteGaussian(self.sigma, _gaussian_sensitivity_units(
             self.sensitivity, self.grid, self.size))
 
-    def release(self, value, *, random_state=None, accountant=None):
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
         """Add the calibrated noise to ``value``."""
         values = check.finite_array(value, "value")
         if values.size != self.size:
@@ -462,7 +471,7 @@ class GaussianMechanism:
         flat = np.ascontiguousarray(values.reshape(-1))
         curve = self.curve
         cost = (Cost(rho=self.rho, curve=curve) if self.epsilon is None
-                else Cost(self.epsilon, self.delta, curve=curve))
+                else Cost(self.epsilon, cast(float, self.delta), curve=curve))
 
         def draw(rng):
             if not _fits_fast_path(flat, self.grid):
@@ -562,18 +571,22 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
 # Integer samplers
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _int64_target(array: object, name: str) -> np.ndarray:
     """``array`` (an ``out=`` or ``add_to=`` argument) as a flat int64 view, after checking that
     the kernel can write into it in place."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of dtype int64, got {type(array).__name__}")
-    if array.dtype != np.int64:  # also refuses non-native byte order
+    if array.dtype != _INT64:  # also refuses non-native byte order
         raise TypeError(f"{name} must have dtype int64 (native byte order), got {array.dtype}")
-    if not array.flags.c_contiguous:
+    flags = array.flags
+    if not flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous (e.g. numpy.ascontiguousarray)")
-    if not array.flags.writeable:
+    if not flags.writeable:
         raise ValueError(f"{name} must be writeable")
-    return array.reshape(-1)
+    return array if array.ndim == 1 else array.reshape(-1)
 
 
 def _draw_integers(fill, add, parameter, size, out, add_to, random_state):

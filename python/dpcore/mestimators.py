@@ -143,7 +143,9 @@ class PerturbedHistogram:
     relation: str
 
     @classmethod
-    def from_counts(cls, counts, edges, *, scale=0.0, epsilon=None, relation="replace"):
+    def from_counts(cls, counts: ArrayLike, edges: Any, *, scale: float = 0.0,
+                    epsilon: float | None = None, relation: str = "replace"
+                    ) -> PerturbedHistogram:
         """Wrap counts on a grid (no privacy by itself: only for counts already released, or
         exact counts in tests)."""
         counts = np.asarray(counts)
@@ -154,14 +156,14 @@ class PerturbedHistogram:
         return cls(counts, edges, float(scale), epsilon, relation)
 
     @property
-    def d(self):
+    def d(self) -> int:
         return len(self.edges)
 
     @property
-    def n_cells(self):
+    def n_cells(self) -> int:
         return int(self.counts.size)
 
-    def centers(self, axis=None):
+    def centers(self, axis: int | None = None) -> np.ndarray:
         """Cell centres along one axis, or all of them as an (M, d) array (C order)."""
         mids = [(e[:-1] + e[1:]) / 2 for e in self.edges]
         if axis is not None:
@@ -169,14 +171,14 @@ class PerturbedHistogram:
         grids = np.meshgrid(*mids, indexing="ij")
         return np.stack([g.reshape(-1) for g in grids], axis=1)
 
-    def threshold(self, beta=0.05):
+    def threshold(self, beta: float = 0.05) -> float:
         """tau = b ln(M / beta): an empty cell's noisy count exceeds it with probability at most
         about beta / M (so no empty cell survives with probability about 1 - beta)."""
         if self.scale == 0:
             return 0.0
         return self.scale * math.log(self.n_cells / beta)
 
-    def weights(self, method="threshold", *, beta=0.05):
+    def weights(self, method: str = "threshold", *, beta: float = 0.05) -> np.ndarray:
         """Post-processed weights (float64, the counts' shape); see the module docstring."""
         if method not in _WEIGHTS:
             raise ValueError(f"weights must be 'threshold', 'clip' or 'raw', got {method!r}")
@@ -188,7 +190,8 @@ class PerturbedHistogram:
             w[w < self.threshold(beta)] = 0.0  # exact counts (scale 0): negatives only
         return w
 
-    def points(self, weights="threshold", *, beta=0.05):
+    def points(self, weights: str = "threshold", *, beta: float = 0.05
+               ) -> tuple[np.ndarray, np.ndarray]:
         """(centres, w) of the cells with nonzero weight: the weighted pseudo-data."""
         return self._nonzero_cells(self.weights(weights, beta=beta))
 

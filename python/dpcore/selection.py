@@ -11,7 +11,7 @@ with it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 import functools
 import math
 from collections.abc import Iterator
@@ -99,7 +99,8 @@ class ExponentialMechanism:
     epsilon_effective: float
 
     @classmethod
-    def calibrate(cls, *, sensitivity, epsilon, monotonic=False, method="exact", k=None):
+    def calibrate(cls, *, sensitivity: float, epsilon: float, monotonic: bool = False,
+                  method: str = "exact", k: int | None = None) -> ExponentialMechanism:
         """Validate the parameters and compute the score scale and the effective epsilon
         (``k=None``: one selection, :func:`exponential`; an int: top-k)."""
         sensitivity = check.positive(sensitivity, "sensitivity")
@@ -115,7 +116,7 @@ class ExponentialMechanism:
         scale, eps_eff = _scale(epsilon, sensitivity, (k or 1) * (1 if monotonic else 2))
         return cls(method, sensitivity, epsilon, monotonic, k, scale, eps_eff)
 
-    def privacy_loss(self, distance):
+    def privacy_loss(self, distance: float) -> float:
         """Epsilon of this release for neighbours whose utilities differ by at most ``distance``
         (per candidate, in the same units as the sensitivity)."""
         distance = check.nonnegative(distance, "distance")
@@ -124,7 +125,8 @@ class ExponentialMechanism:
 
     # ------------------------------------------------------------------------------------------
 
-    def select(self, utility, *, random_state=None, accountant=None):
+    def select(self, utility: Any, *, random_state: RandomStateLike = None,
+               accountant: AccountantLike | None = None) -> int:
         """Select one candidate; see :func:`exponential`."""
         if self.k is not None:
             raise ValueError("this mechanism was calibrated for top-k; use select_top_k")
@@ -144,7 +146,8 @@ class ExponentialMechanism:
             if self.method == "exact":
                 state = _select.ExactState(self.scale)
             else:
-                noise = "gumbel" if self.method == "gumbel" else "exponential"
+                noise: Literal["gumbel", "exponential"] = (
+                    "gumbel" if self.method == "gumbel" else "exponential")
                 state = _select.ArgmaxState(self.scale, noise)
             for chunk, top in source.chunks():
                 state.feed(chunk, top, handle)
@@ -156,7 +159,8 @@ class ExponentialMechanism:
             raise source.nothing_selectable()
         return int(index)
 
-    def select_top_k(self, utility, *, random_state=None, accountant=None):
+    def select_top_k(self, utility: Any, *, random_state: RandomStateLike = None,
+                     accountant: AccountantLike | None = None) -> np.ndarray:
         """Select ``k`` candidates, best first; see :func:`top_k`."""
         if self.k is None:
             raise ValueError("this mechanism was calibrated for one selection; use select")
@@ -169,9 +173,11 @@ class ExponentialMechanism:
                     f"k={self.k} with {available} available"
                 )
 
+        k = self.k
+
         def draw(rng):
             handle = bitgen_handle(rng)
-            state = _select.TopKState(self.scale, self.k)
+            state = _select.TopKState(self.scale, k)
             for chunk, top in source.chunks():
                 state.feed(chunk, top, handle)
             return state
@@ -211,9 +217,9 @@ class _Source:
     returning a fresh iterable each time it is called)."""
 
     def __init__(self, utility):
-        self.array = None
-        self.factory = None
-        self.iterator = None
+        self.array: np.ndarray | None = None
+        self.factory: Any = None  # a callable returning an iterable of chunks
+        self.iterator: Iterator[Any] | None = None
         if callable(utility) and not isinstance(utility, np.ndarray):
             self.factory = utility
         elif isinstance(utility, Iterator):

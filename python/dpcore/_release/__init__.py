@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -18,6 +20,12 @@ from dpcore import _validation as check
 from dpcore.accounting import Accountant, ParallelBlock, Partition, PrivacyWarning
 from dpcore.curves import PrivacyCurve
 from dpcore.random import check_random_state
+
+if TYPE_CHECKING:
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
+
+T = TypeVar("T")
 
 __all__ = ["Cost", "LARGE_DELTA", "check_accountant", "public_arithmetic", "release"]
 
@@ -65,12 +73,12 @@ class Cost:
                 "whole record with probability delta; use delta well below 1/n (e.g. 1e-6)",
                 PrivacyWarning, stacklevel=3)
 
-    def charge(self, accountant, label):
+    def charge(self, accountant: AccountantLike | None, label: str | None) -> Any:
         """Charge ``accountant`` (if not None) for this cost, once. The curve goes to dpcore's
         accountants (other objects with a ``charge`` method get the plain guarantee only)."""
         if accountant is None:
             return None
-        extra = {}
+        extra: dict[str, Any] = {}
         if self.curve is not None and isinstance(accountant, (Accountant, ParallelBlock, Partition)):
             extra["curve"] = self.curve
         if self.rho is not None:
@@ -78,7 +86,7 @@ class Cost:
         return accountant.charge(epsilon=self.epsilon, delta=self.delta, label=label, **extra)
 
 
-def check_accountant(accountant):
+def check_accountant(accountant: Any) -> AccountantLike | None:
     """None, or an object with a ``charge`` method (an Accountant, a parallel block or a
     partition); anything else is a TypeError naming ``accountant``."""
     if accountant is not None and not callable(getattr(accountant, "charge", None)):
@@ -89,7 +97,8 @@ def check_accountant(accountant):
     return accountant
 
 
-def release(draw, *, cost, accountant, random_state, label):
+def release(draw: Callable[[np.random.Generator], T], *, cost: Cost,
+            accountant: AccountantLike | None, random_state: RandomStateLike, label: str) -> T:
     """Check ``accountant`` and ``random_state``, charge ``cost`` once, then return ``draw(rng)``.
 
     Parameters
@@ -111,7 +120,7 @@ def release(draw, *, cost, accountant, random_state, label):
 
 
 @contextlib.contextmanager
-def public_arithmetic(names):
+def public_arithmetic(names: str) -> Iterator[None]:
     """Calibration arithmetic on public parameters: an overflow, underflow to zero or division
     by zero there means the parameters are out of the supported range. Raise that as a
     ValueError naming them (never a FloatingPointError/OverflowError/ZeroDivisionError), before

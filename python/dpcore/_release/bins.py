@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from dpcore import _histogram
 from dpcore import _validation as check
 from dpcore._release.sums import IntegerNoise
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["MAX_BRANCHING", "MAX_HISTOGRAM_CELLS", "NONNEGATIVE", "OUTSIDE", "RELATIONS", "BinGrid",
            "add_cell_noise", "arith_edges", "box_queries", "histogram_noise",
@@ -35,7 +39,7 @@ MAX_HISTOGRAM_CELLS = 2**28
 MAX_BRANCHING = 2**16
 
 
-def arith_edges(lower, upper, bins):
+def arith_edges(lower: float, upper: float, bins: int) -> np.ndarray:
     """j * step + lower for j < bins, each operation rounded once (as the kernel computes them)."""
     step = (upper - lower) / bins
     return np.arange(bins, dtype=np.float64) * step + lower
@@ -59,12 +63,13 @@ def tree_levels(n_leaves: int, branching: int) -> int:
     return levels
 
 
-def pow2_at_least(n):
+def pow2_at_least(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1): an axis padded to a complete binary tree."""
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def box_queries(lo, hi, shape, what):
+def box_queries(lo: ArrayLike, hi: ArrayLike, shape: tuple[int, ...], what: str
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Integer boxes [lo, hi) in a grid of ``shape``: 1-d grids take scalars/arrays, d-dim grids
     arrays whose last axis has length d. Returns (lo, hi) as int64 arrays of shape (..., d)."""
     d = len(shape)
@@ -89,19 +94,19 @@ def box_queries(lo, hi, shape, what):
 class BinGrid:
     """Public bin edges of a d-dimensional grid, in the form the kernel takes them."""
 
-    edges: tuple  # d strictly increasing float64 arrays
+    edges: tuple[np.ndarray, ...]  # d strictly increasing float64 arrays
     uniform: np.ndarray  # uint8 per axis: 0 explicit edges, 1 linspace, 2 linspace = j*step+lo
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(e.size - 1 for e in self.edges)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return math.prod(self.shape)
 
     @classmethod
-    def make_1d(cls, bins, value_range):
+    def make_1d(cls, bins: Any, value_range: Any) -> BinGrid:
         """One axis: ``bins`` an int or an edge array, ``value_range`` (lower, upper) or None."""
         if isinstance(bins, (str, bytes)):
             raise ValueError(f"bins must be an int or an array of edges, got {bins!r}: rules such "
@@ -109,7 +114,7 @@ class BinGrid:
         return cls.make([bins], None if value_range is None else [value_range], 1)
 
     @classmethod
-    def make(cls, bins, value_range, d):
+    def make(cls, bins: Any, value_range: Any, d: int) -> BinGrid:
         """Validate numpy.histogramdd-style public ``bins`` and ``range`` for d axes."""
         if isinstance(bins, (str, bytes)):
             raise ValueError(f"bins must be ints or arrays of edges, got {bins!r}: rules such as "
@@ -173,7 +178,8 @@ class BinGrid:
         return cls(tuple(edges), np.array(uniform, dtype=np.uint8))
 
     @functools.cached_property
-    def kernel_args(self):
+    def kernel_args(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                   np.ndarray, np.ndarray, np.ndarray]:
         shape = self.shape
         strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
         offsets = np.cumsum([0] + [e.size for e in self.edges[:-1]]).astype(np.int64)
@@ -186,13 +192,14 @@ class BinGrid:
         return (np.concatenate(self.edges), offsets, np.array(shape, dtype=np.int64),
                 np.array(strides, dtype=np.int64), scales, steps, margins, self.uniform)
 
-    def count_rows_into(self, sample, counts, clip):
+    def count_rows_into(self, sample: np.ndarray, counts: np.ndarray, clip: bool) -> tuple[int, int]:
         """counts (flat int64, C order) += the cell counts of a C-contiguous float32/float64
         (n, d) sample. Returns (rows not counted, rows with NaN/inf) without raising: chunked
         callers (dpcore.distributed) sum both over the chunks and decide at the end."""
         return _histogram.count_into(sample, *self.kernel_args, clip, counts)
 
-    def count_into(self, sample, counts, clip, name="sample"):
+    def count_into(self, sample: np.ndarray, counts: np.ndarray, clip: bool,
+                   name: str = "sample") -> int:
         """counts (flat int64, C order) += the cell counts of a validated (n, d) sample.
         Returns the number of rows not counted; raises ValueError naming ``name`` on NaN/inf."""
         sample = np.ascontiguousarray(sample)  # a no-op for the validated samples
@@ -202,7 +209,7 @@ class BinGrid:
         return dropped
 
 
-def sample_2d(sample, name="sample"):
+def sample_2d(sample: ArrayLike, name: str = "sample") -> np.ndarray:
     """numpy.histogramdd's reading of ``sample``: (N, D), or 1-d as N points in one dimension.
     Returns a C-contiguous float32/float64 array (NaN is rejected later, by the kernel)."""
     if isinstance(sample, (str, bytes)):
@@ -224,7 +231,7 @@ def sample_2d(sample, name="sample"):
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-def histogram_noise(mechanism, relation, epsilon, delta):
+def histogram_noise(mechanism: str, relation: str, epsilon: float, delta: float) -> IntegerNoise:
     """Calibrated per-cell integer noise: L1 sensitivity 1 (add/remove) or 2 (replace-one)."""
     if relation not in RELATIONS:
         raise ValueError(f"relation must be 'add_remove' or 'replace', got {relation!r}")
@@ -234,7 +241,7 @@ def histogram_noise(mechanism, relation, epsilon, delta):
     return IntegerNoise.calibrate(mechanism, 2 if relation == "replace" else 1, epsilon, delta)
 
 
-def add_cell_noise(counts, noise, rng):
+def add_cell_noise(counts: np.ndarray, noise: IntegerNoise, rng: np.random.Generator) -> None:
     """counts (flat int64) += independent noise in every cell, empty ones included."""
     if noise.mechanism == "laplace":
         discrete_laplace(noise.scale, add_to=counts, random_state=rng)
@@ -242,7 +249,7 @@ def add_cell_noise(counts, noise, rng):
         discrete_gaussian(noise.scale, add_to=counts, random_state=rng)
 
 
-def nonnegative_least_squares(y, total, weight=math.inf):
+def nonnegative_least_squares(y: np.ndarray, total: float, weight: float = math.inf) -> np.ndarray:
     """The x >= 0 minimising sum((x - y)**2) + weight (sum(x) - total)**2 (Lee, Wang, Kifer
     2015, least squares): weight = inf makes sum(x) = max(total, 0) a hard constraint (the
     Euclidean projection onto the scaled simplex).
@@ -276,7 +283,7 @@ def nonnegative_least_squares(y, total, weight=math.inf):
 NONNEGATIVE = ("clamp", "project")
 
 
-def nonnegative_mode(nonnegative, consistent=False):
+def nonnegative_mode(nonnegative: bool | str | None, consistent: bool = False) -> str | None:
     """The post-processing asked for: None (raw counts), "clamp" or "project" (``True`` and
     ``consistent=True`` mean "project", as in earlier versions)."""
     if not isinstance(consistent, (bool, np.bool_)):
@@ -294,7 +301,8 @@ def nonnegative_mode(nonnegative, consistent=False):
     return "project" if consistent else mode
 
 
-def postprocess_counts(counts, mode, total=None):
+def postprocess_counts(counts: np.ndarray, mode: str | None, total: float | None = None
+                       ) -> np.ndarray:
     """Noisy int64 counts after ``mode`` (from :func:`nonnegative_mode`): unchanged, clamped at
     0 (int64), or projected (float64) onto non-negative counts adding up to ``total`` (the
     noisy total, 0 if negative, when None)."""

@@ -14,6 +14,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -28,6 +29,15 @@ from dpcore.mechanisms import (
     discrete_laplace,
 )
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
+
+#: The exact answers a plan noises: (number of records, [integer totals]).
+Exact = tuple[int, list[int]]
+
 __all__ = ["CONSTRUCTIONS", "MECHANISMS", "RELATIONS", "IntegerNoise", "NoisePlan", "Statistic",
            "SumQuery", "VectorPlan", "check_privacy", "check_public_size", "flat_records",
            "record_vectors", "split_budget", "unit_position"]
@@ -40,12 +50,13 @@ def split_budget(value: float, k: int) -> float:
     return round_down(Fraction(value) / k)
 
 
-def flat_records(x):
+def flat_records(x: ArrayLike) -> np.ndarray:
     """The data as a flat float64 array of records; NaN and infinities rejected (naming x)."""
     return check.finite_array(x, "x").reshape(-1)
 
 
-def check_privacy(mechanism, epsilon, delta):
+def check_privacy(mechanism: str, epsilon: float, delta: float | None
+                  ) -> tuple[str, float, float]:
     """Validate (mechanism, epsilon, delta); returns (mechanism, epsilon, delta)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be 'laplace' or 'gaussian', got {mechanism!r}")
@@ -81,8 +92,11 @@ class IntegerNoise:
     scale: float  # discrete Laplace scale t, or discrete Gaussian sigma
 
     @classmethod
-    def calibrate(cls, mechanism, sensitivity, epsilon, delta):
-        return _calibrated_noise(cls, mechanism, max(int(sensitivity), 1), epsilon, delta)
+    def calibrate(cls, mechanism: str, sensitivity: int, epsilon: float, delta: float
+                  ) -> IntegerNoise:
+        # a class is hashable (mypy reads the frozen dataclass's instance __hash__)
+        return _calibrated_noise(cls, mechanism, max(int(sensitivity), 1), epsilon,  # type: ignore[arg-type]
+                                 delta)
 
     @classmethod
     def _calibrate(cls, mechanism, sensitivity, epsilon, delta):
@@ -104,14 +118,14 @@ class IntegerNoise:
         return cls(mechanism, sensitivity, epsilon, delta, scale)
 
     @property
-    def epsilon_effective(self):
+    def epsilon_effective(self) -> float:
         """Laplace: D / t rounded up (<= epsilon). Gaussian: epsilon (at the calibrated delta)."""
         if self.mechanism == "laplace":
             return round_up(Fraction(self.sensitivity) / Fraction(self.scale))
         return self.epsilon
 
     @property
-    def variance(self):
+    def variance(self) -> float:
         """Variance of one noise draw, in grid units squared."""
         if self.mechanism == "laplace":
             q = math.exp(-1.0 / self.scale)
@@ -124,7 +138,7 @@ class IntegerNoise:
         w = np.exp(-(k * k) / (2 * sigma * sigma))
         return float(np.sum(k * k * w) / np.sum(w))
 
-    def draw(self, size, rng):
+    def draw(self, size: int | tuple[int, ...] | None, rng: np.random.Generator) -> Any:
         if self.mechanism == "laplace":
             return discrete_laplace(self.scale, size, random_state=rng)
         return discrete_gaussian(self.scale, size, random_state=rng)
@@ -160,7 +174,8 @@ class SumQuery:
     noise: IntegerNoise
 
     @classmethod
-    def calibrate(cls, lower, upper, center, power, mechanism, epsilon, delta):
+    def calibrate(cls, lower: float, upper: float, center: float, power: int, mechanism: str,
+                  epsilon: float, delta: float) -> SumQuery:
         ends = np.array([lower, upper])
         reach = float(np.max(np.abs(cls._mapped(ends, lower, upper, center, power))))
         if reach == 0.0:  # unreachable with lower < upper; keeps the grid well defined
@@ -204,11 +219,11 @@ class SumQuery:
             )
         return units.astype(np.int64)
 
-    def units(self, records):
+    def units(self, records: np.ndarray) -> np.ndarray:
         """The per-record integers (grid units)."""
         return self._units_of(records, self.lower, self.upper, self.center, self.power, self.grid)
 
-    def exact_total(self, records) -> int:
+    def exact_total(self, records: np.ndarray) -> int:
         """The exact sum of the per-record integers (Python int; int64 partial sums that
         provably cannot overflow)."""
         units = self.units(records)
@@ -228,11 +243,13 @@ class SumQuery:
 class NoisePlan:
     """The noisy count and noisy sums a statistic releases, with the budget split equally."""
 
-    count: IntegerNoise
-    sums: tuple
+    count: IntegerNoise | None
+    sums: tuple[SumQuery, ...]
 
     @classmethod
-    def calibrate(cls, lower, upper, center, powers, mechanism, epsilon, delta, with_count=True):
+    def calibrate(cls, lower: float, upper: float, center: float, powers: tuple[int, ...],
+                  mechanism: str, epsilon: float, delta: float,
+                  with_count: bool = True) -> NoisePlan:
         parts = len(powers) + (1 if with_count else 0)
         eps_part = split_budget(epsilon, parts)
         delta_part = split_budget(delta, parts) if delta else 0.0
@@ -243,11 +260,12 @@ class NoisePlan:
         )
         return cls(count, sums)
 
-    def exact(self, records):
+    def exact(self, records: np.ndarray) -> Exact:
         """The exact (unreleased) answers: (number of records, [sums in grid units])."""
         return int(records.size), [s.exact_total(records) for s in self.sums]
 
-    def release(self, exact, rng):
+    def release(self, exact: Exact, rng: np.random.Generator
+                ) -> tuple[int | None, list[float]]:
         """Noise the exact answers: (noisy count or None, [noisy sums as floats]), drawn in
         that order."""
         n, totals = exact
@@ -277,7 +295,7 @@ def _units_for(epsilon, sensitivity_per_unit=1):
     return min(_MAX_UNITS, 1 << (int(target).bit_length() - 1))
 
 
-def unit_position(records, lower, upper):
+def unit_position(records: np.ndarray, lower: float, upper: float) -> np.ndarray:
     """z = (clip(x) - lower) / (upper - lower) in [0, 1] for every record (never overflows).
 
     Floating-point rounding moves z slightly; that is harmless: every construction below holds
@@ -288,7 +306,7 @@ def unit_position(records, lower, upper):
     return np.clip(z, 0.0, 1.0)
 
 
-def record_vectors(construction, z, units):
+def record_vectors(construction: str, z: np.ndarray, units: int) -> np.ndarray:
     """The integer vector of each record (rows), for unit positions z in [0, 1].
 
     * ``bernstein1``: (D - b, b), b = rint(D z). Non-negative, each row sums to D.
@@ -331,7 +349,7 @@ def _column_totals(vectors, bound):
     totals = [0] * vectors.shape[1]
     for i in range(0, vectors.shape[0], step):
         part = np.sum(vectors[i:i + step], axis=0, dtype=np.int64)
-        totals = [a + int(b) for a, b in zip(totals, part)]
+        totals = [a + int(b) for a, b in zip(totals, cast(np.ndarray, part))]
     return totals
 
 
@@ -358,13 +376,14 @@ class VectorPlan:
     lower: float
     upper: float
     units: int
-    noises: tuple  # one IntegerNoise per coordinate
+    noises: tuple[IntegerNoise, ...]  # one per coordinate
     size: int | None = None  # N, for ``deviations``
     coarsen: int = 1  # G, for ``deviations``
 
     @classmethod
-    def calibrate(cls, construction, lower, upper, mechanism, epsilon, delta, *,
-                  relation="add_remove", size=None):
+    def calibrate(cls, construction: str, lower: float, upper: float, mechanism: str,
+                  epsilon: float, delta: float, *, relation: str = "add_remove",
+                  size: int | None = None) -> VectorPlan:
         if construction == "deviations":
             return cls._calibrate_deviations(lower, upper, mechanism, epsilon, delta, size)
         reach = 2 if relation == "replace" else 1  # L1 distance per unit D between neighbours
@@ -393,7 +412,7 @@ class VectorPlan:
         noise = IntegerNoise.calibrate(mechanism, sensitivity, epsilon, delta)
         return cls("deviations", lower, upper, units, (noise,), size, coarsen)
 
-    def exact(self, records):
+    def exact(self, records: np.ndarray) -> Exact:
         """(number of records, [exact integer totals]); additive over chunks except for
         ``deviations``, which needs all records at once."""
         vectors = record_vectors(self.construction, unit_position(records, self.lower,
@@ -407,13 +426,13 @@ class VectorPlan:
         spread_total = records.size * second - first * first  # N * sum of squared deviations
         return int(records.size), [spread_total // self.coarsen]
 
-    def release(self, exact, rng):
+    def release(self, exact: Exact, rng: np.random.Generator) -> tuple[None, list[int]]:
         """Noise the exact totals: (None, [noisy integer totals]) (no separate count)."""
         n, totals = exact
         return None, [t + int(noise.draw(None, rng)) for t, noise in zip(totals, self.noises)]
 
 
-def check_public_size(n, relation):
+def check_public_size(n: int | None, relation: str) -> int | None:
     """Validate the public record count ``n`` (None or an int >= 1) against ``relation``."""
     if relation not in RELATIONS:
         raise ValueError(f"relation must be 'add_remove' or 'replace', got {relation!r}")
@@ -461,7 +480,7 @@ class Statistic:
     """
 
     kind: str
-    plan: object  # NoisePlan or VectorPlan
+    plan: NoisePlan | VectorPlan
     cost: Cost
     lower: float = 0.0
     upper: float = 0.0
@@ -470,8 +489,9 @@ class Statistic:
     size: int | None = None  # the divisor when it is public (n=, or N under replace-one)
 
     @classmethod
-    def make(cls, kind, *, bounds=None, mechanism, epsilon, delta, ddof=0, n=None,
-             relation="add_remove", records=None):
+    def make(cls, kind: str, *, bounds: Any = None, mechanism: str, epsilon: float,
+             delta: float | None, ddof: int = 0, n: int | None = None,
+             relation: str = "add_remove", records: np.ndarray | None = None) -> Statistic:
         """Validate the public parameters (naming them) and calibrate the noise. ``records``
         is needed only with relation="replace" (its size is the public N)."""
         if kind == "count":
@@ -485,7 +505,7 @@ class Statistic:
             ddof = check.integer(ddof, "ddof", minimum=0)
         center = lower / 2 + upper / 2  # no overflow
         construction = _construction(kind, mechanism, n, relation)
-        size = n if relation == "add_remove" else int(records.size)
+        size = n if relation == "add_remove" else int(cast(np.ndarray, records).size)
         if construction is not None:
             plan = VectorPlan.calibrate(construction, lower, upper, mechanism, epsilon, delta,
                                         relation=relation, size=size)
@@ -498,7 +518,7 @@ class Statistic:
                                    with_count=with_count)
         return cls(kind, plan, Cost(epsilon, delta), lower, upper, center, ddof)
 
-    def finish(self, n, sums):
+    def finish(self, n: int | None, sums: list[Any]) -> Any:
         """The statistic from the noisy answers (post-processing)."""
         if self.kind == "count":
             return n
@@ -506,7 +526,7 @@ class Statistic:
             return self._finish_vector(sums)
         if self.kind == "sum":
             return sums[0]
-        n = max(n, 1)
+        n = max(cast(int, n), 1)  # mean and var plans release a count
         if self.kind == "mean":
             return float(np.clip(self.center + sums[0] / n, self.lower, self.upper))
         m1 = sums[0] / n
@@ -516,7 +536,8 @@ class Statistic:
         return float(np.clip(v, 0.0, half_width * half_width * (n / denominator)))
 
     def _finish_vector(self, totals):
-        plan, units = self.plan, self.plan.units
+        plan = cast(VectorPlan, self.plan)
+        units = plan.units
         half_width = self.upper / 2 - self.lower / 2
         construction = plan.construction
         if construction == "bernstein1":
@@ -529,7 +550,7 @@ class Statistic:
             var_z = min(max(totals[2] / weight - m * m, 0.0), 0.25)
             count = weight / units
             return self._scaled_variance(4.0 * var_z, count, half_width)
-        size = max(self.size, 1)
+        size = max(cast(int, self.size), 1)  # set for every construction but bernstein*
         if construction == "centred":
             t_mean = totals[0] / (units * size)
             if self.kind == "mean":
@@ -554,7 +575,8 @@ class Statistic:
         factor = count / max(count - self.ddof, 1)
         return float(half_width * (half_width * (var_t * factor)))
 
-    def release(self, exact, *, accountant, random_state, label):
+    def release(self, exact: Exact, *, accountant: AccountantLike | None,
+                random_state: RandomStateLike, label: str) -> Any:
         """Charge once, then noise the exact answers (from ``self.plan.exact``) and finish."""
         return release(lambda rng: self.finish(*self.plan.release(exact, rng)), cost=self.cost,
                        accountant=accountant, random_state=random_state, label=label)

@@ -19,13 +19,17 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from dpcore import calibration
 from dpcore.curves import (ApproxDP, PureDP, ZCDP, epsilon_from_rdp, gaussian_pld)
 from dpcore._floats import round_down as _down, round_up as _up
+
+if TYPE_CHECKING:
+    from dpcore.accounting._entries import Charge
+    from dpcore.curves import PrivacyCurve, PrivacyLossDistribution
 
 _ZERO = Fraction(0)
 
@@ -41,15 +45,16 @@ class Spent:
     rho: Fraction | None
 
 
-def curve_of(entry):
+def curve_of(entry: Charge) -> PrivacyCurve:
     """The curve an entry composes as: its own, else its (epsilon, delta) or rho."""
     if entry.curve is not None:
         return entry.curve
     if entry.rho is not None:
         return ZCDP(entry.rho)
+    epsilon = cast(float, entry.epsilon)  # a charge holds a curve, a rho or an epsilon
     if entry.delta == 0.0:
-        return PureDP(entry.epsilon)
-    return ApproxDP(entry.epsilon, entry.delta)
+        return PureDP(epsilon)
+    return ApproxDP(epsilon, cast(float, entry.delta))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,13 +94,13 @@ class _Sums:
 class ZcdpComposition:
     """Basic composition of (epsilon, delta) charges plus zCDP for rho (see the module)."""
 
-    def __init__(self, sums=_Sums()):
+    def __init__(self, sums: _Sums = _Sums()) -> None:
         self.sums = sums
 
-    def add(self, entry):
+    def add(self, entry: Charge) -> ZcdpComposition:
         return ZcdpComposition(self.sums.add(entry))
 
-    def replace(self, old, new, entries):
+    def replace(self, old: Charge, new: Charge, entries: list[Charge]) -> ZcdpComposition:
         return ZcdpComposition(self.sums.add(new).add(old, sign=-1))
 
     @staticmethod
@@ -110,7 +115,7 @@ class ZcdpComposition:
         # analysis is entitled to use) rather than a value an ulp below it.
         return Spent(name, eps + Fraction(eps_rho), budget_delta, rho)
 
-    def evaluate(self, budget_delta):
+    def evaluate(self, budget_delta: Fraction) -> Spent | None:
         sums = self.sums
         if sums.opaque:
             return None
@@ -123,7 +128,7 @@ class ZcdpComposition:
         found = [o for o in options if o is not None]
         return min(found, key=lambda o: (o.epsilon, o.delta)) if found else None
 
-    def why_none(self, budget_delta):
+    def why_none(self, budget_delta: Fraction) -> str:
         """Why :meth:`evaluate` found nothing (for the refusal message)."""
         if self.sums.opaque:
             return "a charge with a curve only needs method='rdp' or 'pld'"
@@ -176,12 +181,12 @@ class RdpComposition:
 
     name = "rdp"
 
-    def __init__(self, cache, state=None):
+    def __init__(self, cache: _CurveCache, state: _RdpState | None = None) -> None:
         self.cache = cache
         zeros = np.zeros(cache.orders.size)
         self.state = state or _RdpState(zeros, zeros)
 
-    def add(self, entry):
+    def add(self, entry: Charge) -> RdpComposition:
         s = self.state
         values = self.cache.rdp(curve_of(entry))
         if np.all(np.isinf(values)):
@@ -191,7 +196,7 @@ class RdpComposition:
                     s.opaque + 1))
             return RdpComposition(self.cache, _RdpState(
                 s.rdp_other, s.rdp_pure, s.basic_eps + Fraction(entry.epsilon),
-                s.basic_delta + Fraction(entry.delta), s.pure_eps, s.opaque))
+                s.basic_delta + Fraction(cast(float, entry.delta)), s.pure_eps, s.opaque))
         if entry.epsilon is not None and entry.delta == 0.0:
             return RdpComposition(self.cache, _RdpState(
                 s.rdp_other, _add_up(s.rdp_pure, values), s.basic_eps, s.basic_delta,
@@ -200,7 +205,7 @@ class RdpComposition:
             _add_up(s.rdp_other, values), s.rdp_pure, s.basic_eps, s.basic_delta, s.pure_eps,
             s.opaque))
 
-    def replace(self, old, new, entries):
+    def replace(self, old: Charge, new: Charge, entries: list[Charge]) -> RdpComposition:
         fresh = RdpComposition(self.cache)
         for e in entries:
             fresh = fresh.add(e)
@@ -213,7 +218,7 @@ class RdpComposition:
             return math.inf
         return epsilon_from_rdp(self.cache.orders, values, room)[0]
 
-    def evaluate(self, budget_delta):
+    def evaluate(self, budget_delta: Fraction) -> Spent | None:
         s = self.state
         if s.opaque:
             return None
@@ -241,7 +246,7 @@ _SPLITS = np.concatenate([2.0 ** -np.arange(1, 31), 1.0 - 2.0 ** -np.arange(2, 3
 
 @dataclass(frozen=True)
 class _PldState:
-    pld: object = None  # composed PLD of the charges with a dominating pair (Gaussians apart)
+    pld: PrivacyLossDistribution | None = None  # composed PLD of the charges with a dominating pair (Gaussians apart)
     gauss_ratio2: float = 0.0  # Gaussian charges: (sensitivity / sigma)**2 summed
     rdp: np.ndarray | None = None  # charges with an RDP bound but no PLD
     opaque: int = 0
@@ -254,11 +259,11 @@ class PldComposition:
 
     name = "pld"
 
-    def __init__(self, cache, state=None):
+    def __init__(self, cache: _CurveCache, state: _PldState | None = None) -> None:
         self.cache = cache
         self.state = state or _PldState()
 
-    def add(self, entry):
+    def add(self, entry: Charge) -> PldComposition:
         return self._add_curve(self._effective_curve(entry))
 
     def _effective_curve(self, entry):
@@ -287,7 +292,7 @@ class PldComposition:
         rdp = values if s.rdp is None else _add_up(s.rdp, values)
         return PldComposition(self.cache, _PldState(s.pld, s.gauss_ratio2, rdp, s.opaque))
 
-    def replace(self, old, new, entries):
+    def replace(self, old: Charge, new: Charge, entries: list[Charge]) -> PldComposition:
         """Rebuilt from the history, equal curves grouped (one k-fold composition each)."""
         fresh = PldComposition(self.cache)
         groups = Counter(self._effective_curve(e) for e in entries)
@@ -295,7 +300,7 @@ class PldComposition:
             fresh = fresh._add_curve(curve if count == 1 else curve.repeat(count))
         return fresh
 
-    def evaluate(self, budget_delta):
+    def evaluate(self, budget_delta: Fraction) -> Spent | None:
         s = self.state
         if s.opaque:
             return None
@@ -319,8 +324,8 @@ class PldComposition:
                 return None
         if not delta > 0.0:
             return None
-        if s.rdp is None:
-            eps = pld.epsilon(delta)
+        if s.rdp is None:  # then s.pld is not None (both None returned above)
+            eps = cast("PrivacyLossDistribution", pld).epsilon(delta)
         else:
             orders = self.cache.orders
             if pld is None:

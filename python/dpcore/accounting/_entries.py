@@ -36,7 +36,9 @@ class BudgetExceeded(RuntimeError):
         The accountant's (epsilon, delta) budget.
     """
 
-    def __init__(self, message, *, charge=None, spent=None, budget=None):
+    def __init__(self, message: str, *, charge: Charge | None = None,
+                 spent: tuple[float, float] | None = None,
+                 budget: tuple[float, float] | None = None) -> None:
         super().__init__(message)
         self.charge = charge
         self.spent = spent
@@ -86,10 +88,10 @@ class Charge:
     curve: PrivacyCurve | None = None
 
     @property
-    def is_zcdp(self):
+    def is_zcdp(self) -> bool:
         return self.rho is not None
 
-    def describe(self):
+    def describe(self) -> str:
         """Short text naming what was charged (for messages)."""
         if self.rho is not None:
             what = f"rho={self.rho!r}"

@@ -5,6 +5,7 @@ import math
 import threading
 from dataclasses import asdict
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from dpcore import _validation as check
 from dpcore import calibration
@@ -15,6 +16,9 @@ from dpcore.accounting._entries import BUDGET_TOLERANCE, BudgetExceeded, Charge
 from dpcore.accounting._parallel import ParallelBlock
 from dpcore.curves import (DEFAULT_INTERVAL, DEFAULT_ORDERS, ApproxDP, PrivacyCurve, PureDP,
                            check_orders)
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _ZERO = Fraction(0)
 #: The composition methods of :class:`Accountant` (``method=``).
@@ -140,8 +144,8 @@ class Accountant:
     True
     """
 
-    def __init__(self, epsilon, delta=None, *, method="zcdp", orders=None,
-                 pld_interval=DEFAULT_INTERVAL):
+    def __init__(self, epsilon: float, delta: float | None = None, *, method: str = "zcdp",
+                 orders: ArrayLike | None = None, pld_interval: float = DEFAULT_INTERVAL) -> None:
         self._epsilon = check.positive(epsilon, "epsilon")
         self._delta = 0.0 if delta is None else check.probability(delta, "delta", open_low=False)
         if method not in METHODS:
@@ -172,38 +176,38 @@ class Accountant:
     # reading
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         """The epsilon budget (read-only)."""
         return self._epsilon
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """The delta budget (read-only)."""
         return self._delta
 
     @property
-    def method(self):
+    def method(self) -> str:
         """The composition method (read-only)."""
         return self._method
 
     @property
-    def detached(self):
+    def detached(self) -> bool:
         """True for a pickled copy: it reads as the original did but refuses every charge."""
         return self._detached
 
     @property
-    def budget(self):
+    def budget(self) -> tuple[float, float]:
         """(epsilon, delta) budget."""
         return (self.epsilon, self.delta)
 
     @property
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """(epsilon, delta) guarantee of everything charged so far, each rounded up."""
         with self._lock:
             return (_up(self._spent.epsilon), _up(self._spent.delta))
 
     @property
-    def remaining(self):
+    def remaining(self) -> tuple[float, float]:
         """(budget - spent) for epsilon and delta, each rounded down and >= 0."""
         with self._lock:
             eps = max(self._budget_eps - self._spent.epsilon, _ZERO)
@@ -211,12 +215,12 @@ class Accountant:
             return (_down(eps), _down(delta))
 
     @property
-    def history(self):
+    def history(self) -> list[Charge]:
         """List (a copy) of the :class:`Charge` entries, oldest first."""
         with self._lock:
             return list(self._history)
 
-    def share(self, k):
+    def share(self, k: int) -> float:
         """The largest epsilon e such that k further pure charges of e fit the remaining budget.
 
         Computed exactly (k * e <= remaining epsilon as rationals), so splitting a budget with it
@@ -247,7 +251,7 @@ class Accountant:
         with self._lock:
             return _down(max(self._budget_eps - self._spent.epsilon, _ZERO) / k)
 
-    def report(self):
+    def report(self) -> dict[str, Any]:
         """A JSON-friendly summary: budget, spent, remaining, the analysis used, the history.
 
         Returns
@@ -313,7 +317,9 @@ class Accountant:
     # ----------------------------------------------------------------------------------------
     # charging
 
-    def charge(self, epsilon=None, delta=None, *, rho=None, label=None, curve=None):
+    def charge(self, epsilon: float | None = None, delta: float | None = None, *,
+               rho: float | None = None, label: str | None = None,
+               curve: PrivacyCurve | None = None) -> Charge:
         """Charge one release: (epsilon, delta)-DP, or rho-zCDP, and optionally its curve.
 
         Parameters
@@ -362,7 +368,8 @@ class Accountant:
             self._commit(entry)
         return entry
 
-    def charge_repeated(self, epsilon, delta=None, *, k, delta_prime=None, label=None):
+    def charge_repeated(self, epsilon: float, delta: float | None = None, *, k: int,
+                        delta_prime: float | None = None, label: str | None = None) -> Charge:
         """Charge k adaptively chosen releases, each (epsilon, delta)-DP, as one entry.
 
         The entry is the better of basic composition (k epsilon, k delta) and, when
@@ -434,7 +441,7 @@ class Accountant:
                     return entry
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def parallel(self, label=None):
+    def parallel(self, label: str | None = None) -> ParallelBlock:
         """A block for releases on disjoint partitions of the data (parallel composition).
 
         Inside ``with acc.parallel() as block:``, open one ``block.partition()`` per partition

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dpcore._floats import round_up as _up
 from dpcore.accounting._entries import Charge
+
+if TYPE_CHECKING:
+    from dpcore.curves import PrivacyCurve
 
 _ZERO = Fraction(0)
 
@@ -44,7 +47,8 @@ class ParallelBlock:
     ``accountant=`` to release functions) is one release on a partition of its own.
     """
 
-    def __init__(self, accountant, label=None):
+    # accountant: a dpcore.Accountant (typed Any: its module imports this one)
+    def __init__(self, accountant: Any, label: str | None = None) -> None:
         self._acc = accountant
         self._label = label
         self._index = None
@@ -64,7 +68,7 @@ class ParallelBlock:
         return False
 
     @property
-    def entry(self):
+    def entry(self) -> Charge | None:
         """The block's current :class:`Charge` (None before the first partition charge)."""
         return self._entry
 
@@ -72,7 +76,7 @@ class ParallelBlock:
         if self._closed:
             raise RuntimeError("this parallel block is closed; open a new one with accountant.parallel()")
 
-    def partition(self, label=None):
+    def partition(self, label: str | None = None) -> Partition:
         """Open a partition of the block: the charges made on it add up.
 
         Parameters
@@ -95,7 +99,9 @@ class ParallelBlock:
         self._check_open()
         return Partition(self, label)
 
-    def charge(self, epsilon=None, delta=None, *, rho=None, label=None, curve=None):
+    def charge(self, epsilon: float | None = None, delta: float | None = None, *,
+               rho: float | None = None, label: str | None = None,
+               curve: PrivacyCurve | None = None) -> Charge:
         """Charge one release on a partition of its own (``self.partition().charge(...)``);
         the block's entry becomes the maximum over partitions. A ``curve`` is read for its plain
         guarantee only (when epsilon and rho are not given): partitions compose by summation.
@@ -116,7 +122,8 @@ class ParallelBlock:
         """
         return self.partition().charge(epsilon, delta, rho=rho, label=label, curve=curve)
 
-    def charge_partitions(self, charges, labels=None):
+    def charge_partitions(self, charges: list[list[dict[str, Any]]],
+                          labels: list[str] | None = None) -> list[Partition]:
         """Charge several new partitions at once, all or nothing.
 
         Parameters
@@ -231,7 +238,7 @@ class Partition:
         ``count`` charges); None before the first charge.
     """
 
-    def __init__(self, block, label=None):
+    def __init__(self, block: ParallelBlock, label: str | None = None) -> None:
         self._block = block
         self._label = label
         self._sum = _PartSum()
@@ -252,15 +259,15 @@ class Partition:
         return f"Partition({label}{what}{', closed' if self._closed else ''})"
 
     @property
-    def label(self):
+    def label(self) -> str | None:
         return self._label
 
     @property
-    def block(self):
+    def block(self) -> ParallelBlock:
         return self._block
 
     @property
-    def total(self):
+    def total(self) -> Charge | None:
         with self._block._acc._lock:
             t = self._sum
         if t.n == 0:
@@ -275,7 +282,9 @@ class Partition:
         if self._closed:
             raise RuntimeError("this partition is closed; open a new one with block.partition()")
 
-    def charge(self, epsilon=None, delta=None, *, rho=None, label=None, curve=None):
+    def charge(self, epsilon: float | None = None, delta: float | None = None, *,
+               rho: float | None = None, label: str | None = None,
+               curve: PrivacyCurve | None = None) -> Charge:
         """Charge one release on this partition; its total grows by the charge.
 
         Parameters are those of :meth:`Accountant.charge`; a ``curve`` is read for its plain

@@ -16,14 +16,22 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from fractions import Fraction
 
 from dpcore import _validation as check
 from dpcore._floats import round_up
 from dpcore.curves import _laws, _rdp
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.curves._pld import PrivacyLossDistribution
+
+#: A plain guarantee: {"epsilon": e, "delta": d} or {"rho": r}.
+Plain = dict[str, float]
 
 RELATIONS = ("add/remove", "substitution")
 #: Default interval of the privacy-loss grids (that of Google's dp_accounting).
@@ -52,32 +60,33 @@ class PrivacyCurve:
 
     relation: str | None = None
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         """Upper bounds on the Rényi-DP epsilon(alpha) at ``orders`` (array; inf where none)."""
         return np.full(np.asarray(orders, dtype=np.float64).shape, np.inf)
 
-    def pld(self, interval=DEFAULT_INTERVAL):
+    def pld(self, interval: float = DEFAULT_INTERVAL) -> PrivacyLossDistribution | None:
         """The pessimistic :class:`~dpcore.curves.PrivacyLossDistribution` on a grid of step
         ``interval``, or None where no dominating pair is known."""
         return _cached_pld(self, _check_interval(interval))
 
-    def _pld(self, interval):
+    def _pld(self, interval: float) -> PrivacyLossDistribution | None:
         law = self._law()
         return None if law is None else _laws.discretise(law, interval)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         """The symmetric dominating pair on the real line (see ``_laws``), or None."""
         return None
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         """A plain guarantee: ``{"epsilon": e, "delta": d}`` or ``{"rho": r}``, or None."""
         return None
 
-    def gaussian_ratio2(self):
+    def gaussian_ratio2(self) -> float | None:
         """(sensitivity / sigma)**2 summed, for curves that compose as one Gaussian; else None."""
         return None
 
-    def epsilon_for(self, delta, *, orders=_rdp.DEFAULT_ORDERS, interval=DEFAULT_INTERVAL):
+    def epsilon_for(self, delta: float, *, orders: ArrayLike = _rdp.DEFAULT_ORDERS,
+                    interval: float = DEFAULT_INTERVAL) -> float:
         """The smallest epsilon this curve guarantees at ``delta``: the better of its RDP
         conversion, its PLD and its fallback.
 
@@ -101,15 +110,15 @@ class PrivacyCurve:
         return best
 
     # constructions
-    def repeat(self, count):
+    def repeat(self, count: int) -> Repeated:
         """This curve composed ``count`` times (:class:`Repeated`)."""
         return Repeated(self, count)
 
-    def poisson(self, rate):
+    def poisson(self, rate: float) -> PoissonSubsampled:
         """This mechanism on a Poisson sample (:class:`PoissonSubsampled`)."""
         return PoissonSubsampled(self, rate)
 
-    def without_replacement(self, rate):
+    def without_replacement(self, rate: float) -> SampledWithoutReplacement:
         """This mechanism on a sample without replacement (:class:`SampledWithoutReplacement`)."""
         return SampledWithoutReplacement(self, rate)
 
@@ -137,13 +146,13 @@ class PureDP(PrivacyCurve):
                                                                check.MAX_EPSILON))
         _check_relation(self.relation)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.randomized_response(orders, self.epsilon)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         return _laws.RandomizedResponseLaw(self.epsilon)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"epsilon": self.epsilon, "delta": 0.0}
 
 
@@ -162,15 +171,15 @@ class ApproxDP(PrivacyCurve):
         object.__setattr__(self, "delta", check.probability(self.delta, "delta", open_low=False))
         _check_relation(self.relation)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         if self.delta == 0.0:
             return _rdp.randomized_response(orders, self.epsilon)
         return super().rdp(orders)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         return _laws.RandomizedResponseLaw(self.epsilon, self.delta)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
 
@@ -186,10 +195,10 @@ class ZCDP(PrivacyCurve):
         object.__setattr__(self, "rho", check.privacy_loss(self.rho, "rho", check.MAX_RHO))
         _check_relation(self.relation)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.up(np.asarray(orders, dtype=np.float64) * self.rho)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"rho": self.rho}
 
 
@@ -207,16 +216,16 @@ class Gaussian(PrivacyCurve):
         _positive(self, "sigma", "sensitivity")
         _check_relation(self.relation)
 
-    def gaussian_ratio2(self):
+    def gaussian_ratio2(self) -> float:
         return round_up((Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.up(np.asarray(orders, dtype=np.float64) * self.gaussian_ratio2() / 2.0)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         return _laws.GaussianLaw(self.gaussian_ratio2() / 2.0)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"rho": self.gaussian_ratio2() / 2.0}
 
 
@@ -236,16 +245,16 @@ class Laplace(PrivacyCurve):
         _check_relation(self.relation)
 
     @property
-    def e0(self):
+    def e0(self) -> float:
         return round_up(Fraction(self.sensitivity) / Fraction(self.scale))
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.laplace(orders, self.e0)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         return _laws.LaplaceLaw(self.e0)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"epsilon": self.e0, "delta": 0.0}
 
 
@@ -268,13 +277,13 @@ class DiscreteLaplace(PrivacyCurve):
             raise ValueError(f"sensitivity must be <= 2**53, got {self.sensitivity!r}")
         _check_relation(self.relation)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.discrete_laplace(orders, self.scale, self.sensitivity)
 
-    def _law(self):
+    def _law(self) -> _laws._SymmetricLaw | None:
         return _laws.DiscreteLaplaceLaw(self.scale, self.sensitivity)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"epsilon": round_up(Fraction(self.sensitivity) / Fraction(self.scale)),
                 "delta": 0.0}
 
@@ -296,13 +305,13 @@ class DiscreteGaussian(PrivacyCurve):
         _check_relation(self.relation)
 
     @property
-    def rho(self):
+    def rho(self) -> float:
         return round_up(Fraction(self.sensitivity) ** 2 / (2 * Fraction(self.sigma) ** 2))
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.up(np.asarray(orders, dtype=np.float64) * self.rho)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         return {"rho": self.rho}
 
 
@@ -322,11 +331,11 @@ class _Subsampled(PrivacyCurve):
                              f"neighbours, this one holds for {self.curve.relation}")
         object.__setattr__(self, "rate", check.probability(self.rate, "rate", open_high=False))
 
-    @property
-    def relation(self):
+    @property  # read-only here: set by the construction
+    def relation(self) -> str:  # type: ignore[override]
         return self._RELATION
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         """(log(1 + rate (e^eps - 1)), rate delta) from a base (eps, delta) (Balle-Barthe-
         Gaboardi 2018: Poisson under add/remove, without replacement under substitution)."""
         base = self.curve.fallback()
@@ -354,7 +363,7 @@ class PoissonSubsampled(_Subsampled):
     rate: float
     _RELATION = "add/remove"
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         orders = np.asarray(orders, dtype=np.float64)
         if isinstance(self.curve, Gaussian):  # Mironov-Talwar-Zhang: removal dominates
             ratio = math.sqrt(self.curve.gaussian_ratio2())
@@ -362,7 +371,7 @@ class PoissonSubsampled(_Subsampled):
                                            remove_dominates=True, gaussian_ratio=ratio)
         return _rdp.poisson_subsampled(self.curve.rdp, self.rate, orders)
 
-    def _pld(self, interval):
+    def _pld(self, interval: float) -> PrivacyLossDistribution | None:
         law = self.curve._law()
         return None if law is None else _laws.discretise(law, interval, self.rate)
 
@@ -382,11 +391,11 @@ class SampledWithoutReplacement(_Subsampled):
     rate: float
     _RELATION = "substitution"
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.without_replacement(self.curve.rdp, self.rate,
                                         np.asarray(orders, dtype=np.float64))
 
-    def _pld(self, interval):
+    def _pld(self, interval: float) -> PrivacyLossDistribution | None:
         return None
 
 
@@ -403,25 +412,25 @@ class Repeated(PrivacyCurve):
             raise TypeError(f"curve must be a PrivacyCurve, got {type(self.curve).__name__}")
         object.__setattr__(self, "count", check.integer(self.count, "count", minimum=1))
 
-    @property
-    def relation(self):
+    @property  # read-only here: the base curve's
+    def relation(self) -> str | None:  # type: ignore[override]
         return self.curve.relation
 
-    def gaussian_ratio2(self):
+    def gaussian_ratio2(self) -> float | None:
         base = self.curve.gaussian_ratio2()
         return None if base is None else round_up(Fraction(base) * self.count)
 
-    def rdp(self, orders=_rdp.DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.up(self.curve.rdp(orders) * self.count)
 
-    def _pld(self, interval):
+    def _pld(self, interval: float) -> PrivacyLossDistribution | None:
         ratio2 = self.gaussian_ratio2()
         if ratio2 is not None:  # a Gaussian composed is a Gaussian: no discretisation error
             return _laws.discretise(_laws.GaussianLaw(ratio2 / 2.0), interval)
         base = self.curve.pld(interval)
         return None if base is None else base.self_compose(self.count)
 
-    def fallback(self):
+    def fallback(self) -> Plain | None:
         base = self.curve.fallback()
         if base is None:
             return None
@@ -431,7 +440,7 @@ class Repeated(PrivacyCurve):
                 "delta": min(1.0, base["delta"] * self.count * (1 + 2.0**-50))}
 
 
-def gaussian_pld(ratio2, interval):
+def gaussian_pld(ratio2: float, interval: float) -> PrivacyLossDistribution:
     """The PLD of a Gaussian with (sensitivity / sigma)**2 = ``ratio2``."""
     return _laws.discretise(_laws.GaussianLaw(ratio2 / 2.0), interval)
 

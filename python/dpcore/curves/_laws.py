@@ -22,6 +22,7 @@ import abc
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpcore.curves._pld import MAX_POINTS, PrivacyLossDistribution, from_masses
 
@@ -40,23 +41,23 @@ class _SymmetricLaw(abc.ABC):
     infinity_mass = 0.0
 
     @abc.abstractmethod
-    def cdf(self, t, strict=False):
+    def cdf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         """P(-inf <= L <= t), or P(L < t) when strict: the finite part only."""
 
     @abc.abstractmethod
-    def support(self):
+    def support(self) -> tuple[float, float]:
         """(lo, hi): the finite losses lie in [lo, hi] up to tails of mass <= 2**-60."""
 
-    def sf(self, t, strict=False):
+    def sf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         """P(t < L < inf) or P(t <= L < inf)."""
         return np.maximum(1.0 - self.infinity_mass - self.cdf(t, strict=strict), 0.0)
 
     # Q's functions by reflection, L_Q ~ -L_P (infinite masses swap sign)
-    def cdf_q(self, t, strict=False):
+    def cdf_q(self, t: np.ndarray | float, strict: bool = False) -> np.ndarray:
         # Q(L <= t) = P(-L <= t) = P(L >= -t), the +inf mass of P becoming -inf under Q
         return self.sf(-t, strict=not strict) + self.infinity_mass
 
-    def sf_q(self, t, strict=False):
+    def sf_q(self, t: np.ndarray | float, strict: bool = False) -> np.ndarray:
         # Q(t < L < inf) = P(-inf < L < -t)
         return self.cdf(-t, strict=not strict)
 
@@ -64,19 +65,19 @@ class _SymmetricLaw(abc.ABC):
 class GaussianLaw(_SymmetricLaw):
     """N(D, s^2) against N(0, s^2): L ~ N(mu, 2 mu) under P, mu = (D/s)**2 / 2."""
 
-    def __init__(self, mu):
+    def __init__(self, mu: float) -> None:
         self.mu = mu
         self.scale = math.sqrt(2.0 * mu)
 
-    def cdf(self, t, strict=False):
+    def cdf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         from scipy.special import ndtr  # lazily: importing scipy takes 0.3 s
         return ndtr((np.asarray(t, dtype=np.float64) - self.mu) / self.scale)
 
-    def sf(self, t, strict=False):
+    def sf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         from scipy.special import ndtr
         return ndtr((self.mu - np.asarray(t, dtype=np.float64)) / self.scale)
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         z = 11.5  # Phi(-11.5) < 2**-100
         return self.mu - z * self.scale, self.mu + z * self.scale
 
@@ -85,10 +86,10 @@ class LaplaceLaw(_SymmetricLaw):
     """Lap(D, b) against Lap(0, b), e0 = D / b: atoms 1/2 at e0 and e^-e0 / 2 at -e0 under P,
     and P(L <= t) = e^((t - e0)/2) / 2 between."""
 
-    def __init__(self, e0):
+    def __init__(self, e0: float) -> None:
         self.e0 = e0
 
-    def cdf(self, t, strict=False):
+    def cdf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         t = np.asarray(t, dtype=np.float64)
         e0 = self.e0
         inside = 0.5 * np.exp((np.clip(t, -e0, e0) - e0) / 2.0)
@@ -96,7 +97,7 @@ class LaplaceLaw(_SymmetricLaw):
             return np.where(t <= -e0, 0.0, np.where(t > e0, 1.0, inside))
         return np.where(t < -e0, 0.0, np.where(t >= e0, 1.0, inside))
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         return -self.e0, self.e0
 
 
@@ -105,13 +106,13 @@ class DiscreteLaplaceLaw(_SymmetricLaw):
     (|z| - |z - D|)/t, so P(L <= l) = P(Z <= floor((l t + D)/2)) and
     P(Z <= k) = e^(-(D - k)/t) / (1 + e^(-1/t)) for k <= D."""
 
-    def __init__(self, scale, shift):
+    def __init__(self, scale: float, shift: int) -> None:
         self.scale = scale
         self.shift = shift
         self.e0 = shift / scale
         self._log_norm = math.log1p(math.exp(-1.0 / scale))
 
-    def cdf(self, t, strict=False):
+    def cdf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         t = np.asarray(t, dtype=np.float64)
         d, s = float(self.shift), self.scale
         x = (np.clip(t, -2 * self.e0, 2 * self.e0) * s + d) / 2.0
@@ -122,7 +123,7 @@ class DiscreteLaplaceLaw(_SymmetricLaw):
             return np.where(t <= -self.e0, 0.0, np.where(t > self.e0, 1.0, inside))
         return np.where(t < -self.e0, 0.0, np.where(t >= self.e0, 1.0, inside))
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         return -self.e0, self.e0
 
 
@@ -131,12 +132,12 @@ class RandomizedResponseLaw(_SymmetricLaw):
     (1 - delta) e^eps / (1 + e^eps) at eps and (1 - delta) / (1 + e^eps) at -eps. It dominates
     every (epsilon, delta)-DP mechanism (delta = 0: randomized response, every epsilon-DP one)."""
 
-    def __init__(self, epsilon, delta=None):
+    def __init__(self, epsilon: float, delta: float | None = None) -> None:
         self.epsilon = epsilon
         self.infinity_mass = 0.0 if delta is None else delta
         self._low = (1.0 - self.infinity_mass) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
 
-    def cdf(self, t, strict=False):
+    def cdf(self, t: ArrayLike, strict: bool = False) -> np.ndarray:
         t = np.asarray(t, dtype=np.float64)
         e = self.epsilon
         top = 1.0 - self.infinity_mass
@@ -144,7 +145,7 @@ class RandomizedResponseLaw(_SymmetricLaw):
             return np.where(t <= -e, 0.0, np.where(t > e, top, self._low))
         return np.where(t < -e, 0.0, np.where(t >= e, top, self._low))
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         return -self.epsilon, self.epsilon
 
 
@@ -286,7 +287,7 @@ def _add_direction(law, q, interval):
     return from_masses(interval, i_lo, knots, min(1.0, infinity + above_top), error)
 
 
-def discretise(law, interval, q=1.0):
+def discretise(law: _SymmetricLaw, interval: float, q: float = 1.0) -> PrivacyLossDistribution:
     """The pessimistic :class:`PrivacyLossDistribution` of ``law`` Poisson-subsampled at rate
     ``q`` (q = 1: the base pair itself)."""
     remove = _remove_direction(law, q, interval)

@@ -20,7 +20,9 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -67,24 +69,24 @@ class LossDistribution:
     error: float
 
     @property
-    def losses(self):
+    def losses(self) -> np.ndarray:
         """The grid losses of ``probs``."""
         return (self.offset + np.arange(self.probs.size)) * self.interval
 
-    def delta(self, epsilon):
+    def delta(self, epsilon: float) -> float:
         """Upper bound on delta(epsilon) = E[(1 - e^(epsilon - L))_+] + P(L = inf)."""
         losses = self.losses
         above = losses > epsilon
         value = float(np.sum(self.probs[above] * -np.expm1(epsilon - losses[above])))
         return min(1.0, value + self.infinity_mass + self.error)
 
-    def epsilon_solver(self):
+    def epsilon_solver(self) -> Callable[[float], float]:
         """A function delta -> the smallest epsilon >= 0 with ``delta(epsilon) <= delta``
         (rounded up; inf when the infinite mass and the error exceed delta), precomputed so
         that each call costs O(log n)."""
         return _EpsilonSolver(self)
 
-    def compose(self, other):
+    def compose(self, other: LossDistribution) -> LossDistribution:
         """The distribution of the sum of independent losses (composition of the pairs)."""
         if other.interval != self.interval:
             raise ValueError(
@@ -120,7 +122,7 @@ class LossDistribution:
         infinity = self.infinity_mass + other.infinity_mass  # >= 1 - (1 - a)(1 - b): safe
         return _trimmed(self.interval, self.offset + other.offset, c, infinity, error)
 
-    def self_compose(self, count):
+    def self_compose(self, count: int) -> LossDistribution:
         """``count``-fold composition, by repeated squaring."""
         result, base = None, self
         while count:
@@ -129,7 +131,7 @@ class LossDistribution:
             count >>= 1
             if count:
                 base = base.compose(base)
-        return result
+        return cast(LossDistribution, result)  # count >= 1 (PrivacyCurve.repeat checks)
 
 
 def _sum_squares(x):
@@ -170,7 +172,8 @@ def _trimmed(interval, offset, probs, infinity, error, tail=TAIL_MASS):
                             min(1.0, infinity + moved_up), error)
 
 
-def from_masses(interval, offset, probs, infinity, error):
+def from_masses(interval: float, offset: int, probs: np.ndarray, infinity: float,
+                error: float) -> LossDistribution:
     """A :class:`LossDistribution` from pessimistically binned masses (tails trimmed)."""
     if probs.size > MAX_POINTS:
         raise ValueError(f"the privacy-loss distribution needs {probs.size} grid points, more "
@@ -233,41 +236,41 @@ class PrivacyLossDistribution:
     add: LossDistribution
 
     @property
-    def interval(self):
+    def interval(self) -> float:
         return self.remove.interval
 
     @property
-    def symmetric(self):
+    def symmetric(self) -> bool:
         return self.add is self.remove
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.remove.probs.size + (0 if self.symmetric else self.add.probs.size)
 
-    def delta(self, epsilon):
+    def delta(self, epsilon: float) -> float:
         """Upper bound on the hockey-stick divergence at ``epsilon``, both directions."""
         if self.symmetric:
             return self.remove.delta(epsilon)
         return max(self.remove.delta(epsilon), self.add.delta(epsilon))
 
-    def epsilon_solver(self):
+    def epsilon_solver(self) -> Callable[[float], float]:
         """delta -> epsilon (both directions), see :meth:`LossDistribution.epsilon_solver`."""
         solvers = [self.remove.epsilon_solver()]
         if not self.symmetric:
             solvers.append(self.add.epsilon_solver())
         return lambda delta: max(s(delta) for s in solvers)
 
-    def epsilon(self, delta):
+    def epsilon(self, delta: float) -> float:
         """The smallest epsilon (rounded up) with ``delta(epsilon) <= delta``."""
         return self.epsilon_solver()(delta)
 
-    def compose(self, other):
+    def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
         remove = self.remove.compose(other.remove)
         if self.symmetric and other.symmetric:
             return PrivacyLossDistribution(remove, remove)
         return PrivacyLossDistribution(remove, self.add.compose(other.add))
 
-    def self_compose(self, count):
+    def self_compose(self, count: int) -> PrivacyLossDistribution:
         remove = self.remove.self_compose(count)
         if self.symmetric:
             return PrivacyLossDistribution(remove, remove)

@@ -24,8 +24,10 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: The default orders grid (that of Google's dp_accounting, so the two can be compared order for
 #: order): 1.1 .. 10.9 by 0.1, 11 .. 63, and 128, 256, 512, 1024.
@@ -38,7 +40,7 @@ MAX_BINOMIAL_ORDER = 1024
 _REL_MARGIN = 2.0**-40
 
 
-def check_orders(orders):
+def check_orders(orders: ArrayLike) -> np.ndarray:
     """A sorted float64 array of distinct orders > 1 (ValueError naming ``orders`` otherwise)."""
     arr = np.asarray(orders, dtype=np.float64).reshape(-1)
     if arr.size == 0 or not np.all(np.isfinite(arr)) or not np.all(arr > 1.0):
@@ -46,13 +48,13 @@ def check_orders(orders):
     return np.unique(arr)
 
 
-def up(values):
+def up(values: ArrayLike) -> np.ndarray:
     """Values pushed up by a relative 2**-40 (covers the rounding of the closed forms)."""
     values = np.asarray(values, dtype=np.float64)
     return np.where(values > 0, values * (1.0 + _REL_MARGIN) + 2.0**-1000, values)
 
 
-def epsilon_from_rdp(orders, rdp, delta):
+def epsilon_from_rdp(orders: ArrayLike, rdp: ArrayLike, delta: float) -> tuple[float, float]:
     """The smallest epsilon over the orders with the improved conversion [BBGHS20; CKS20]:
     eps = rdp(a) + log(1/delta)/(a - 1) + log(1 - 1/a) - log(a)/(a - 1). Returns (epsilon,
     order); epsilon is inf if every order is."""
@@ -71,7 +73,7 @@ def epsilon_from_rdp(orders, rdp, delta):
     return max(0.0, float(up(best))), float(orders[i])
 
 
-def delta_from_rdp(orders, rdp, epsilon):
+def delta_from_rdp(orders: ArrayLike, rdp: ArrayLike, epsilon: float) -> float:
     """The smallest delta over the orders with the same conversion:
     delta = exp((a - 1)(rdp(a) - eps)) (1 - 1/a)^(a - 1) / a."""
     orders = np.asarray(orders, dtype=np.float64)
@@ -88,7 +90,7 @@ def delta_from_rdp(orders, rdp, epsilon):
 # closed forms
 
 
-def randomized_response(orders, epsilon):
+def randomized_response(orders: ArrayLike, epsilon: float) -> np.ndarray:
     """RDP of randomized response with parameter epsilon, the largest of any epsilon-DP
     mechanism [Mir17, Prop. 5; KOV]: log((e^(a eps) + e^((1-a) eps)) / (1 + e^eps)) / (a - 1)."""
     a = np.asarray(orders, dtype=np.float64)
@@ -99,7 +101,7 @@ def randomized_response(orders, epsilon):
     return up(np.minimum(value, e))
 
 
-def laplace(orders, e0):
+def laplace(orders: ArrayLike, e0: float) -> np.ndarray:
     """RDP of the Laplace mechanism with sensitivity / scale = e0 [Mir17, Prop. 6]:
     log(a/(2a-1) e^((a-1) e0) + (a-1)/(2a-1) e^(-a e0)) / (a - 1)."""
     a = np.asarray(orders, dtype=np.float64)
@@ -108,7 +110,7 @@ def laplace(orders, e0):
     return up(np.minimum(value, e0))
 
 
-def discrete_laplace(orders, scale, shift):
+def discrete_laplace(orders: ArrayLike, scale: float, shift: int) -> np.ndarray:
     """RDP of the discrete Laplace mechanism, integer shift D and scale t (exact sum):
     sum_z P(z)^a Q(z)^(1-a) = (e^(-a D/t) + e^((a-1) D/t)) / (1 + r)
     + c e^(-a D/t) (s^D - s) / (s - 1), with r = e^(-1/t), s = e^((2a-1)/t),
@@ -198,7 +200,9 @@ def _at_orders(values_at_integers, integer_orders, orders, other):
     return np.where(is_int, np.minimum(result, values_at_integers[idx]), result), is_int
 
 
-def poisson_subsampled(base, rate, orders, *, remove_dominates=False, gaussian_ratio=None):
+def poisson_subsampled(base: Callable[[np.ndarray], np.ndarray], rate: float, orders: np.ndarray, *,
+                       remove_dominates: bool = False,
+                       gaussian_ratio: float | None = None) -> np.ndarray:
     """RDP of a mechanism run on a Poisson sample (each record kept with probability ``rate``),
     add/remove neighbours, from the base mechanism's RDP ``base(orders)`` (both orders of a
     pair).
@@ -260,7 +264,8 @@ def poisson_subsampled(base, rate, orders, *, remove_dominates=False, gaussian_r
     return up(np.maximum(remove, add))
 
 
-def without_replacement(base, rate, orders):
+def without_replacement(base: Callable[[np.ndarray], np.ndarray], rate: float,
+                        orders: np.ndarray) -> np.ndarray:
     """RDP of a mechanism run on a uniformly random subset of m of the n records (sampling
     without replacement, rate = m/n), substitution neighbours, from the base mechanism's RDP
     under substitution.

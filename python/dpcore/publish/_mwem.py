@@ -218,7 +218,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
             measured[i] = truth[q] + float(one[0])
             if kind == "ranges":
                 _publish.mw_ranges(a, lo[chosen[:i + 1]], hi[chosen[:i + 1]],
-                                   measured[:i + 1], i, i + 1, replay, float(total), width,
+                                   measured[:i + 1], int(i), int(i) + 1, replay, float(total), width,
                                    bsum, bmul)
             else:
                 for k in [i] + list(np.arange(i + 1)) * replay:

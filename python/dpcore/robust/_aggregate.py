@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -14,6 +15,12 @@ from dpcore._release import Cost, public_arithmetic, release
 from dpcore._smooth import _epsilon
 from dpcore.mechanisms import LaplaceMechanism
 from dpcore.selection import ExponentialMechanism
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["sample_aggregate", "AGGREGATE_GRID", "WIDEN"]
 
@@ -87,8 +94,10 @@ def _winsorized_noise(width, magnitude, k, epsilon):
                                       epsilon=_round_down(Fraction(epsilon) / 2))
 
 
-def sample_aggregate(x, estimator, *, n_blocks, output_range, epsilon, grid=AGGREGATE_GRID,
-                     random_state=None, accountant=None):
+def sample_aggregate(x: ArrayLike, estimator: Callable[[np.ndarray], Any], *, n_blocks: int,
+                     output_range: Any, epsilon: float, grid: int = AGGREGATE_GRID,
+                     random_state: RandomStateLike = None,
+                     accountant: AccountantLike | None = None) -> float | np.ndarray:
     """Release any estimator privately by sample-and-aggregate with a widened winsorized mean.
 
     The records are split at random into ``n_blocks`` disjoint blocks, the (non-private)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,12 @@ from dpcore._smooth import (
     _trim_count,
     _words,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["smooth_sensitivity_median", "median", "trimmed_mean"]
 
@@ -62,7 +69,7 @@ def _smooth_units(units, grid, m, beta, *, floor=True):
     return max(smallest, float(Fraction(t) * (1 + _INFLATE)))
 
 
-def smooth_sensitivity_median(x, bounds, beta):
+def smooth_sensitivity_median(x: ArrayLike, bounds: tuple[float, float], beta: float) -> float:
     """The beta-smooth sensitivity of the median (Nissim, Raskhodnikova, Smith 2007), in
     O(n log n).
 
@@ -121,7 +128,9 @@ def smooth_sensitivity_median(x, bounds, beta):
 # the smooth-sensitivity releases
 
 
-def median(x, *, bounds, epsilon, delta=None, random_state=None, accountant=None):
+def median(x: ArrayLike, *, bounds: tuple[float, float], epsilon: float,
+           delta: float | None = None, random_state: RandomStateLike = None,
+           accountant: AccountantLike | None = None) -> float:
     """Differentially private median with noise scaled to its smooth sensitivity.
 
     Releases med(x) + (S(x) / alpha) Z rounded to the public grid (Nissim, Raskhodnikova, Smith
@@ -242,7 +251,10 @@ def _smooth_trimmed_units(units, grid, h, beta):
     return max(smallest, float(Fraction(t) * (1 + _INFLATE) / kept))
 
 
-def trimmed_mean(x, *, bounds, epsilon, delta=None, trim=0.1, random_state=None, accountant=None):
+def trimmed_mean(x: ArrayLike, *, bounds: tuple[float, float], epsilon: float,
+                 delta: float | None = None, trim: float = 0.1,
+                 random_state: RandomStateLike = None,
+                 accountant: AccountantLike | None = None) -> float:
     """Differentially private trimmed mean with noise scaled to a smooth sensitivity bound.
 
     The mean of x_(h+1), ..., x_(n-h) (h = floor(trim n)) plus (S(x) / alpha) Z on the public

@@ -8,6 +8,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,12 @@ from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore._smooth import _delta, _epsilon, _exact_sum, _Grid, _order_stats, _records, _trim_count
 from dpcore.mechanisms import LaplaceMechanism, discrete_laplace
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["ptr_median", "ptr_iqr", "ptr_trimmed_mean", "PTRResult"]
 
@@ -38,7 +45,7 @@ class PTRResult:
     value: float | None
 
     @property
-    def released(self):
+    def released(self) -> bool:
         return not self.refused
 
 
@@ -183,8 +190,9 @@ def _ptr_release(function):
 
 
 @_ptr_release
-def ptr_median(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=None,
-               accountant=None):
+def ptr_median(x: ArrayLike, *, bounds: tuple[float, float], sensitivity_bound: float,
+               epsilon: float, delta: float, random_state: RandomStateLike = None,
+               accountant: AccountantLike | None = None) -> PTRResult:
     """Propose-test-release median: release med(x) + Laplace(b / (epsilon / 2)) if the data are
     privately found far from any data set whose median's local sensitivity exceeds the proposed
     bound b = ``sensitivity_bound``, else refuse.
@@ -251,7 +259,9 @@ def ptr_median(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=Non
 
 
 @_ptr_release
-def ptr_iqr(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=None, accountant=None):
+def ptr_iqr(x: ArrayLike, *, bounds: tuple[float, float], sensitivity_bound: float,
+            epsilon: float, delta: float, random_state: RandomStateLike = None,
+            accountant: AccountantLike | None = None) -> PTRResult:
     """Propose-test-release interquartile range x_(p3) - x_(p1), p1 = ceil(n / 4),
     p3 = ceil(3 n / 4): released with Laplace(b / (epsilon / 2)) noise if the private test
     passes, else refused.
@@ -301,8 +311,10 @@ def ptr_iqr(x, *, bounds, sensitivity_bound, epsilon, delta, random_state=None, 
 
 
 @_ptr_release
-def ptr_trimmed_mean(x, *, bounds, sensitivity_bound, epsilon, delta, trim=0.1,
-                     random_state=None, accountant=None):
+def ptr_trimmed_mean(x: ArrayLike, *, bounds: tuple[float, float], sensitivity_bound: float,
+                     epsilon: float, delta: float, trim: float = 0.1,
+                     random_state: RandomStateLike = None,
+                     accountant: AccountantLike | None = None) -> PTRResult:
     """Propose-test-release trimmed mean: the mean of x_(h+1), ..., x_(n-h), h = floor(trim n),
     released with Laplace noise for the proposed ``sensitivity_bound`` if the private test
     passes.

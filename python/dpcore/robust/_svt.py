@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, release
 from dpcore._smooth import MAX_SMOOTH_EPSILON
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
+
+if TYPE_CHECKING:
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["sparse_vector", "above_threshold", "SparseVectorPlan"]
 
@@ -48,7 +53,8 @@ class SparseVectorPlan:
     query_scale: float
 
     @classmethod
-    def calibrate(cls, *, epsilon, max_positives, sensitivity=1.0, granularity=None):
+    def calibrate(cls, *, epsilon: float, max_positives: int, sensitivity: float = 1.0,
+                  granularity: float | None = None) -> SparseVectorPlan:
         epsilon = check.epsilon(epsilon)
         if epsilon > MAX_SMOOTH_EPSILON:
             raise ValueError(f"epsilon must be <= 2**10, got {epsilon!r}")
@@ -75,15 +81,17 @@ class SparseVectorPlan:
                              "granularity")
         return cls(epsilon, eps1, eps2, c, grid, d, t1, t2)
 
-    def units(self, value, name):
+    def units(self, value: object, name: str) -> int:
         """A query answer (or the threshold) in grid units: rint(value / grid), exactly (in
         rationals: no overflow for huge answers)."""
         value = check.real(value, name)
         return round(Fraction(value) / Fraction(self.grid))  # half to even, as rint
 
 
-def sparse_vector(queries, threshold, *, epsilon, max_positives, sensitivity=1.0,
-                  granularity=None, random_state=None, accountant=None):
+def sparse_vector(queries: Any, threshold: float, *, epsilon: float, max_positives: int,
+                  sensitivity: float = 1.0, granularity: float | None = None,
+                  random_state: RandomStateLike = None,
+                  accountant: AccountantLike | None = None) -> np.ndarray:
     """Report which query answers are above a threshold, paying only for the positives.
 
     The sparse vector technique in the variant of Lyu, Su and Li (2017, Algorithm 1): one noisy
@@ -189,8 +197,9 @@ def sparse_vector(queries, threshold, *, epsilon, max_positives, sensitivity=1.0
                    label="robust.sparse_vector")
 
 
-def above_threshold(queries, threshold, *, epsilon, sensitivity=1.0, granularity=None,
-                    random_state=None, accountant=None):
+def above_threshold(queries: Any, threshold: float, *, epsilon: float, sensitivity: float = 1.0,
+                    granularity: float | None = None, random_state: RandomStateLike = None,
+                    accountant: AccountantLike | None = None) -> np.ndarray:
     """:func:`sparse_vector` with ``max_positives=1``: read queries until the first one found
     above the threshold.
 
