@@ -14,7 +14,8 @@ import pytest
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _local, _noise, _random, _select
+from dpcore import _dpcore_threads, _histogram, _local, _noise, _random, _select
+from dpcore._release import bins as release_bins
 from dpcore.selection import ExponentialMechanism
 
 THREAD_COUNTS = (1, 2, 8)
@@ -223,6 +224,34 @@ def test_snapping_law_two_threads(threads):
     cdf_w = lambda t: np.where(t < 0, 0.5 * np.exp(t / lam_wrong), 1 - 0.5 * np.exp(-t / lam_wrong))
     probs_w = np.diff(cdf_w(edges))
     assert chisquare_pvalue(counts, probs_w / probs_w.sum()) < ALPHA  # power
+
+
+# ------------------------------------------------------------------------------------------------
+# Histogram counting (no randomness: the counts must equal numpy's for any thread count)
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_counting_threaded_equals_numpy(dtype, threads):
+    rng = np.random.default_rng(17)
+    n = _histogram.THREAD_MIN + 4321
+    x = rng.normal(0.1, 1.3, size=(n, 2)).astype(dtype)
+    x[::997, 1] = np.nan  # non-finite rows are reported, not counted
+    x[5::1001, 0] = 9.0    # outside: dropped
+    grid = release_bins.BinGrid.make(40, [(-3.0, 3.0)] * 2, 2)
+    finite = x[np.isfinite(x).all(axis=1)]
+    want = np.histogramdd(finite, bins=40, range=[(-3.0, 3.0)] * 2)[0].astype(np.int64)
+    for level in (-1, 1):
+        saved = _histogram._simd_level()
+        _histogram._simd_level(level)
+        try:
+            for count in THREAD_COUNTS:
+                threads(count)
+                counts = np.full(grid.size, 3, dtype=np.int64)  # counts are added to
+                dropped, bad = _histogram.count_into(x, *grid.kernel_args, False, counts)
+                np.testing.assert_array_equal(counts.reshape(grid.shape) - 3, want)
+                assert bad == int(np.sum(~np.isfinite(x).all(axis=1)))
+                assert dropped == n - int(want.sum())
+        finally:
+            _histogram._simd_level(saved)
 
 
 # ------------------------------------------------------------------------------------------------
