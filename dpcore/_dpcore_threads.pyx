@@ -9,8 +9,8 @@ calling thread and pool workers take the next unclaimed block until none is left
 with the GIL and releases it around its loops; blocks write disjoint parts of the output, so the
 result does not depend on which thread ran which block.
 
-* Ctrl-C: the calling thread checks for signals between its blocks (Python raises
-  KeyboardInterrupt there); the other threads then take no new block, and run_blocks returns (by
+* Ctrl-C: the calling thread checks for signals between its blocks (PyErr_CheckSignals: compiled
+  code runs no signal handler by itself), raising KeyboardInterrupt there; the other threads then take no new block, and run_blocks returns (by
   raising) only after every block already started has finished, so no thread writes into memory
   the caller has given up.
 * Fork: a forked child has none of its parent's threads; `os.register_at_fork` drops the pool in
@@ -24,6 +24,8 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
+
+from cpython.exc cimport PyErr_CheckSignals
 
 # Environment variables that cap the default thread count, first found wins. joblib sets
 # OMP_NUM_THREADS (with the other BLAS variables) in its worker processes to avoid
@@ -124,6 +126,7 @@ cdef class _Run:
             if b >= self.nblocks:
                 return
             self.fn(b)
+            PyErr_CheckSignals()  # raises in the main thread only (a no-op elsewhere)
 
     def worker(self):
         """A pool worker's share: errors are kept for the caller."""
@@ -161,6 +164,7 @@ def run_blocks(fn, Py_ssize_t nblocks):
     if threads <= 1 or getattr(_local, "busy", False):
         for b in range(nblocks):
             fn(b)
+            PyErr_CheckSignals()
         return
     run = _Run(fn, nblocks)
     futures = [_get_pool(threads - 1).submit(run.worker) for _ in range(threads - 1)]

@@ -80,6 +80,15 @@ def test_threadpoolctl_limits_apply(threads):
     assert dpcore.get_num_threads() == 2
 
 
+@pytest.mark.slow
+def test_joblib_workers_do_not_oversubscribe():
+    """In joblib's process workers (loky), which cap OMP_NUM_THREADS at cores // n_jobs, each
+    worker's dpcore uses at most that many threads."""
+    joblib = pytest.importorskip("joblib")
+    counts = joblib.Parallel(n_jobs=2)(joblib.delayed(dpcore.get_num_threads)() for _ in range(2))
+    assert all(1 <= c <= max(1, joblib.cpu_count() // 2) for c in counts), counts
+
+
 # ------------------------------------------------------------------------------------------------
 # The stream rule
 
@@ -243,7 +252,7 @@ def test_counting_threaded_equals_numpy(dtype, threads):
         saved = _histogram._simd_level()
         _histogram._simd_level(level)
         try:
-            for count in THREAD_COUNTS:
+            for count in THREAD_COUNTS if level == 1 else (2,):
                 threads(count)
                 counts = np.full(grid.size, 3, dtype=np.int64)  # counts are added to
                 dropped, bad = _histogram.count_into(x, *grid.kernel_args, False, counts)
@@ -472,6 +481,26 @@ def test_ctrl_c_stops_between_blocks_after_started_blocks_finish(threads):
         _dpcore_threads.run_blocks(block, 1000)
     assert sorted(started) == sorted(finished)  # nothing still running
     assert len(started) < 100
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_ctrl_c_interrupts_a_long_kernel(count, threads):
+    """A compiled kernel runs no signal handler by itself: the pool checks between blocks, so a
+    Ctrl-C during a long call stops it well before the end."""
+    threads(count)
+    out = np.empty(160 * _noise.THREAD_MIN, dtype=np.int64)
+    start = time.perf_counter()
+    _noise.discrete_laplace_into(out, 1.0, 1)
+    full = time.perf_counter() - start
+    timer = threading.Timer(full / 20, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        _noise.discrete_laplace_into(out, 1.0, 1)
+        time.sleep(full)  # only if the kernel ignored the Ctrl-C (the test then fails here)
+    interrupted = time.perf_counter() - start
+    timer.join()
+    assert interrupted < full / 2, (interrupted, full)
 
 
 def test_worker_errors_reach_the_caller(threads):
