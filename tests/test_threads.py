@@ -4,6 +4,8 @@ threads, threadpoolctl and environment limits, fork safety and Ctrl-C."""
 import _thread
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -78,6 +80,21 @@ def test_threadpoolctl_limits_apply(threads):
     with threadpoolctl.threadpool_limits(limits=1):
         assert dpcore.get_num_threads() == 1
     assert dpcore.get_num_threads() == 2
+
+
+def test_threadpoolctl_is_optional_and_found_when_imported_later():
+    """dpcore's import does not import threadpoolctl; importing it afterwards registers dpcore's
+    controller (the sys.meta_path hook)."""
+    pytest.importorskip("threadpoolctl")
+    code = ("import sys, dpcore; assert 'threadpoolctl' not in sys.modules; "
+            "import threadpoolctl; "
+            "print([i['num_threads'] for i in threadpoolctl.threadpool_info() "
+            "if i['user_api'] == 'dpcore'])")
+    env = dict(os.environ, DPCORE_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[1]"
 
 
 @pytest.mark.slow
