@@ -3,6 +3,7 @@ seeded output is the same for 1, 2 and 8 threads; small calls unchanged), the la
 threads, threadpoolctl and environment limits, fork safety and Ctrl-C."""
 import _thread
 import math
+from contextlib import contextmanager
 import os
 import subprocess
 import sys
@@ -30,6 +31,15 @@ def threads():
     before = dpcore.get_num_threads()
     yield dpcore.set_num_threads
     dpcore.set_num_threads(before)
+
+
+@contextmanager
+def _exact_path():
+    _noise._force_exact_path(True)
+    try:
+        yield
+    finally:
+        _noise._force_exact_path(False)
 
 
 def dlap_pmf(scale):
@@ -209,6 +219,30 @@ def test_integer_samplers_law_two_threads(kernel, pmf, param, threads):
     support = np.arange(-int(12 * param) - 3, int(12 * param) + 4)
     assert integer_pvalue(out, pmf(param), support) > ALPHA
     assert integer_pvalue(out, pmf(param * 1.05), support) < ALPHA  # power
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["discrete_laplace", "discrete_gaussian", "snapping"])
+def test_exact_finishing_inside_blocks(kernel, threads):
+    """Every decision sent to the exact rational path (the test hook): the blocks finish their
+    pending draws with the GIL from their own streams; the output is the same for 1 and 2
+    threads and the law is exact (alpha = ALPHA; 2**16 + 3 draws, two blocks)."""
+    n = _noise.THREAD_MIN + 3
+    outputs = []
+    with _exact_path():
+        for count in (1, 2):
+            threads(count)
+            if kernel == "snapping":
+                out = np.empty(n)
+                _noise.snapping_into(out, np.zeros(n), 1.0, 0.125, 100.0, 51)
+            else:
+                out = np.empty(n, dtype=np.int64)
+                getattr(_noise, kernel + "_into")(out, 1.5, 51)
+            outputs.append(out)
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    if kernel != "snapping":
+        pmf = dlap_pmf(1.5) if kernel == "discrete_laplace" else dgauss_pmf(1.5)
+        assert integer_pvalue(outputs[0], pmf, np.arange(-20, 21)) > ALPHA
 
 
 def test_add_and_grid_kernels_law_two_threads(threads):
