@@ -15,6 +15,8 @@ result does not depend on which thread ran which block.
   the caller has given up.
 * Fork: a forked child has none of its parent's threads; `os.register_at_fork` drops the pool in
   the child, which builds a new one on first use (a pool whose workers vanished would deadlock).
+  The parent stops its idle workers just before forking (and starts new ones on next use), so
+  the fork sees no extra thread (Python 3.12+ warns about forking a multi-threaded process).
 * Nested calls (a block function reaching a threaded kernel, or a kernel called from a pool
   worker) run their blocks on the calling thread.
 * The name of this module is distinctive on purpose: threadpoolctl finds its shared library by
@@ -91,6 +93,13 @@ cdef object _get_pool(int workers):
         return _pool
 
 
+def _before_fork():
+    global _pool, _pool_workers
+    pool, _pool, _pool_workers = _pool, None, 0
+    if pool is not None:
+        pool.shutdown(wait=True)  # idle workers exit at once; running blocks finish first
+
+
 def _after_fork_in_child():
     global _pool, _pool_workers, _pool_lock, _local
     _pool = None  # its threads do not exist here; never shut it down (that would join them)
@@ -100,7 +109,7 @@ def _after_fork_in_child():
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 cdef class _Run:
@@ -167,7 +176,13 @@ def run_blocks(fn, Py_ssize_t nblocks):
             PyErr_CheckSignals()
         return
     run = _Run(fn, nblocks)
-    futures = [_get_pool(threads - 1).submit(run.worker) for _ in range(threads - 1)]
+    futures = []
+    try:
+        pool = _get_pool(threads - 1)
+        for b in range(threads - 1):
+            futures.append(pool.submit(run.worker))
+    except RuntimeError:  # the pool was shut down meanwhile (a fork): fewer helpers
+        pass
     _local.busy = True
     try:
         run.here()

@@ -577,7 +577,8 @@ def test_every_block_runs_once(threads):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
 def test_pool_works_in_a_forked_child(threads):
     """The parent's pool is alive when it forks; the child's threaded call must not hang (it
-    builds a new pool) and gives the parent's seeded output."""
+    builds a new pool) and gives the parent's seeded output; the parent's workers were stopped
+    before the fork."""
     threads(2)
     out = np.empty(BIG, dtype=np.int64)
     _noise.discrete_laplace_into(out, 1.0, 8)  # the pool now has a worker
@@ -593,6 +594,8 @@ def test_pool_works_in_a_forked_child(threads):
         finally:
             os._exit(0)
     os.close(write)
+    # the parent stopped its idle workers before forking (no fork of a multi-threaded process)
+    assert not [t for t in threading.enumerate() if t.name.startswith("dpcore")]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         done, _ = os.waitpid(pid, os.WNOHANG)
