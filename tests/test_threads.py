@@ -369,6 +369,24 @@ def test_local_seeded_output_independent_of_thread_count(name, threads):
     assert not all(np.array_equal(a, b) for a, b in zip(call(78), outputs[0]))
 
 
+def test_olh_support_threaded_equals_brute_force(threads):
+    """The support counts of local hashing (split over candidates when n k >= 2**22) are the
+    brute-force counts, for any thread count."""
+    rng = np.random.default_rng(8)
+    n, k, g, m = 70_000, 64, 7, 3  # 7**3 > 64: three base-7 digits
+    seeds = rng.integers(0, g, size=(n, m + 1)).astype(np.int64)
+    reports = rng.integers(0, g, n).astype(np.int64)
+    digits = np.array([[(j // g**t) % g for t in range(m)] for j in range(k)], dtype=np.int64)
+    hashes = (seeds[:, m][:, None] + seeds[:, :m] @ digits.T) % g  # n x k
+    want = np.sum(hashes == reports[:, None], axis=0)
+    assert n * k >= _local.SUPPORT_THREAD_MIN
+    for count in THREAD_COUNTS:
+        threads(count)
+        counts = np.full(k, 2, dtype=np.int64)
+        _local.olh_support(counts, seeds, reports, digits, g)
+        np.testing.assert_array_equal(counts - 2, want)
+
+
 def test_local_randomizers_law_two_threads(threads):
     """Each randomizer's exact probabilities on 2**18 records under 2 threads (chi-square, or z
     with Bonferroni over the cells of one sampler; power: the same data against keep
