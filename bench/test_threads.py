@@ -8,7 +8,8 @@ in its "Threads" table. Run on an idle machine (load < 0.3)::
         && python bench/report.py threads.json
 
 Inputs: noise on 10**7 values, selection over 10**7 candidates, counting 10**7 points in d = 2
-(50 x 50 grid), randomized response on 10**7 records. Under ``--benchmark-disable`` the sizes are
+(50 x 50 grid), randomized response on 10**7 records, local-hashing support counts of 10**6
+reports over 64 candidates (per report: n counts the reports). Under ``--benchmark-disable`` the sizes are
 capped to the smoke size (then only the noise and local kernels reach their thread thresholds).
 
 Run as a script for a quick comparison on a loaded machine: contenders alternated, the minimum
@@ -38,7 +39,7 @@ def _all_cores():
 
 THREADS = {"t1": 1, "t2": 2, "tall": _all_cores()}
 KERNELS = ["laplace", "snapping", "gaussian", "discrete_laplace", "discrete_gaussian",
-           "select-exact", "select-gumbel", "top_k", "count", "grr"]
+           "select-exact", "select-gumbel", "top_k", "count", "grr", "olh_support"]
 
 
 def kernels(dpcore, n):
@@ -53,6 +54,16 @@ def kernels(dpcore, n):
     grid = bins.BinGrid.make(50, [(-4.0, 4.0)] * 2, 2)
     codes = rng.integers(0, 16, n).astype(np.int64)
     reports = np.empty(n, dtype=np.int64)
+    # local-hashing support: n / 10 reports, k = 64 candidates, g = 7 (three base-7 digits)
+    m_support = max(n // 10, 1)
+    seeds = rng.integers(0, 7, size=(m_support, 4)).astype(np.int64)
+    hashed = rng.integers(0, 7, m_support).astype(np.int64)
+    digits = np.array([[(j // 7**t) % 7 for t in range(3)] for j in range(64)], dtype=np.int64)
+
+    def support():
+        counts = np.zeros(64, dtype=np.int64)
+        _local.olh_support(counts, seeds, hashed, digits, 7)
+        return counts
 
     def count():
         counts = np.zeros(grid.size, dtype=np.int64)
@@ -72,6 +83,7 @@ def kernels(dpcore, n):
         ("top_k", lambda: dpcore.top_k(utilities, 10, sensitivity=1.0, epsilon=1.0)),
         ("count", count),
         ("grr", lambda: _local.grr_into(reports, codes, 16, 3 * 2**62)),
+        ("olh_support", support),
     ]
 
 
