@@ -224,6 +224,7 @@ FLOORS = {
     "dpcore.learn": 9,
     "dpcore.cli": 10, "dpcore.__main__": 10, "dpcore": 10,
     "dpcore._threads": 1,                                         # set_num_threads
+    "dpcore._exact_gumbel": 1,                                    # _select's exact fallback
 }
 
 
@@ -269,7 +270,7 @@ KERNEL_OWNERS = {
     "dpcore._histogram": "dpcore._release.bins", "dpcore._publish": "dpcore.publish",
     "dpcore._robust": "dpcore.robust", "dpcore._local": "dpcore.local",
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
-    "dpcore._dpcore_threads": "dpcore._threads",
+    "dpcore._dpcore_threads": "dpcore._threads", "dpcore._select_exact": "dpcore.selection",
 }
 # Still to move behind their owners' public functions (issue 26 item 2: `out=`/`add_to=` on the
 # integer samplers of dpcore.mechanisms); this list may only shrink.
