@@ -262,6 +262,25 @@ def machine_line(data):
     return f"Measured {date} on {cpu}, Python {py} ({m.get('python_implementation', '?')})."
 
 
+def threads_table(results):
+    """One line per threaded kernel (groups ``threads-<kernel>`` of bench/test_threads.py): the
+    one-thread time per sample and the speed-ups t1 / t2 and t1 / tall."""
+    body = []
+    for group in sorted({r.group for r in results if r.group.startswith("threads-")}):
+        one = headline(results, group, "t1")
+        if one is None:
+            continue
+        line = [f"`{group[len('threads-'):]}`", fmt_n(one.n), fmt_ns(one.ns)]
+        for name in ("t2", "tall"):
+            other = headline(results, group, name)
+            line.append(fmt_ratio(one.ns / other.ns) if other is not None else "-")
+        body.append(line)
+    if not body:
+        return ""
+    return ("### Threads\n\nSpeed-up over one thread (``dpcore.set_num_threads``), same n:\n\n"
+            + table(["kernel", "n", "1 thread per sample", "2 threads", "all cores"], body))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("json", help="file written by pytest --benchmark-json")
@@ -277,6 +296,10 @@ def main(argv=None):
     print()
     print(group_tables(results))
     print()
+    threads = threads_table(results)
+    if threads:
+        print(threads)
+        print()
     rows, failed = evaluate_targets(results)
     print("### Targets\n")
     print(table(["target", "contender", "measured", "limit", "verdict"], rows))

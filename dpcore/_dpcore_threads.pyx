@@ -9,12 +9,14 @@ calling thread and pool workers take the next unclaimed block until none is left
 with the GIL and releases it around its loops; blocks write disjoint parts of the output, so the
 result does not depend on which thread ran which block.
 
-* Ctrl-C: the calling thread checks for signals between its blocks (Python raises
-  KeyboardInterrupt there); the other threads then take no new block, and run_blocks returns (by
+* Ctrl-C: the calling thread checks for signals between its blocks (PyErr_CheckSignals: compiled
+  code runs no signal handler by itself), raising KeyboardInterrupt there; the other threads then take no new block, and run_blocks returns (by
   raising) only after every block already started has finished, so no thread writes into memory
   the caller has given up.
 * Fork: a forked child has none of its parent's threads; `os.register_at_fork` drops the pool in
   the child, which builds a new one on first use (a pool whose workers vanished would deadlock).
+  The parent stops its idle workers just before forking (and starts new ones on next use), so
+  the fork sees no extra thread (Python 3.12+ warns about forking a multi-threaded process).
 * Nested calls (a block function reaching a threaded kernel, or a kernel called from a pool
   worker) run their blocks on the calling thread.
 * The name of this module is distinctive on purpose: threadpoolctl finds its shared library by
@@ -24,6 +26,8 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
+
+from cpython.exc cimport PyErr_CheckSignals
 
 # Environment variables that cap the default thread count, first found wins. joblib sets
 # OMP_NUM_THREADS (with the other BLAS variables) in its worker processes to avoid
@@ -89,6 +93,13 @@ cdef object _get_pool(int workers):
         return _pool
 
 
+def _before_fork():
+    global _pool, _pool_workers
+    pool, _pool, _pool_workers = _pool, None, 0
+    if pool is not None:
+        pool.shutdown(wait=True)  # idle workers exit at once; running blocks finish first
+
+
 def _after_fork_in_child():
     global _pool, _pool_workers, _pool_lock, _local
     _pool = None  # its threads do not exist here; never shut it down (that would join them)
@@ -98,7 +109,7 @@ def _after_fork_in_child():
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 cdef class _Run:
@@ -124,6 +135,7 @@ cdef class _Run:
             if b >= self.nblocks:
                 return
             self.fn(b)
+            PyErr_CheckSignals()  # raises in the main thread only (a no-op elsewhere)
 
     def worker(self):
         """A pool worker's share: errors are kept for the caller."""
@@ -161,9 +173,16 @@ def run_blocks(fn, Py_ssize_t nblocks):
     if threads <= 1 or getattr(_local, "busy", False):
         for b in range(nblocks):
             fn(b)
+            PyErr_CheckSignals()
         return
     run = _Run(fn, nblocks)
-    futures = [_get_pool(threads - 1).submit(run.worker) for _ in range(threads - 1)]
+    futures = []
+    try:
+        pool = _get_pool(threads - 1)
+        for b in range(threads - 1):
+            futures.append(pool.submit(run.worker))
+    except RuntimeError:  # the pool was shut down meanwhile (a fork): fewer helpers
+        pass
     _local.busy = True
     try:
         run.here()

@@ -35,11 +35,20 @@ count line as soon as its cell is known.
 
 The cell of a point depends only on that point and the public edges (privacy: one record changes
 one count by one under add/remove).
+
+Threads: from THREAD_MIN points, when the grid is small next to the sample (at most n / 8 cells
+per part), the rows are split into up to `dpcore.get_num_threads()` contiguous parts counted at
+once, each into its own array (the first into the caller's), then added: integer counts, so the
+result is the same for any number of parts.
 """
 from cython cimport floating
 from libc.math cimport fabs
 from libc.string cimport memset
 from libc.stdint cimport int32_t, int64_t, uint8_t
+
+import numpy as np
+
+from dpcore._dpcore_threads import get_limit, run_blocks
 
 
 cdef extern from "histogram_simd.h" nogil:
@@ -293,7 +302,7 @@ def count_into(const floating[:, ::1] sample, const double[::1] edges, const int
     nonfinite)``: rows not counted (outside the range with ``clip`` false, or non-finite) and,
     among them, rows holding a NaN or an infinity.
     """
-    cdef Py_ssize_t n = sample.shape[0], d = sample.shape[1]
+    cdef Py_ssize_t n = sample.shape[0], d = sample.shape[1], parts = 1
     cdef int64_t dropped = 0, bad = 0
     if n == 0:
         return 0, 0
@@ -301,16 +310,88 @@ def count_into(const floating[:, ::1] sample, const double[::1] edges, const int
     cdef Py_ssize_t k
     for k in range(d):
         vector = vector and margins[k] < 0.5
+    if n >= THREAD_MIN:
+        parts = min(get_limit(), n // max(8 * counts.shape[0], 1), n // (THREAD_MIN // 4))
+    if parts >= 2:
+        job = _CountParts(np.asarray(sample), parts, counts.shape[0], (edges, offsets, nbins, strides, scales,
+                                                           steps, margins, uniform))
+        job.vector, job.clip, job.counts = vector, clip, &counts[0]
+        job.edges, job.offsets, job.nbins, job.strides = &edges[0], &offsets[0], &nbins[0], &strides[0]
+        job.scales, job.steps, job.margins, job.uniform = &scales[0], &steps[0], &margins[0], &uniform[0]
+        run_blocks(job, parts)
+        np.add(counts, np.sum(job.private, axis=0), out=np.asarray(counts))
+        return int(np.sum(job.dropped)), int(np.sum(job.bad))
     with nogil:
-        if vector:
-            dropped = _count_vector(&sample[0, 0], n, d, &edges[0], &offsets[0], &nbins[0],
-                                    &strides[0], &scales[0], &steps[0], &margins[0],
-                                    &uniform[0], clip, &counts[0], &bad)
-        else:
-            dropped = _count_fill(&sample[0, 0], n, d, &edges[0], &offsets[0], &nbins[0],
-                                  &strides[0], &scales[0], &steps[0], &margins[0], &uniform[0],
-                                  clip, &counts[0], &bad)
+        dropped = _count_rows(&sample[0, 0], n, d, &edges[0], &offsets[0], &nbins[0],
+                              &strides[0], &scales[0], &steps[0], &margins[0], &uniform[0],
+                              clip, vector, &counts[0], &bad)
     return int(dropped), int(bad)
+
+
+cdef int64_t _count_rows(const floating *sample, Py_ssize_t n, Py_ssize_t d, const double *edges,
+                         const int64_t *offsets, const int64_t *nbins, const int64_t *strides,
+                         const double *scales, const double *steps, const double *margins,
+                         const uint8_t *uniform, bint clip, bint vector, int64_t *counts,
+                         int64_t *nonfinite) noexcept nogil:
+    if vector:
+        return _count_vector(sample, n, d, edges, offsets, nbins, strides, scales, steps,
+                             margins, uniform, clip, counts, nonfinite)
+    return _count_fill(sample, n, d, edges, offsets, nbins, strides, scales, steps, margins,
+                       uniform, clip, counts, nonfinite)
+
+
+# Threaded counting (module docstring) from this many points.
+THREAD_MIN = 1 << 20
+
+
+cdef class _CountParts:
+    """count_into over `parts` contiguous row ranges: part 0 into the caller's counts, part p
+    into private[p - 1] (added by the caller afterwards)."""
+    cdef object sample  # float64 or float32 (n, d)
+    cdef Py_ssize_t n, d, parts
+    cdef bint vector, clip
+    cdef const double *edges
+    cdef const int64_t *offsets
+    cdef const int64_t *nbins
+    cdef const int64_t *strides
+    cdef const double *scales
+    cdef const double *steps
+    cdef const double *margins
+    cdef const uint8_t *uniform
+    cdef int64_t *counts
+    cdef public object private, dropped, bad
+    cdef object keep
+
+    def __cinit__(self, sample, Py_ssize_t parts, Py_ssize_t cells, keep):
+        self.sample = sample
+        self.n, self.d = sample.shape[0], sample.shape[1]
+        self.parts = parts
+        self.private = np.zeros((parts - 1, cells), dtype=np.int64)
+        self.dropped = np.zeros(parts, dtype=np.int64)
+        self.bad = np.zeros(parts, dtype=np.int64)
+        self.keep = keep
+
+    def __call__(self, Py_ssize_t p):
+        cdef Py_ssize_t lo = self.n * p // self.parts, hi = self.n * (p + 1) // self.parts
+        cdef int64_t[:, ::1] private = self.private
+        cdef int64_t[::1] dropped = self.dropped, bad = self.bad
+        cdef int64_t *out = self.counts if p == 0 else &private[p - 1, 0]
+        cdef const double[:, ::1] x64
+        cdef const float[:, ::1] x32
+        if self.sample.dtype == np.float64:
+            x64 = self.sample
+            with nogil:
+                dropped[p] = _count_rows(&x64[lo, 0], hi - lo, self.d, self.edges, self.offsets,
+                                         self.nbins, self.strides, self.scales, self.steps,
+                                         self.margins, self.uniform, self.clip, self.vector, out,
+                                         &bad[p])
+        else:
+            x32 = self.sample
+            with nogil:
+                dropped[p] = _count_rows(&x32[lo, 0], hi - lo, self.d, self.edges, self.offsets,
+                                         self.nbins, self.strides, self.scales, self.steps,
+                                         self.margins, self.uniform, self.clip, self.vector, out,
+                                         &bad[p])
 
 
 cdef int64_t prefetch_cells = 1 << 17  # grids above 1 MiB of counts: prefetch (no gain in L2)

@@ -14,7 +14,8 @@ Words are read inline from the generator under its lock (`random_words`), in a f
 a seed reproduces the output. From THREAD_MIN records on, a call draws one 256-bit key from the
 caller's generator and the records of block b (2**16 records) read ChaCha20 stream b of that key
 (_random.pxd), so the output does not depend on the thread count (`dpcore.set_num_threads`);
-smaller calls read the caller's generator directly. The per-record work does not depend on whether the truth is kept
+smaller calls read the caller's generator directly. `olh_support` (no randomness) splits the
+candidates over the threads from SUPPORT_THREAD_MIN (record, candidate) pairs. The per-record work does not depend on whether the truth is kept
 (the replacement value is always drawn); rejection loops (Lemire, U*) run a data-independent
 number of times in law, but are not constant-time (ALGORITHMS 0.3(4)).
 
@@ -27,7 +28,7 @@ from dpcore._random cimport (
     BitgenHandle, bitgen_handle, dpc_words, dpc_words_next, dpc_ustar, random_words, BlockStream,
     StreamKey, stream_key, stream_open,
 )
-from dpcore._dpcore_threads import run_blocks
+from dpcore._dpcore_threads import get_limit, run_blocks
 
 
 cdef extern from "chacha20.h" nogil:
@@ -324,19 +325,56 @@ def olh_into(int64_t[:, ::1] seeds, int64_t[::1] out, const int64_t[::1] values,
 def olh_support(int64_t[::1] counts, const int64_t[:, ::1] seeds, const int64_t[::1] reports,
                 const int64_t[:, ::1] digits, uint64_t g):
     """counts[j] += number of records i with h_i(j) == reports[i] (digits: k x m, base g)."""
-    cdef Py_ssize_t n = reports.shape[0], k = counts.shape[0], m = digits.shape[1]
-    cdef Py_ssize_t i, j
-    cdef uint64_t y, b
+    cdef Py_ssize_t n = reports.shape[0], k = counts.shape[0], m = digits.shape[1], parts
     if seeds.shape[0] != n or seeds.shape[1] != m + 1 or digits.shape[0] != k:
         raise ValueError("shapes of seeds, reports, digits and counts do not match")
     if n == 0 or k == 0:
         return
-    with nogil:
-        for i in range(n):
-            y = <uint64_t>reports[i]
-            b = <uint64_t>seeds[i, m]
-            for j in range(k):
-                counts[j] += hash_digits(&seeds[i, 0], b, &digits[j, 0], m, g) == y
+    if n * k >= SUPPORT_THREAD_MIN and k >= 2:  # candidates split into parts (exact counts)
+        parts = min(get_limit(), k)
+        run_blocks(_SupportParts(counts, seeds, reports, digits, g, parts), parts)
+        return
+    support_range(counts, seeds, reports, digits, g, 0, k)
+
+
+# olh_support runs on several threads from this many (record, candidate) pairs: candidates are
+# split into contiguous parts, each counted over all records (disjoint counts: no randomness,
+# the same integers for any thread count).
+SUPPORT_THREAD_MIN = 1 << 22
+
+
+cdef void support_range(int64_t[::1] counts, const int64_t[:, ::1] seeds,
+                        const int64_t[::1] reports, const int64_t[:, ::1] digits, uint64_t g,
+                        Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """counts[j] += #{i: h_i(j) == reports[i]} for lo <= j < hi."""
+    cdef Py_ssize_t i, j, m = digits.shape[1]
+    cdef uint64_t y, b
+    for i in range(reports.shape[0]):
+        y = <uint64_t>reports[i]
+        b = <uint64_t>seeds[i, m]
+        for j in range(lo, hi):
+            counts[j] += hash_digits(&seeds[i, 0], b, &digits[j, 0], m, g) == y
+
+
+cdef class _SupportParts:
+    cdef int64_t[::1] counts
+    cdef const int64_t[:, ::1] seeds
+    cdef const int64_t[::1] reports
+    cdef const int64_t[:, ::1] digits
+    cdef uint64_t g
+    cdef Py_ssize_t parts
+
+    def __cinit__(self, int64_t[::1] counts, const int64_t[:, ::1] seeds,
+                  const int64_t[::1] reports, const int64_t[:, ::1] digits, uint64_t g,
+                  Py_ssize_t parts):
+        self.counts, self.seeds, self.reports, self.digits = counts, seeds, reports, digits
+        self.g, self.parts = g, parts
+
+    def __call__(self, Py_ssize_t part):
+        cdef Py_ssize_t k = self.counts.shape[0]
+        with nogil:
+            support_range(self.counts, self.seeds, self.reports, self.digits, self.g,
+                          k * part // self.parts, k * (part + 1) // self.parts)
 
 
 # ------------------------------------------------------------------------------------------

@@ -224,6 +224,7 @@ FLOORS = {
     "dpcore.learn": 9,
     "dpcore.cli": 10, "dpcore.__main__": 10, "dpcore": 10,
     "dpcore._threads": 1,                                         # set_num_threads
+    "dpcore._exact_gumbel": 1,                                    # _select's exact fallback
 }
 
 
@@ -269,7 +270,7 @@ KERNEL_OWNERS = {
     "dpcore._histogram": "dpcore._release.bins", "dpcore._publish": "dpcore.publish",
     "dpcore._robust": "dpcore.robust", "dpcore._local": "dpcore.local",
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
-    "dpcore._dpcore_threads": "dpcore._threads",
+    "dpcore._dpcore_threads": "dpcore._threads", "dpcore._select_exact": "dpcore.selection",
     "dpcore._sgd": "dpcore.learn._sgd",
 }
 # A kernel entry point that serves another concept than its kernel's owner. The planar Laplace

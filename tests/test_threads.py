@@ -3,7 +3,10 @@ seeded output is the same for 1, 2 and 8 threads; small calls unchanged), the la
 threads, threadpoolctl and environment limits, fork safety and Ctrl-C."""
 import _thread
 import math
+from contextlib import contextmanager
 import os
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -14,7 +17,8 @@ import pytest
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _local, _noise, _random, _select
+from dpcore import _dpcore_threads, _histogram, _local, _noise, _random, _select
+from dpcore._release import bins as release_bins
 from dpcore.selection import ExponentialMechanism
 
 THREAD_COUNTS = (1, 2, 8)
@@ -27,6 +31,15 @@ def threads():
     before = dpcore.get_num_threads()
     yield dpcore.set_num_threads
     dpcore.set_num_threads(before)
+
+
+@contextmanager
+def _exact_path():
+    _noise._force_exact_path(True)
+    try:
+        yield
+    finally:
+        _noise._force_exact_path(False)
 
 
 def dlap_pmf(scale):
@@ -77,6 +90,30 @@ def test_threadpoolctl_limits_apply(threads):
     with threadpoolctl.threadpool_limits(limits=1):
         assert dpcore.get_num_threads() == 1
     assert dpcore.get_num_threads() == 2
+
+
+def test_threadpoolctl_is_optional_and_found_when_imported_later():
+    """dpcore's import does not import threadpoolctl; importing it afterwards registers dpcore's
+    controller (the sys.meta_path hook)."""
+    pytest.importorskip("threadpoolctl")
+    code = ("import sys, dpcore; assert 'threadpoolctl' not in sys.modules; "
+            "import threadpoolctl; "
+            "print([i['num_threads'] for i in threadpoolctl.threadpool_info() "
+            "if i['user_api'] == 'dpcore'])")
+    env = dict(os.environ, DPCORE_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[1]"
+
+
+@pytest.mark.slow
+def test_joblib_workers_do_not_oversubscribe():
+    """In joblib's process workers (loky), which cap OMP_NUM_THREADS at cores // n_jobs, each
+    worker's dpcore uses at most that many threads."""
+    joblib = pytest.importorskip("joblib")
+    counts = joblib.Parallel(n_jobs=2)(joblib.delayed(dpcore.get_num_threads)() for _ in range(2))
+    assert all(1 <= c <= max(1, joblib.cpu_count() // 2) for c in counts), counts
 
 
 # ------------------------------------------------------------------------------------------------
@@ -184,6 +221,30 @@ def test_integer_samplers_law_two_threads(kernel, pmf, param, threads):
     assert integer_pvalue(out, pmf(param * 1.05), support) < ALPHA  # power
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["discrete_laplace", "discrete_gaussian", "snapping"])
+def test_exact_finishing_inside_blocks(kernel, threads):
+    """Every decision sent to the exact rational path (the test hook): the blocks finish their
+    pending draws with the GIL from their own streams; the output is the same for 1 and 2
+    threads and the law is exact (alpha = ALPHA; 2**16 + 3 draws, two blocks)."""
+    n = _noise.THREAD_MIN + 3
+    outputs = []
+    with _exact_path():
+        for count in (1, 2):
+            threads(count)
+            if kernel == "snapping":
+                out = np.empty(n)
+                _noise.snapping_into(out, np.zeros(n), 1.0, 0.125, 100.0, 51)
+            else:
+                out = np.empty(n, dtype=np.int64)
+                getattr(_noise, kernel + "_into")(out, 1.5, 51)
+            outputs.append(out)
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    if kernel != "snapping":
+        pmf = dlap_pmf(1.5) if kernel == "discrete_laplace" else dgauss_pmf(1.5)
+        assert integer_pvalue(outputs[0], pmf, np.arange(-20, 21)) > ALPHA
+
+
 def test_add_and_grid_kernels_law_two_threads(threads):
     """The adders and the fused grid releases add the same exact laws (on grid-point inputs the
     released noise is out - x in grid units)."""
@@ -223,6 +284,34 @@ def test_snapping_law_two_threads(threads):
     cdf_w = lambda t: np.where(t < 0, 0.5 * np.exp(t / lam_wrong), 1 - 0.5 * np.exp(-t / lam_wrong))
     probs_w = np.diff(cdf_w(edges))
     assert chisquare_pvalue(counts, probs_w / probs_w.sum()) < ALPHA  # power
+
+
+# ------------------------------------------------------------------------------------------------
+# Histogram counting (no randomness: the counts must equal numpy's for any thread count)
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_counting_threaded_equals_numpy(dtype, threads):
+    rng = np.random.default_rng(17)
+    n = _histogram.THREAD_MIN + 4321
+    x = rng.normal(0.1, 1.3, size=(n, 2)).astype(dtype)
+    x[::997, 1] = np.nan  # non-finite rows are reported, not counted
+    x[5::1001, 0] = 9.0    # outside: dropped
+    grid = release_bins.BinGrid.make(40, [(-3.0, 3.0)] * 2, 2)
+    finite = x[np.isfinite(x).all(axis=1)]
+    want = np.histogramdd(finite, bins=40, range=[(-3.0, 3.0)] * 2)[0].astype(np.int64)
+    for level in (-1, 1):
+        saved = _histogram._simd_level()
+        _histogram._simd_level(level)
+        try:
+            for count in THREAD_COUNTS if level == 1 else (2,):
+                threads(count)
+                counts = np.full(grid.size, 3, dtype=np.int64)  # counts are added to
+                dropped, bad = _histogram.count_into(x, *grid.kernel_args, False, counts)
+                np.testing.assert_array_equal(counts.reshape(grid.shape) - 3, want)
+                assert bad == int(np.sum(~np.isfinite(x).all(axis=1)))
+                assert dropped == n - int(want.sum())
+        finally:
+            _histogram._simd_level(saved)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -278,6 +367,24 @@ def test_local_seeded_output_independent_of_thread_count(name, threads):
         for got, want in zip(out, outputs[0]):
             np.testing.assert_array_equal(got, want)
     assert not all(np.array_equal(a, b) for a, b in zip(call(78), outputs[0]))
+
+
+def test_olh_support_threaded_equals_brute_force(threads):
+    """The support counts of local hashing (split over candidates when n k >= 2**22) are the
+    brute-force counts, for any thread count."""
+    rng = np.random.default_rng(8)
+    n, k, g, m = 70_000, 64, 7, 3  # 7**3 > 64: three base-7 digits
+    seeds = rng.integers(0, g, size=(n, m + 1)).astype(np.int64)
+    reports = rng.integers(0, g, n).astype(np.int64)
+    digits = np.array([[(j // g**t) % g for t in range(m)] for j in range(k)], dtype=np.int64)
+    hashes = (seeds[:, m][:, None] + seeds[:, :m] @ digits.T) % g  # n x k
+    want = np.sum(hashes == reports[:, None], axis=0)
+    assert n * k >= _local.SUPPORT_THREAD_MIN
+    for count in THREAD_COUNTS:
+        threads(count)
+        counts = np.full(k, 2, dtype=np.int64)
+        _local.olh_support(counts, seeds, reports, digits, g)
+        np.testing.assert_array_equal(counts - 2, want)
 
 
 def test_local_randomizers_law_two_threads(threads):
@@ -445,6 +552,26 @@ def test_ctrl_c_stops_between_blocks_after_started_blocks_finish(threads):
     assert len(started) < 100
 
 
+@pytest.mark.parametrize("count", [1, 2])
+def test_ctrl_c_interrupts_a_long_kernel(count, threads):
+    """A compiled kernel runs no signal handler by itself: the pool checks between blocks, so a
+    Ctrl-C during a long call stops it well before the end."""
+    threads(count)
+    out = np.empty(160 * _noise.THREAD_MIN, dtype=np.int64)
+    start = time.perf_counter()
+    _noise.discrete_laplace_into(out, 1.0, 1)
+    full = time.perf_counter() - start
+    timer = threading.Timer(full / 20, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        _noise.discrete_laplace_into(out, 1.0, 1)
+        time.sleep(full)  # only if the kernel ignored the Ctrl-C (the test then fails here)
+    interrupted = time.perf_counter() - start
+    timer.join()
+    assert interrupted < full / 2, (interrupted, full)
+
+
 def test_worker_errors_reach_the_caller(threads):
     threads(2)
 
@@ -468,7 +595,8 @@ def test_every_block_runs_once(threads):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
 def test_pool_works_in_a_forked_child(threads):
     """The parent's pool is alive when it forks; the child's threaded call must not hang (it
-    builds a new pool) and gives the parent's seeded output."""
+    builds a new pool) and gives the parent's seeded output; the parent's workers were stopped
+    before the fork."""
     threads(2)
     out = np.empty(BIG, dtype=np.int64)
     _noise.discrete_laplace_into(out, 1.0, 8)  # the pool now has a worker
@@ -484,6 +612,8 @@ def test_pool_works_in_a_forked_child(threads):
         finally:
             os._exit(0)
     os.close(write)
+    # the parent stopped its idle workers before forking (no fork of a multi-threaded process)
+    assert not [t for t in threading.enumerate() if t.name.startswith("dpcore")]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         done, _ = os.waitpid(pid, os.WNOHANG)

@@ -2,6 +2,8 @@
 import numpy as np
 from numpy.typing import NDArray
 
+THREAD_MIN: int  # samples of this many points or more may be counted in parts (threads)
+
 def count_into(
     sample: NDArray[np.float32] | NDArray[np.float64],  # (n, d), C-contiguous
     edges: NDArray[np.float64],  # every axis's edges, concatenated

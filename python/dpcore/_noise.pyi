@@ -11,6 +11,7 @@ from dpcore._random import RandomStateLike
 MAX_DLAP_SCALE: float
 MAX_DGAUSS_SIGMA: float
 TABLE_MIN_SIZE: int  # discrete Gaussian calls of this many draws or more use the table sampler
+THREAD_MIN: int  # calls of this many values or more draw from per-block streams (threads)
 TABLE_MIN_SIGMA: float  # ... with sigma at least this
 TABLE_TAIL_SIGMAS: float  # the table's tail starts near this many sigmas
 

@@ -11,6 +11,8 @@ _Utilities = NDArray[np.float64]  # 1-d, C-contiguous, no NaN or +inf
 _Cell = tuple[Fraction, Fraction]
 _Enclosure = tuple[Fraction | None, Fraction | None]
 
+THREAD_MIN: int  # chunks of this many candidates or more run per block (threads)
+
 class ArgmaxState:
     def __init__(self, c: float, noise: Literal["gumbel", "exponential"]) -> None: ...
     def feed(self, u: _Utilities, umax: float, h: BitgenHandle) -> None: ...

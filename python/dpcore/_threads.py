@@ -79,7 +79,7 @@ def set_num_threads(n: int | None) -> None:
 
         from threadpoolctl import threadpool_limits
         with threadpool_limits(limits=1):
-            dpcore.laplace(values, 1.0, 1.0)      # one thread
+            dpcore.laplace(values, sensitivity=1.0, epsilon=1.0)  # one thread
     """
     if n is None:
         _dpcore_threads.set_limit(0)
