@@ -571,6 +571,24 @@ def print_tables(cells, data, sizes, epsilons, quick):
           f"(Holm, one-sided {100 * (1 - ALPHA):.0f}%, margin {MARGIN}); "
           f"{sum(c.rerun for c in tested)} re-run once."
           + (" Quick run: a smoke test, not evidence." if quick else ""))
+    print("\nPer pairing:\n")
+    print("| statistic | peer | relation, public inputs | cells | pass | ratio dpcore/peer "
+          "(min - median - max) | n = 10^5: pass | releases per side (median, max) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for variant, peer, peer_variant, relation, verdict in PAIRINGS:
+        group = [c for c in cells if (c.variant, c.peer, c.peer_variant) ==
+                 (variant, peer, peer_variant)]
+        if not group:
+            continue
+        ratios = [math.exp(c.log_ratio) for c in group]
+        big = [c for c in group if c.n >= 100_000]
+        name = variant if variant == peer_variant else f"{variant} vs {peer_variant}"
+        passed = sum(bool(c.passed) for c in group) if verdict else "info"
+        big_pass = f"{sum(bool(c.passed) for c in big)} of {len(big)}" if verdict else "info"
+        releases = [c.releases for c in group]
+        print(f"| {name} | {peer} | {relation} | {len(group)} | {passed} | "
+              f"{min(ratios):.2f} - {np.median(ratios):.2f} - {max(ratios):.2f} | {big_pass} | "
+              f"{int(np.median(releases)):,}, {max(releases):,} |")
     print("\nPrivate n (Laplace, first-order RMSE from the data; measured = dpcore's default):\n")
     print("| statistic | data | n | epsilon | measured | derived optimum (Bernstein) | "
           "measured / derived | oracle split | equal split (before) | OpenDP public n |")
