@@ -37,17 +37,26 @@ Pairings (each under one neighbouring relation with the same public inputs for b
   against OpenDP's public-n answer (different public inputs; the gap the issue asks to state).
 
 Metric: RMSE over releases (quantiles: over releases and levels; truth = numpy's quantile of
-the clipped data), mean L1 error for histograms. Verdict per cell: the one-sided upper bound of
-RMSE(dpcore) / RMSE(peer) from a bootstrap of the log-ratio (400 resamples of each side; normal
-bound on the bootstrap standard error), Holm-adjusted over all verdict cells at 5%; a cell
-passes when it is at most 1.05. Failing cells are re-run once with new seeds (marked "rerun").
-Releases per cell: 1000 on each side (dpcore's releases are shared by the two pairings of the
-same dpcore variant), except diffprivlib's quantiles and median at n = 10**5: 200 (about 0.5 s a
-release); a re-run uses fresh seeds and as many releases as the first run's spread
-needs to clear the margin at the failing cells' Holm level if the ratio were at most 1, within
-``--rerun-seconds`` (20 s) of run time (identical laws, e.g. the count's discrete Laplace in all
-three libraries, can need 10**5 releases; the table says how many were used). ``--quick`` runs
-n = 10**3, epsilon in {0.5, 5}, 100 releases (a smoke run; no verdict claims).
+the clipped data), mean L1 error for histograms. Each look estimates the one-sided upper bound
+of RMSE(dpcore) / RMSE(peer) from a bootstrap of the log-ratio (400 resamples of each side;
+normal bound on the bootstrap standard error) and the p-value of "ratio >= 1.05".
+
+Sequential scheme (stated before the run): a cell is looked at after 1000, 4000, 20000, 10**5
+and 4 * 10**5 releases per side (cumulative, fresh seeds for every release; dpcore's first-look
+releases are shared by the two pairings of the same dpcore variant). It stops at the first look
+where it is decided as a pass (its p-value below 0.05 / m, m = the number of verdict cells: a
+pass under Holm whatever the other cells), where the ratio is significantly above 1.05
+(futile), or where the next look would exceed ``--cell-seconds`` (6 s) of CPU. A cell failing
+after Holm is re-run once with new seeds, with the same looks. Every cell thus has at most 10
+planned looks (5 in the run, 5 in the re-run), and its p-value is 10 times the smallest
+p-value of its looks (Bonferroni over the planned looks, valid for any stopping rule; the
+verdict's bound is read from that look at the cell's Holm level / 10). Holm over all verdict
+cells at 5%; a cell passes when its p-value clears its Holm level (equivalently, its bound is at
+most 1.05). diffprivlib's quantiles and median at n = 10**5 take 0.3 s and 0.06 s of CPU a
+release (it scores the intervals in Python per level), so it gets a tenth of dpcore's releases
+(100 at the first look). ``--quick`` runs n = 10**3, epsilon in {0.5, 5}, 100 releases (a smoke
+run; no verdict claims); ``--only REGEX`` runs the cells whose "data n=N eps=E variant vs peer"
+matches (development; m stays the full run's).
 
 The second table ("private n") compares dpcore's default mean and variance with the first-order
 RMSE of the minimax construction it implements (the derived optimum), the oracle split of a
@@ -363,7 +372,9 @@ def evaluate(variant, ours, theirs, boot_seq):
             for _ in range(BOOTSTRAP)]
     lr = log_ratio(ours_m, theirs_m)
     se = float(np.std(logs, ddof=1))
-    return ours_m, theirs_m, lr, se, float(sps.norm.cdf((lr - math.log(MARGIN)) / max(se, 1e-12)))
+    if se == 0.0:  # every resample alike (e.g. no error on either side): no evidence
+        return ours_m, theirs_m, lr, se, 1.0
+    return ours_m, theirs_m, lr, se, float(sps.norm.cdf((lr - math.log(MARGIN)) / se))
 
 
 def sequential(cell, x, x2, contenders, seed_seq, looks, m, seconds, shared=None):
@@ -427,11 +438,16 @@ def looks_for(variant, n, peer, quick):
     return [(r, int(r * SLOW_PEER_SHARE) if slow else r) for r in LOOKS]
 
 
-def holm(cells):
+def holm(cells, m=None):
     """Holm's step-down over the verdict cells: passes, and the upper bound of the ratio at each
-    cell's level (read from the look with the smallest p-value, at level / PLANNED_LOOKS)."""
+    cell's level (read from the look with the smallest p-value, at level / PLANNED_LOOKS).
+
+    ``m`` larger than the number of cells given (a subset of a run): every level is at most the
+    full run's Holm level of the same cell (its rank among all cells is at least its rank here),
+    so a subset's failures include every cell the full run's Holm would fail; the verdict is
+    then taken by Holm over all the cells (``--merge``)."""
     tested = sorted((c for c in cells if c.verdict), key=lambda c: c.p_value)
-    m, still = len(tested), True
+    m, still = (len(tested) if m is None else m), True
     for rank, c in enumerate(tested):
         level = ALPHA / (m - rank)
         still = still and c.p_value <= level
@@ -502,7 +518,7 @@ def run(quick, seed, cell_seconds, only=None):
         print(f"[{i + 1}/{len(cells)}] {cell_name(cell)}: {math.exp(cell.log_ratio):.3f} "
               f"p={cell.p_value:.2g} {cell.releases}/{cell.extra['peer_releases']} releases, "
               f"{cell.looks} looks ({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
-    holm(cells)
+    holm(cells, m)
     failed = [c for c in cells if c.verdict and not c.passed]
     for j, cell in enumerate(failed):  # once, with new seeds: looks 4 to 6 of the cell
         x, x2 = data[cell.dataset, cell.n]
@@ -514,8 +530,21 @@ def run(quick, seed, cell_seconds, only=None):
               f"{cell.releases}/{cell.extra['peer_releases']} releases, {cell.looks} looks "
               f"({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
     if failed:
-        holm(cells)
+        holm(cells, m)
     return cells, data, sizes, epsilons
+
+
+def merge(paths):
+    """The cells of subset runs (``--json`` files of ``--only`` runs that together cover every
+    cell once), with Holm over all of them."""
+    cells = []
+    for path in paths:
+        with open(path) as f:
+            cells += [Cell(**row) for row in json.load(f)]
+    holm(cells)
+    sizes = tuple(sorted({c.n for c in cells}))
+    data = {(d, n): make_data(d, n) for d in ("skewed", "symmetric") for n in sizes}
+    return cells, data, sizes, tuple(sorted({c.epsilon for c in cells}))
 
 
 def cell_name(c):
@@ -542,6 +571,24 @@ def print_tables(cells, data, sizes, epsilons, quick):
           f"(Holm, one-sided {100 * (1 - ALPHA):.0f}%, margin {MARGIN}); "
           f"{sum(c.rerun for c in tested)} re-run once."
           + (" Quick run: a smoke test, not evidence." if quick else ""))
+    print("\nPer pairing:\n")
+    print("| statistic | peer | relation, public inputs | cells | pass | ratio dpcore/peer "
+          "(min - median - max) | n = 10^5: pass | releases per side (median, max) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for variant, peer, peer_variant, relation, verdict in PAIRINGS:
+        group = [c for c in cells if (c.variant, c.peer, c.peer_variant) ==
+                 (variant, peer, peer_variant)]
+        if not group:
+            continue
+        ratios = [math.exp(c.log_ratio) for c in group]
+        big = [c for c in group if c.n >= 100_000]
+        name = variant if variant == peer_variant else f"{variant} vs {peer_variant}"
+        passed = sum(bool(c.passed) for c in group) if verdict else "info"
+        big_pass = f"{sum(bool(c.passed) for c in big)} of {len(big)}" if verdict else "info"
+        releases = [c.releases for c in group]
+        print(f"| {name} | {peer} | {relation} | {len(group)} | {passed} | "
+              f"{min(ratios):.2f} - {np.median(ratios):.2f} - {max(ratios):.2f} | {big_pass} | "
+              f"{int(np.median(releases)):,}, {max(releases):,} |")
     print("\nPrivate n (Laplace, first-order RMSE from the data; measured = dpcore's default):\n")
     print("| statistic | data | n | epsilon | measured | derived optimum (Bernstein) | "
           "measured / derived | oracle split | equal split (before) | OpenDP public n |")
@@ -564,9 +611,14 @@ def main(argv=None):
     parser.add_argument("--only", default=None,
                         help="regular expression on 'data n=N eps=E variant vs peer' (a subset)")
     parser.add_argument("--json", default=None, help="also write the cells to this JSON file")
+    parser.add_argument("--merge", nargs="+", default=None,
+                        help="JSON files of subset runs: Holm over all their cells, the tables")
     args = parser.parse_args(argv)
     start = time.process_time()
-    cells, data, sizes, epsilons = run(args.quick, args.seed, args.cell_seconds, args.only)
+    if args.merge:
+        cells, data, sizes, epsilons = merge(args.merge)
+    else:
+        cells, data, sizes, epsilons = run(args.quick, args.seed, args.cell_seconds, args.only)
     print_tables(cells, data, sizes, epsilons, args.quick)
     print(f"\n({time.process_time() - start:.0f} s of CPU)")
     if args.json:
