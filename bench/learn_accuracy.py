@@ -93,6 +93,15 @@ median accuracy over the 40 fits with a 95% bootstrap interval, and a Holm-adjus
 95% lower bound of median(dpcore) - median(diffprivlib) (bootstrap over splits, then seeds);
 non-inferiority is shown when the bound is >= -0.02.
 
+``--linear`` runs only the linear cells (issue 28 item 2): LogisticRegression, LinearSVC (against
+diffprivlib's LogisticRegression: the peer has no SVM) and GaussianNB, defaults for both
+libraries, under four preprocessings (:data:`PREPROCESSINGS`, :func:`preprocess`) on breast
+cancer, digits, wine, iris and a 10^5-row make_classification problem (:data:`SYNTHETIC`), 5
+stratified 70/30 splits x 8 noise seeds (``--repeats``), epsilon 0.1 .. 5; cells as for the
+trees, with verdicts won (Holm bound > 0) / tied / lost (bound < -0.02). ``--data`` limits the
+data sets, ``--save FILE`` stores the raw scores and ``--load FILE ...`` reports from several
+saved runs at once (one Holm adjustment over all their cells).
+
 ``--timing`` adds the fit-time comparison on n = 10^5, d = 50 (synthetic) against the
 non-private scikit-learn fit; with two shared cores the timings are noisy.
 """
