@@ -7,6 +7,7 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py regression [--seeds 20] # LinearRegression
     PYTHONPATH=python python bench/dev_suite.py tree [--seeds 9]       # DecisionTreeClassifier
     PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
+    PYTHONPATH=python python bench/dev_suite.py scaling [--seeds 3]    # linear models, 4 scalings
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -52,6 +53,12 @@ fixed settings and diffprivlib's model (when importable; run with the peers' Pyt
 digits, wine, iris): ``make_classification`` problems shaped like them and like other small
 tables (n 150 .. 5000, d 4 .. 64, 2 .. 10 classes; 2 stratified 70/30 splits each, bounds =
 the generated data's min/max) and diabetes with its target cut at the median.
+
+``scaling`` (issue 28 items 1 and 2): LogisticRegression's default (objective perturbation)
+against ``method="output"`` and diffprivlib's LogisticRegression (when importable), under the
+four preprocessings of learn_accuracy.py's ``--linear`` study (:data:`learn_accuracy.
+PREPROCESSINGS`, with the training part's min/max, mean and standard deviation as the public
+inputs), on the data sets above except the adult-like one, at epsilon 0.1 .. 5.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -400,10 +407,38 @@ def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
             yield (s.name, model, eps), row
 
 
+def scaling_cells(sets, seeds):
+    peer = _peer("LogisticRegression")
+    for s in sets:
+        if s.name.startswith("adult"):
+            continue
+        Xtr, Xte, (lo, hi) = s.raw
+        sd = Xtr.std(axis=0)
+        lo = np.asarray(lo, dtype=float)
+        pub = la.Public(lo, np.where(np.asarray(hi) > lo, hi, lo + 1.0), Xtr.mean(axis=0),
+                        np.where(sd > 0, sd, 1.0))
+        classes = np.unique(s.ytr)
+        for kind in la.PREPROCESSINGS:
+            Ztr, data_norm, _ = la.preprocess(kind, Xtr, pub)
+            Zte = la.preprocess(kind, Xte, pub)[0]
+            for eps in (0.1,) + EPSILONS:
+                row = {}
+                for rule, kw in (("objective", {}), ("output", {"method": "output"})):
+                    def make(seed, eps=eps, kw=kw):
+                        return LogisticRegression(epsilon=eps, data_norm=data_norm,
+                                                  classes=classes, random_state=seed, **kw)
+                    row[rule] = _median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+                if peer is not None:
+                    def make_peer(seed, eps=eps):
+                        return peer(epsilon=eps, data_norm=data_norm, random_state=seed)
+                    row["diffprivlib"] = _median_score(make_peer, Ztr, s.ytr, Zte, s.yte, seeds)
+                yield (f"{s.name} / {kind}", "LogisticRegression", eps), row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
-                                          "forest"])
+                                          "forest", "scaling"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -416,7 +451,7 @@ def main(argv=None):
         cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
-                 "intercept": intercept_cells}[args.study]
+                 "intercept": intercept_cells, "scaling": scaling_cells}[args.study]
         cells_iter = study(data_sets(), args.seeds)
     for (name, model, eps), row in cells_iter:
         cells[(name, model, eps)] = row

@@ -53,10 +53,13 @@ def _peeling_law(u, k, c):
     return law
 
 
+@pytest.mark.parametrize("method", ["exact", "gumbel"])
 @pytest.mark.parametrize("k, epsilon", [(1, 1.0), (2, 1.0)])
-def test_selection_law_is_the_exponential_mechanism(k, epsilon):
+def test_selection_law_is_the_exponential_mechanism(k, epsilon, method):
+    # "exact" (the default, issue 28): k exact exponential mechanisms; "gumbel": one-shot
     n_fits = 1500
     sel = SelectKBest(k=k, epsilon=epsilon, bounds=(0.0, 1.0), classes=[0, 1], n_bins=2,
+                      method=method,
                       random_state=np.random.default_rng(2024))  # insecure-ok: test seed
     counts = {}
     for _ in range(n_fits):
@@ -95,6 +98,7 @@ def test_charged_once_with_effective_epsilon():
 @pytest.mark.parametrize("params", [
     {"bounds": None}, {"epsilon": -1.0}, {"k": 0}, {"k": 5}, {"n_bins": 0},
     {"classes": [0]}, {"classes": [0, 2]},      # a label of y outside the public classes
+    {"method": "inverse-cdf"},
 ])
 def test_bad_arguments_charge_nothing(params):
     acc = dpcore.Accountant(epsilon=5.0)
@@ -105,6 +109,21 @@ def test_bad_arguments_charge_nothing(params):
         SelectKBest(**kw).fit(TINY_X, TINY_Y)
     assert len(acc.history) == 0
     assert "0.9" not in str(err.value)
+
+
+def test_exact_top_k_budget_and_default():
+    from dpcore.learn._feature_selection import ExactTopK
+    for epsilon, k in ((1.0, 3), (0.3, 7), (2.0, 1)):
+        mech = ExactTopK(epsilon, k)
+        assert mech.round.method == "exact" and mech.round.monotonic
+        assert k * mech.round.scale <= epsilon    # k rounds of c u, sensitivity 1, monotone
+        assert mech.epsilon_effective <= epsilon
+        assert mech.epsilon_effective == pytest.approx(epsilon, rel=1e-12)
+    acc = dpcore.Accountant(epsilon=5.0)
+    sel = SelectKBest(k=3, epsilon=0.3, bounds=(0, 1), classes=[0, 1], random_state=0,
+                      accountant=acc).fit(TINY_X, TINY_Y)
+    assert sel.method == "exact" and acc.spent[0] == ExactTopK(0.3, 3).epsilon_effective
+    assert len(set(sel.selected_.tolist())) == 3
 
 
 def test_clone_shares_state_and_secure_default():

@@ -46,8 +46,8 @@ def test_accuracy_improves_with_epsilon(cancer):
 
 def test_count_and_sum_noise_laws():
     # One class, one feature at its midpoint (z = 0): the noisy count minus n and the noisy sum
-    # are discrete Laplace with scales 1/epsilon_counts and d/epsilon_sums (gaussian_nb_budget)
-    # on a fine grid (continuous to KS resolution). The sum is theta_ * class_count_ while
+    # are discrete Laplace with scales 1/epsilon_counts (on the integers) and d/epsilon_sums
+    # (gaussian_nb_budget) on a fine grid (continuous to KS resolution). The sum is theta_ * class_count_ while
     # |sum| <= count, which holds here with overwhelming probability.
     X = np.zeros((30, 1))
     y = np.zeros(30, dtype=int)
@@ -60,10 +60,13 @@ def test_count_and_sum_noise_laws():
         assert nb.epsilon_split_ == (eps_counts, eps_sums, eps_sums)
         counts.append(nb.class_count_[0])
         sums.append(nb.theta_[0, 0] * nb.class_count_[0])
-    # class 1 is empty: its noisy count is clamped at 1, so use class 0 (n = 30, far from 1)
-    z = (np.array(counts) - 30) * eps_counts
-    assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
-    assert stats.kstest(z / 1.3, stats.laplace.cdf).pvalue < ALPHA   # power
+    # class 1 is empty: its noisy count is clamped at 1, so use class 0 (n = 30, far from 1);
+    # the counts are integers with discrete Laplace noise of scale 1/epsilon_counts rounded up
+    from dpcore.learn._naive_bayes import GaussianNBSums
+    t = GaussianNBSums(eps, 1).counts.scale
+    z = (np.array(counts) - 30).astype(np.int64)
+    assert _binned_pvalue(z, t) > ALPHA
+    assert _binned_pvalue(z, 1.3 * t) < ALPHA   # power
     z = np.array(sums) * eps_sums
     assert stats.kstest(z, stats.laplace.cdf).pvalue > ALPHA
     assert stats.kstest(z / 1.3, stats.laplace.cdf).pvalue < ALPHA
@@ -210,3 +213,67 @@ def test_gaussian_nb_small_epsilon_does_not_raise_after_charging():
         except ValueError:
             # raising is acceptable only before anything is charged
             assert acc.spent[0] == 0.0
+
+
+def _discrete_laplace_cdf(k, t):
+    """P(X <= k) for the discrete Laplace law with scale t (pmf proportional to e^(-|x|/t))."""
+    q = math.exp(-1.0 / t)
+    k = np.asarray(k, dtype=float)
+    return np.where(k >= 0, 1.0 - q ** (k + 1) / (1 + q), q ** (-k) / (1 + q))
+
+
+def _binned_pvalue(noise, t, bins=20):
+    """Chi-square of integer noise against the exact discrete Laplace law of scale t, in bins
+    cut at the integer parts of the continuous law's quantiles (exact cell probabilities)."""
+    cuts = np.unique(np.floor(t * stats.laplace.ppf(np.linspace(0, 1, bins + 1)[1:-1])))
+    cdf = np.concatenate([[0.0], _discrete_laplace_cdf(cuts, t), [1.0]])
+    observed = np.bincount(np.searchsorted(cuts, noise, side="left"), minlength=cuts.size + 1)
+    return chisquare_pvalue(observed, np.diff(cdf))
+
+
+def test_gaussian_nb_sums_are_exact_on_the_grid():
+    """issue 28: the sums and sums of squares are integers on the power-of-two grid, summed
+    exactly, plus exact discrete Laplace noise of scale d / (g epsilon_share) grid units. Checks:
+    every released value is a multiple of the grid; the exact integers equal an independent
+    Python-int sum of the rounded records; the noise of one sum and one square cell over 3000
+    releases fits the exact law (chi-square, 20 cells, alpha = ALPHA each); power: the law with
+    a 25% larger scale is rejected on the same draws."""
+    from dpcore.learn._naive_bayes import GaussianNBSums
+    gen = np.random.default_rng(21)  # insecure-ok: test data
+    n, d, k = 400, 3, 2
+    Z = np.clip(gen.normal(0.0, 0.5, size=(n, d)), -1.0, 1.0)
+    idx = gen.integers(0, k, n)
+    plan = GaussianNBSums(1.0, d)
+    g = plan.grid
+    assert g == 2.0 ** round(math.log2(g))
+    counts, sums, squares = plan.exact(Z, idx, k)
+    for c in range(k):
+        rows = Z[idx == c]
+        assert sums[c].tolist() == [sum(int(round(v / g)) for v in rows[:, j]) for j in range(d)]
+        assert squares[c].tolist() == [sum(int(np.rint(v * v / g)) for v in rows[:, j])
+                                       for j in range(d)]
+    assert plan.sums.sensitivity == d * round(1 / g)
+    draws = [plan.release((counts, sums, squares), gen) for _ in range(3000)]
+    noisy_sums = np.array([s for _, s, _ in draws])
+    noisy_squares = np.array([q for _, _, q in draws])
+    for released in (noisy_sums, noisy_squares):
+        units = released / g
+        assert np.array_equal(units, np.round(units))            # multiples of the grid
+    for noisy, exact, noise in ((noisy_sums, sums, plan.sums), (noisy_squares, squares,
+                                                               plan.squares)):
+        z = np.rint(noisy[:, 1, 2] / g).astype(np.int64) - exact[1, 2]
+        t = noise.scale
+        assert t == pytest.approx(d * round(1 / g) / plan.split[1], rel=1e-9)
+        assert _binned_pvalue(z, t) > ALPHA
+        assert _binned_pvalue(z, 1.25 * t) < ALPHA                # power
+    noisy_counts = np.array([c for c, _, _ in draws])[:, 0] - counts[0]
+    assert _binned_pvalue(noisy_counts.astype(np.int64), plan.counts.scale) > ALPHA
+
+
+def test_gaussian_nb_uses_the_exact_sums():
+    # fit's released statistics are the plan's: the same seed gives the same means
+    from dpcore.learn._naive_bayes import GaussianNBSums
+    X, y = load_breast_cancer(return_X_y=True)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    nb = GaussianNB(epsilon=1.0, bounds=(lo, hi), classes=[0, 1], random_state=5).fit(X, y)
+    assert nb.grid_ == GaussianNBSums(1.0, X.shape[1]).grid

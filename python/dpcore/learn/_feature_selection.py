@@ -2,18 +2,54 @@
 top-k) on a score of sensitivity 1, and PrivateKD's greedy selection (Vinterbo 2012)."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dpcore import _validation as check
+from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore._release.sums import split_budget
 from dpcore.learn import _base
 from dpcore.selection import ExponentialMechanism
 
 __all__ = ["PrivateKD", "SelectKBest", "majority_scores", "within_cell_pairs"]
+
+#: Methods of :class:`SelectKBest`.
+SELECT_METHODS = ("exact", "gumbel")
+
+
+class ExactTopK:
+    """Top-k by k peeling rounds of the exact exponential mechanism (monotone scores of
+    sensitivity 1): round i selects candidate j among those not yet selected with probability
+    exactly proportional to exp(c u_j), c the score scale of
+    ``ExponentialMechanism.calibrate(sensitivity=1, epsilon=e, monotonic=True,
+    method="exact")`` with e = the largest double such that k e <= epsilon; the winner is then
+    excluded (utility -inf). Every draw is exact (:func:`dpcore.exponential` with
+    ``method="exact"``: the law holds for the double scores and the double c, in floating
+    point), so the ordered output has exactly the law of peeling, which the one-shot Gumbel
+    method has only up to rounding. The charge is ``epsilon_effective``: k times a round's
+    effective epsilon, rounded up (<= epsilon). Calibrated from public values only.
+    """
+
+    def __init__(self, epsilon, k):
+        self.k = k
+        self.round = ExponentialMechanism.calibrate(
+            sensitivity=1.0, epsilon=split_budget(epsilon, k), monotonic=True, method="exact")
+        self.epsilon_effective = round_up(k * Fraction(self.round.epsilon_effective))
+
+    def select(self, scores, rng):
+        """The k selected indices, in order of selection (``scores`` a float array)."""
+        utility = np.array(scores, dtype=np.float64)
+        chosen = []
+        for _ in range(self.k):
+            j = self.round.select(utility, random_state=rng)
+            chosen.append(j)
+            utility[j] = -np.inf
+        return np.array(chosen, dtype=np.int64)
 
 #: Most (feature, bin, class) counts the score needs, checked before anything is counted.
 MAX_SCORE_CELLS = 2**28
@@ -45,9 +81,10 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     Each feature j is cut into ``n_bins`` equal bins of its public bounds; its score u_j is the
     number of training records the one-feature rule "predict the majority class of the record's
     bin" gets right, sum over bins b of max over classes c of n_jbc. The k features are chosen
-    by one-shot Gumbel top-k (:func:`dpcore.top_k`), which has the law of k successive
-    exponential mechanisms ("peeling": select feature j with probability proportional to
-    exp(epsilon u_j / k), remove it, repeat). The scores themselves are never released.
+    by k successive exponential mechanisms ("peeling": select feature j with probability
+    proportional to exp(epsilon u_j / k), remove it, repeat), each drawn exactly
+    (``method="exact"``, the default), or by one-shot Gumbel top-k (:func:`dpcore.top_k`),
+    which has the same law up to double rounding. The scores themselves are never released.
 
     Parameters
     ----------
@@ -64,6 +101,10 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     n_bins : int, default=10
         Bins per feature, >= 1 (public). For a categorical feature coded 0..m-1 use bounds
         (-0.5, m - 0.5) and n_bins = m.
+    method : {"exact", "gumbel"}, default="exact"
+        ``"exact"``: k rounds of the exact exponential mechanism (:class:`ExactTopK`), whose
+        law is exactly peeling's in floating point. ``"gumbel"``: one-shot Gumbel top-k
+        (:func:`dpcore.top_k`), the same law up to double rounding, one pass.
     random_state : None, int, numpy Generator or BitGenerator, default=None
         None: dpcore's secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, default=None
@@ -88,8 +129,10 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     an exponential mechanism exp(c u_j) with c = epsilon / k (the factor 2 is not needed for
     monotone utilities, McSherry-Talwar), and the k rounds compose to epsilon
     (``ExponentialMechanism.epsilon_effective`` <= epsilon, which is what is charged). The scores
-    are exact integers; the Gumbel draws are double precision (see :func:`dpcore.top_k` for the
-    floating-point caveat).
+    are exact integers. With ``method="exact"`` (the default) every round is the exact
+    exponential mechanism, so the guarantee holds in floating point; with ``"gumbel"`` the
+    Gumbel draws are double precision (see :func:`dpcore.top_k` for the floating-point
+    caveat).
 
     References
     ----------
@@ -113,18 +156,20 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     """
 
     def __init__(self, k=10, *, epsilon=1.0, bounds=None, classes=None, n_bins=10,
-                 random_state=None, accountant=None):
+                 method="exact", random_state=None, accountant=None):
         self.k = k
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
         self.n_bins = n_bins
+        self.method = method
         self.random_state = random_state
         self.accountant = accountant
 
     def _check_params(self, n_samples=None, n_features=None):
         """Every parameter, checked before anything is charged. Returns (mechanism, n_bins,
-        (lower, upper), classes)."""
+        (lower, upper), classes); the mechanism is an :class:`ExactTopK` or a calibrated
+        Gumbel top-k, both with ``epsilon_effective``."""
         epsilon = _base.check_epsilon(self.epsilon)
         k = check.integer(self.k, "k", minimum=1)
         if n_features is not None and k > n_features:
@@ -134,8 +179,13 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         classes = _base.check_classes(self.classes)
         if n_features is not None and classes is not None:
             _check_cells(n_features, n_bins, classes.size)
-        mech = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=epsilon, monotonic=True,
-                                              method="gumbel", k=k)
+        if self.method not in SELECT_METHODS:
+            raise ValueError(f"method must be one of {SELECT_METHODS}, got {self.method!r}")
+        if self.method == "exact":
+            mech = ExactTopK(epsilon, k)
+        else:
+            mech = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=epsilon,
+                                                  monotonic=True, method="gumbel", k=k)
         _base.check_n(n_samples)
         return mech, n_bins, bounds, classes
 
@@ -158,11 +208,14 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         scores = majority_scores(codes, np.searchsorted(classes, y), n_bins, classes.size)
 
         def draw(rng):
+            if isinstance(mech, ExactTopK):
+                return mech.select(scores.astype(np.float64), rng)
             return mech.select_top_k(scores.astype(np.float64), random_state=rng)
 
         self.selected_ = np.asarray(
             release(draw, cost=Cost(mech.epsilon_effective), accountant=self.accountant,
-                    random_state=self.random_state, label="SelectKBest"), dtype=np.int64)
+                    random_state=self.random_state, label=f"SelectKBest({self.method})"),
+            dtype=np.int64)
         self.classes_ = classes
         return self
 

@@ -12,7 +12,6 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
-from dpcore.mechanisms import LaplaceMechanism
 
 __all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget"]
 
@@ -40,6 +39,55 @@ def gaussian_nb_budget(epsilon, d):
     while math.fsum((eps_counts, eps_sums, eps_sums)) > epsilon:   # the exact sum, not rounded
         eps_counts = math.nextafter(eps_counts, 0.0)
     return eps_counts, eps_sums, eps_sums
+
+
+class GaussianNBSums:
+    """The noisy class counts, sums and sums of squares of :class:`GaussianNB`, exact on a grid.
+
+    Every record's rescaled features z in [-1, 1]^d are rounded to the power-of-two ``grid``
+    g (:func:`dpcore.learn._base.laplace_grid` of (d, epsilon_sums)) as integers rint(z / g)
+    and rint(z^2 / g), which lie in [-1/g, 1/g] and [0, 1/g] (1/g is an integer); the
+    integers are summed per class exactly (int64, n <= 2^36 and 1/g <= 2^23 leave no
+    overflow), so one record moves the sums of its class by at most D = d / g in L1 norm,
+    exactly, and the sums of squares likewise. Counts (sensitivity 1), sums and squares get
+    exact discrete Laplace noise (:class:`dpcore._release.sums.IntegerNoise`) at the three
+    shares of :func:`gaussian_nb_budget`; the released sums are (integer + noise) * g, i.e.
+    multiples of g. Calibrated from public values (d, the split) before anything is charged.
+    """
+
+    def __init__(self, epsilon, d):
+        self.split = gaussian_nb_budget(epsilon, d)
+        eps_counts, eps_sums, eps_squares = self.split
+        self.grid = _base.laplace_grid(float(d), min(eps_sums, eps_squares))
+        units = round(1.0 / self.grid)     # 1/g: a power of two, an exact integer
+        self.counts = IntegerNoise.calibrate("laplace", 1, eps_counts, 0.0)
+        self.sums = IntegerNoise.calibrate("laplace", d * units, eps_sums, 0.0)
+        self.squares = IntegerNoise.calibrate("laplace", d * units, eps_squares, 0.0)
+
+    def exact(self, Z, idx, k):
+        """(counts, sums, squares) as int64 arrays of shapes (k,), (k, d), (k, d): the exact
+        integers the noise is added to (never released)."""
+        d = Z.shape[1]
+        counts = np.bincount(idx, minlength=k).astype(np.int64)
+        sums = np.zeros((k, d), dtype=np.int64)
+        squares = np.zeros((k, d), dtype=np.int64)
+        np.add.at(sums, idx, np.rint(Z / self.grid).astype(np.int64))
+        np.add.at(squares, idx, np.rint(Z * Z / self.grid).astype(np.int64))
+        return counts, sums, squares
+
+    def release(self, exact, rng):
+        """Noisy (counts, sums, squares) as floats; sums and squares multiples of ``grid``."""
+        counts, sums, squares = exact
+        noisy_counts = counts + self.counts.draw(counts.size, rng)
+        noisy_sums = sums + self.sums.draw(sums.size, rng).reshape(sums.shape)
+        noisy_squares = squares + self.squares.draw(squares.size, rng).reshape(squares.shape)
+        return (noisy_counts.astype(float), noisy_sums.astype(float) * self.grid,
+                noisy_squares.astype(float) * self.grid)
+
+    @property
+    def epsilon_effective(self):
+        """The sum of the three shares' effective epsilons (each <= its share)."""
+        return math.fsum(part.epsilon_effective for part in (self.counts, self.sums, self.squares))
 
 
 class _NaiveBayes(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
@@ -97,17 +145,22 @@ class GaussianNB(_NaiveBayes):
     classes_, class_count_ (noisy, clamped >= 1), class_prior_, theta_ (means), var_
     epsilon_split_ : tuple of float
         (epsilon_counts, epsilon_sums, epsilon_squares), public.
+    grid_ : float
+        The power-of-two grid of the released sums and sums of squares (in the [-1, 1]
+        units), public.
 
     Privacy
     -------
     epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped
     to the public bounds and labels in the public set. One record adds 1 to one class count
     (L1 sensitivity 1), adds z_k in [-1, 1] to the d sums of its class (L1 sensitivity d) and
-    z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). The three vectors get exact
-    discrete Laplace noise at epsilon_counts + epsilon_sums + epsilon_squares <= epsilon
+    z_k^2 in [0, 1] to its d sums of squares (L1 sensitivity d). Exact in floating point:
+    each record's z_k and z_k^2 are rounded to a power-of-two grid g (``grid_``) as integers
+    of absolute value <= 1/g and summed exactly in integers, so the sensitivities d / g grid
+    units hold exactly whatever the rounding; the three integer vectors get exact discrete
+    Laplace noise at epsilon_counts + epsilon_sums + epsilon_squares <= epsilon
     (:func:`gaussian_nb_budget`), so the fit is epsilon-DP by sequential composition; the
-    rest is post-processing. Floating-point sums of n terms carry an uncharged rounding error
-    of relative order n * 2^-53 (Casacuberta et al. 2022 on floating-point sums). The label
+    released sums are multiples of g, and the rest is post-processing. The label
     set must be public: with ``classes=None`` it is taken from y without noise (stored in
     ``classes_``), which the guarantee does not cover (fit warns with
     ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee.
@@ -180,22 +233,12 @@ class GaussianNB(_NaiveBayes):
         # the sensitivities (1 per |z| and z^2) by an ulp
         Z = np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
         idx = np.searchsorted(classes, y)
-        counts = np.bincount(idx, minlength=k).astype(float)
-        sums = np.zeros((k, d))
-        squares = np.zeros((k, d))
-        np.add.at(sums, idx, Z)
-        np.add.at(squares, idx, Z * Z)
-        split = gaussian_nb_budget(epsilon, d)
-        # Calibrated before the charge, so a share too small for the sampler raises first;
-        # every |count|, |sum|, sum of squares <= n <= 2**36 (check_n)
-        mechs = [(LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=stat.size,
-                                             granularity=_base.laplace_grid(sens, eps)), stat)
-                 for stat, sens, eps in zip((counts, sums, squares), (1.0, float(d), float(d)),
-                                            split)]
+        # calibrated before the charge (a share too small for the sampler raises first)
+        plan = GaussianNBSums(epsilon, d)
+        exact = plan.exact(Z, idx, k)
 
         def draw(rng):  # one generator for the three draws, charged once as a whole
-            return [np.asarray(m.release(stat, random_state=rng), dtype=float)
-                    for m, stat in mechs]
+            return plan.release(exact, rng)
 
         counts_n, sums_n, squares_n = release(
             draw, cost=Cost(epsilon), accountant=self.accountant, random_state=self.random_state,
@@ -209,7 +252,8 @@ class GaussianNB(_NaiveBayes):
         self.class_prior_ = priors if priors is not None else n_c / n_c.sum()
         self.theta_ = mid + half * mean
         self.var_ = var * half ** 2
-        self.epsilon_split_ = split
+        self.epsilon_split_ = plan.split
+        self.grid_ = plan.grid
         return self
 
     def _joint_log_likelihood(self, X):

@@ -1,11 +1,17 @@
-"""Minimise a strongly convex ERM objective to a certified tolerance.
+"""Minimise a strongly convex ERM objective to a certified tolerance, never failing on the data.
 
 :func:`newton` is a damped Newton method that returns only a point whose float64 gradient
 norm, plus the rounding allowance of its final sum, is at most ``tol * lam``; on a
 ``lam``-strongly convex objective that point is within ``tol`` of the unique minimiser, which
-is what the privacy analyses of the linear classifiers in :mod:`dpcore.learn._erm` rely on. :func:`minimise_binary` and
-:func:`minimise_multinomial` supply its objectives (the losses themselves live in
-``_erm``).
+is what the privacy analyses of the linear classifiers in :mod:`dpcore.learn._erm` rely on.
+When Newton does not certify its point within ``max_iter`` steps (or stalls), it returns None
+and :func:`accelerated_gradient` takes over from the best point: Nesterov's method for
+strongly convex, smooth objectives, run for a number of steps that provably (in exact
+arithmetic) brings it within ``tol`` of the minimiser, so the optimiser never raises after the
+budget is charged and whether it returns never depends on the data (issue 25).
+:func:`certified_tol` is the public pre-check: it raises ``tol`` to a floor (from public
+values only) at which the float64 certificate is attainable. :func:`minimise_binary` and
+:func:`minimise_multinomial` supply the objectives (the losses themselves live in ``_erm``).
 
 Only the gradient and the objective value must be exact; the Newton steps need not be. So
 both objectives start from the minimiser of a subsample of the rows (when n is large), the
@@ -67,13 +73,10 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
 
     Returns
     -------
-    ndarray
-        A point with ||grad|| + e <= tol * lam.
-
-    Raises
-    ------
-    RuntimeError
-        When tol is not reached (nothing is released then).
+    ndarray or None
+        A point with ||grad|| + e <= tol * lam, or None when tol is not reached within
+        ``max_iter`` steps or no step is accepted (the caller then runs
+        :func:`accelerated_gradient`).
     """
     f, g, err = value_grad(x)
     gnorm = float(np.linalg.norm(g))
@@ -94,13 +97,118 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
                 break
             t *= 0.5
             if t < 1e-10:
-                raise RuntimeError("the optimiser stalled before reaching tol; nothing was "
-                                   "released (the budget is spent); raise tol")
+                return None   # stalled
         x, f, g, gnorm, err = x_new, f_new, g_new, gnorm_new, err_new
     if gnorm + err <= tol * lam:
         return x
-    raise RuntimeError("the optimiser did not reach tol within max_iter Newton steps; nothing "
-                       "was released (the budget is spent); raise max_iter or tol")
+    return None
+
+
+#: The certificate needs tol * lam at least this many times the bound G on the loss
+#: gradient's norm: 2^10 times the certificate's own rounding allowance (2^-50 G at the
+#: minimiser of an unperturbed objective), so float64 gradients can pass it.
+ROUNDING_FLOOR = 2.0**-40
+
+
+def certified_tol(tol, lam, lipschitz):
+    """The tolerance the optimiser certifies: ``tol``, or the floor ROUNDING_FLOOR * G / lam
+    when tol * lam is below it (G = ``lipschitz``, the public bound on the loss gradient's
+    norm). A function of public values only, computed before anything is charged; output
+    perturbation charges 2 * this in its sensitivity.
+
+    >>> certified_tol(1e-6, 1e-3, 1.0)
+    1e-06
+    >>> certified_tol(1e-6, 1e-9, 1.0) == 2.0**-40 / 1e-9
+    True
+    """
+    return max(float(tol), ROUNDING_FLOOR * lipschitz / lam)
+
+
+#: Most steps the accelerated-gradient fallback takes (a public cap; output perturbation
+#: refuses, before the charge, a regularisation whose provable count exceeds it).
+MAX_FALLBACK_STEPS = 10**5
+
+
+def fallback_steps(g0, lam, smooth, tol):
+    """Steps of :func:`accelerated_gradient` that provably bring a start with gradient norm
+    <= g0 within tol of the minimiser: ceil(log(2 (g0 / (lam tol))^2) / -log(1 - q)), q =
+    sqrt(lam / smooth) (0 when g0 <= tol * lam). From public values only when g0 is a public
+    bound (the loss gradient's norm bound at the start 0, plus the perturbation's norm / n).
+
+    >>> fallback_steps(1.0, 0.25, 0.25, 1e-6)
+    1
+    >>> fallback_steps(1.0, 1e-4, 0.25, 1e-6)
+    2314
+    """
+    if g0 <= tol * lam:
+        return 0
+    q = math.sqrt(lam / smooth)
+    if q >= 1.0:
+        return 1
+    return math.ceil(math.log(2.0 * (g0 / (lam * tol)) ** 2) / -math.log1p(-q))
+
+
+def accelerated_gradient(value_grad, x, lam, smooth, tol, max_steps=MAX_FALLBACK_STEPS):
+    """Nesterov's accelerated gradient method from x, for a ``lam``-strongly convex,
+    ``smooth``-smooth objective; returns a point within ``tol`` of the minimiser x* (when
+    :func:`fallback_steps` is at most ``max_steps``).
+
+    With q = sqrt(lam / smooth) and constant momentum (1 - q) / (1 + q), the iterates satisfy
+    f(x_k) - f* <= (1 - q)^k A0 with A0 = f(x_0) - f* + (lam / 2) ||x_0 - x*||^2 (Nesterov 2004,
+    Theorem 2.2.3), and ||x_k - x*||^2 <= 2 (f(x_k) - f*) / lam. From the gradient g_0 at x_0,
+    strong convexity gives f(x_0) - f* <= ||g_0||^2 / (2 lam) and ||x_0 - x*|| <= ||g_0|| / lam,
+    so A0 <= ||g_0||^2 / lam and :func:`fallback_steps` (||g_0|| taken with its rounding
+    allowance) steps suffice. The method returns earlier at a point whose own gradient passes
+    the certificate of :func:`newton`. The bound is for exact arithmetic; :func:`certified_tol`
+    keeps tol * lam far above the float64 rounding of the gradients.
+
+    Parameters
+    ----------
+    value_grad : callable
+        As in :func:`newton`.
+    x : ndarray
+        Starting point.
+    lam : float
+        Strong convexity constant, > 0.
+    smooth : float
+        Bound on the largest eigenvalue of the Hessian (loss curvature times the squared row
+        norm bound, plus lam), >= lam.
+    tol : float
+        Distance to the minimiser, > 0.
+    max_steps : int, default=MAX_FALLBACK_STEPS
+        Cap on the steps (output perturbation checks before the charge that its count is
+        below it; objective perturbation, whose guarantee does not involve tol, may hit it
+        after a huge noise draw).
+
+    Returns
+    -------
+    ndarray
+    """
+    _, g, err = value_grad(x)
+    steps = min(fallback_steps(float(np.linalg.norm(g)) + err, lam, smooth, tol), max_steps)
+    if steps == 0:
+        return x
+    q = math.sqrt(min(lam / smooth, 1.0))
+    momentum = (1.0 - q) / (1.0 + q)
+    previous = x
+    y = x
+    for _ in range(steps):
+        _, g, err = value_grad(y)
+        if float(np.linalg.norm(g)) + err <= tol * lam:
+            return y
+        x_new = y - g / smooth
+        y = x_new + momentum * (x_new - previous)
+        previous = x_new
+    return previous
+
+
+def _certified(value_grad, newton_step, x, lam, smooth, tol, max_iter):
+    """Newton from x, then (when it does not certify) accelerated gradient from 0, whose
+    gradient norm has a public bound (so has its step count)."""
+    out = newton(value_grad, newton_step, x, lam, tol, max_iter)
+    if out is not None:
+        return out
+    return accelerated_gradient(value_grad, np.zeros_like(x), lam, smooth, tol)
 
 
 def _sum_rounding(*terms):
@@ -175,14 +283,12 @@ def _warm_start(loss_fn, Z, lam, b, max_iter):
         return None
     sub = np.ascontiguousarray(Z[::stride])
     value_grad, newton_step = _binary_objective(loss_fn, sub, lam, b * (sub.shape[0] / n))
-    try:
-        return newton(value_grad, newton_step, np.zeros(d), lam, 1.0, max_iter)
-    except RuntimeError:
-        return None
+    return newton(value_grad, newton_step, np.zeros(d), lam, 1.0, max_iter)
 
 
-def minimise_binary(loss_fn, Z, lam, b, tol, max_iter):
-    """Minimise (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n by damped Newton.
+def minimise_binary(loss_fn, Z, lam, b, tol, max_iter, *, curvature):
+    """Minimise (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n by damped Newton (then, if
+    it does not certify, accelerated gradient: never raises).
 
     Parameters
     ----------
@@ -199,16 +305,14 @@ def minimise_binary(loss_fn, Z, lam, b, tol, max_iter):
         Certified distance to the minimiser, > 0.
     max_iter : int
         Maximum Newton steps (on all rows).
+    curvature : float
+        Bound on loss'' (1/4 logistic, 1/(2h) Huber): the objective is (curvature +
+        lam)-smooth on rows of norm <= 1 (for the fallback's step count).
 
     Returns
     -------
     ndarray, shape (d,)
-        w with ||grad|| <= tol * lam, so ||w - w*|| <= tol.
-
-    Raises
-    ------
-    RuntimeError
-        When tol is not reached (see :func:`newton`).
+        w with ||w - w*|| <= tol (certified by the gradient, or by the fallback's count).
     """
     value_grad, newton_step = _binary_objective(loss_fn, Z, lam, b)
     x = _warm_start(loss_fn, Z, lam, b, max_iter)
@@ -216,7 +320,7 @@ def minimise_binary(loss_fn, Z, lam, b, tol, max_iter):
     # e.g. rows ordered with the stride's period); value_grad keeps its value for newton.
     if x is None or value_grad(x)[0] > float(loss_fn(np.zeros(1))[0][0]):
         x = np.zeros(Z.shape[1])
-    return newton(value_grad, newton_step, x, lam, tol, max_iter)
+    return _certified(value_grad, newton_step, x, lam, curvature + lam, tol, max_iter)
 
 
 def softmax_rows(S):
@@ -290,12 +394,8 @@ def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
     Returns
     -------
     ndarray, shape (k, d)
-        W with ||grad|| <= tol * lam, so ||W - W*|| <= tol.
-
-    Raises
-    ------
-    RuntimeError
-        When tol is not reached (see :func:`newton`).
+        W with ||W - W*|| <= tol (certified by the gradient, or by the fallback's count: the
+        softmax loss is 1/2-smooth on rows of norm <= 1; never raises).
     """
     n, d = Xs.shape
     rows = max(256, _BLOCK_BYTES // (8 * d))
@@ -352,11 +452,8 @@ def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
     stride = n // (_WARM_ROWS_MULTINOMIAL * k * d)
     if stride >= _WARM_MIN_STRIDE:
         sub = slice(None, None, stride)
-        try:
-            W = minimise_multinomial(np.ascontiguousarray(Xs[sub]), labels[sub], k, lam,
-                                     B * (len(labels[sub]) / n), 1.0, max_iter).ravel()
-        except RuntimeError:
-            W = None
+        W = minimise_multinomial(np.ascontiguousarray(Xs[sub]), labels[sub], k, lam,
+                                 B * (len(labels[sub]) / n), 1.0, max_iter).ravel()
     if W is None or value_grad(W)[0] > math.log(k):
         W = np.zeros(k * d)
-    return newton(value_grad, newton_step, W, lam, tol, max_iter).reshape(k, d)
+    return _certified(value_grad, newton_step, W, lam, 0.5 + lam, tol, max_iter).reshape(k, d)
