@@ -26,12 +26,17 @@ _PF_BITS = 31
 
 def _epsilon_ratio(epsilon):
     """(p, s) with p / 2**s <= epsilon, p < 2**31, s <= 62: epsilon rounded down to 31
-    significant bits (a smaller epsilon is a stronger guarantee)."""
+    significant bits (a smaller epsilon is a stronger guarantee). floor(epsilon 2**s) grows
+    with s, so s is the largest exponent <= 62 (and >= 0) leaving it below 2**31, read from
+    the bit length of floor(epsilon 2**62) (floor(floor(a) / 2**k) = floor(a / 2**k))."""
     f = Fraction(epsilon)
-    s = 62
-    while s > 0 and math.floor(f * 2**s) >= 2**_PF_BITS:
-        s -= 1
-    return min(math.floor(f * 2**s), 2**_PF_BITS - 1), s
+    top = (f.numerator << 62) // f.denominator          # floor(epsilon 2**62)
+    extra = top.bit_length() - _PF_BITS                 # bits beyond 31
+    if extra <= 0:
+        return top, 62
+    if extra <= 62:
+        return top >> extra, 62 - extra
+    return min(math.floor(f), 2**_PF_BITS - 1), 0
 
 
 def _accept(gap, p, s, rng):

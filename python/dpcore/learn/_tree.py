@@ -1,6 +1,7 @@
 """Private decision trees: complete trees whose splits are drawn with the exponential mechanism and
-whose leaves release a label by permute-and-flip, and ensembles of random decision trees
-(Jagannathan, Pillaipakkamnatt, Wright) with noisy leaves.
+whose leaves release a label by permute-and-flip; forests of such trees, each grown on a random
+part of the records (parallel composition), or of random decision trees (Jagannathan,
+Pillaipakkamnatt, Wright) with noisy leaves.
 
 Counting, binning and tree walks run in the compiled kernel ``dpcore._tree``. Every split is drawn
 by :class:`dpcore.selection.ExponentialMechanism` (method ``"exact"``), every leaf label by the
