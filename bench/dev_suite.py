@@ -8,6 +8,7 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py tree [--seeds 9]       # DecisionTreeClassifier
     PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
     PYTHONPATH=python python bench/dev_suite.py scaling [--seeds 3]    # linear models, 4 scalings
+    PYTHONPATH=python python bench/dev_suite.py tree-prep --epsilons 0.1  # trees, issue 28 item 2
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -59,6 +60,10 @@ against ``method="output"`` and diffprivlib's LogisticRegression (when importabl
 four preprocessings of learn_accuracy.py's ``--linear`` study (:data:`learn_accuracy.
 PREPROCESSINGS`, with the training part's min/max, mean and standard deviation as the public
 inputs), on the data sets above except the adult-like one, at epsilon 0.1 .. 5.
+
+``tree-prep``: DecisionTreeClassifier's defaults against depth 6 with 16 bins and diffprivlib
+under the preprocessings of issue 28 item 2 (``tree_accuracy.preprocess``: min-max, standardised
+and clipped, unit-norm rows) on the same sets.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -368,6 +373,24 @@ def forest_cells(sets, seeds, epsilons=None):
                                 rules, epsilons)
 
 
+def tree_prep_cells(sets, seeds, epsilons=None):
+    """DecisionTreeClassifier's rules under the preprocessings of issue 28 item 2
+    (tree_accuracy.preprocess, on each set's training and test rows together; min-max divided
+    by sqrt(d) is min-max for a tree, so it is left out)."""
+    import tree_accuracy
+
+    rules = {"tree_defaults": {}, "depth 6, 16 bins": {"max_depth": 6, "n_bins": 16}}
+    for prep in ("minmax", "standardised", "unit rows"):
+        prepared = []
+        for s in sets:
+            Xtr, Xte, _ = s.raw
+            X, bounds = tree_accuracy.preprocess(np.vstack([Xtr, Xte]), prep)
+            prepared.append(DevSet(f"{s.name} / {prep}", s.ytr, s.yte,
+                                   (X[:len(Xtr)], X[len(Xtr):], bounds), None))
+        yield from _tree_like_cells(prepared, seeds, "DecisionTreeClassifier",
+                                    DecisionTreeClassifier, rules, epsilons)
+
+
 def _rule_kwargs(kw, eps, n_classes):
     """A rule's keyword arguments; "deeper T" / "shallower T": T trees of tree_defaults' depth
     plus or minus one."""
@@ -438,7 +461,8 @@ def scaling_cells(sets, seeds):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
-                                          "forest", "scaling"])
+                                          "forest", "scaling",
+                                          "tree-prep"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -446,8 +470,9 @@ def main(argv=None):
     cells = {}
     if args.study == "regression":
         cells_iter = regression_cells(args.seeds)
-    elif args.study in ("tree", "forest"):
-        study = {"tree": tree_cells, "forest": forest_cells}[args.study]
+    elif args.study in ("tree", "forest", "tree-prep"):
+        study = {"tree": tree_cells, "forest": forest_cells,
+                 "tree-prep": tree_prep_cells}[args.study]
         cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,

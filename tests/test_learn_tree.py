@@ -303,6 +303,23 @@ def test_partition_forest_label_law():
     assert chisquare_pvalue(observed, both) < ALPHA
 
 
+def test_partition_forest_grows_every_tree_on_its_part():
+    # at a huge epsilon each tree is the best tree of its own records: on a separable problem
+    # every tree of the partition forest predicts well (a tree left without records would not)
+    rng = np.random.default_rng(22)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (3000, 3))
+    y = (X[:, 1] > 0.5).astype(int) + 2 * (X[:, 2] > 0.25)
+    f = RandomForestClassifier(epsilon=1e9, bounds=(0, 1), classes=[0, 1, 2, 3], n_estimators=5,
+                               max_depth=2, random_state=3).fit(X, y)
+    t = f.tree_
+    assert t.roots.tolist() == [0, 7, 14, 21, 28] and f.n_estimators_ == 5
+    leaves = t.slot[t.apply(X)]                       # (n, 5)
+    for tree in range(5):
+        labels = np.argmax(t.values[leaves[:, tree]], axis=1)
+        assert np.mean(labels == y) > 0.97
+    assert f.score(X, y) > 0.97
+
+
 def split_case():
     """200 records, 2 features, one threshold each (0.5). Feature 0 separates the classes
     (max-operator utility 100 + 100 = 200); feature 1 leaves one class-1 record on the left
@@ -594,7 +611,7 @@ def test_defaults_read_public_inputs_only():
     assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
     assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes"]
     assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (6, 16, 0.1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
     for e, k in ((0.1, 3), (1, 2), (5, 10)):
