@@ -2,7 +2,7 @@
 (:func:`dpcore.learn._sgd.sgd_plan`) and ``method="gd"``'s number of steps and averaging.
 
     PYTHONPATH=python python bench/sgd_dev.py sgd [--seeds 5]   # steps, noise multiplier, clip, lr
-    PYTHONPATH=python python bench/sgd_dev.py gd [--seeds 5]    # n_steps and tail averaging
+    PYTHONPATH=python python bench/sgd_dev.py gd [--seeds 3]    # n_steps and tail averaging
 
 Data: the classification sets of ``bench/dev_suite.py`` (adult-like with seed 101, two splits of
 the TRAINING rows of breast cancer and digits, four make_classification problems; unit rows,
@@ -38,15 +38,16 @@ SGD_RULES = {
     "z=1.5": {"SGD_NOISE_MULTIPLIER": 1.5},
 }
 
-# name -> (n_steps, GD_TAIL); "library": the estimator's default
+# name -> module constants of dpcore.learn._sgd for gd's n_steps="auto" and averaging
 GD_RULES = {
-    "library": (None, None),
-    "T=300 all": (300, 0.0),
-    "T=300 tail": (300, 0.5),
-    "T=100 tail": (100, 0.5),
-    "T=30 tail": (30, 0.5),
-    "T=10 tail": (10, 0.5),
-    "T=30 all": (30, 0.0),
+    "old: T=300 all": {"GD_STEPS_PER_ROOT_N": 1.0, "GD_MIN_STEPS": 300, "GD_MAX_STEPS": 300,
+                       "GD_TAIL": 0.0},
+    "T=300 tail": {"GD_STEPS_PER_ROOT_N": 1.0, "GD_MIN_STEPS": 300, "GD_MAX_STEPS": 300,
+                   "GD_TAIL": 0.5},
+    "2rn tail": {"GD_STEPS_PER_ROOT_N": 2.0, "GD_MIN_STEPS": 10, "GD_MAX_STEPS": 1000,
+                 "GD_TAIL": 0.5},
+    "1rn tail": {"GD_STEPS_PER_ROOT_N": 1.0, "GD_MIN_STEPS": 10, "GD_MAX_STEPS": 1000,
+                 "GD_TAIL": 0.5},
 }
 
 
@@ -86,13 +87,8 @@ def cells(study, sets, seeds):
                 row = {}
                 rules = SGD_RULES if study == "sgd" else GD_RULES
                 for rule, setting in rules.items():
-                    if study == "sgd":
-                        kw, constants = dict(method="sgd", n_hint=n), setting
-                    else:
-                        steps, tail = setting
-                        kw = dict(method="gd") if steps is None else dict(method="gd",
-                                                                          n_steps=steps)
-                        constants = {} if tail is None else {"GD_TAIL": tail}
+                    kw = dict(method="sgd", n_hint=n) if study == "sgd" else dict(method="gd")
+                    constants = setting
 
                     def make(seed, est=est, eps=eps, kw=kw):
                         return est(epsilon=eps, delta=DELTA, data_norm=1.0, classes=classes,

@@ -2,7 +2,7 @@
 synthetic problem at epsilon 1, delta 1e-6, against non-private scikit-learn and against
 ``method="gd"`` at equal epsilon.
 
-    PYTHONPATH=python /work/benchenv/bin/python bench/sgd_scale.py [--seeds 5] [--sizes 10000 100000 1000000]
+    PYTHONPATH=python /work/benchenv/bin/python bench/sgd_scale.py [--seeds 5] [--gd-seeds 5] [--sizes 10000 100000 1000000]
 
 Generator (:func:`problem`): X ~ N(0, I_20) (seed 2026 + size), a fixed direction w* with
 ||w*|| = 3 (seed 7), labels y ~ Bernoulli(sigmoid(x . w* + 0.5)); 10**5 extra rows drawn the
@@ -54,7 +54,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--no-gd", action="store_true", help="skip method='gd'")
+    parser.add_argument("--gd-seeds", type=int, default=None,
+                        help="noise seeds for method='gd' (default: --seeds; 0 skips gd)")
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     for n in args.sizes:
@@ -63,10 +64,12 @@ def main(argv=None):
         sk_acc = sk.score(Xte, yte)
         print(f"\nn = {n}: non-private scikit-learn accuracy {sk_acc:.4f} "
               f"(fit {sk_cpu:.2f} s CPU, {sk_wall:.2f} s wall)")
-        methods = ["sgd"] if args.no_gd else ["sgd", "gd"]
-        for method in methods:
+        gd_seeds = args.seeds if args.gd_seeds is None else args.gd_seeds
+        for method, seeds in (("sgd", args.seeds), ("gd", gd_seeds)):
+            if seeds == 0:
+                continue
             accs, cpus, walls = [], [], []
-            for seed in range(args.seeds):
+            for seed in range(seeds):
                 kw = dict(n_hint=n) if method == "sgd" else {}
                 est = LogisticRegression(epsilon=EPSILON, delta=DELTA, method=method,
                                          data_norm=DATA_NORM, classes=[0, 1],
