@@ -228,3 +228,93 @@ def test_search_never_fits_on_stand_in_data(data, monkeypatch):
     rows = {r.tobytes() for r in np.asarray(X)}
     assert all(r.tobytes() in rows for part in seen for r in part)
     assert acc.spent[0] == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# selection="random_stopping" (Liu-Talwar 2019; Papernot-Steinke 2022)
+
+def _count_fits(monkeypatch):
+    fits = []
+    real = LogisticRegression.fit
+
+    def spy(self, X, y):
+        fits.append((X.shape[0], self.alpha, self.epsilon))
+        return real(self, X, y)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spy)
+    return fits
+
+
+def test_random_stopping_charges_three_trial_epsilons_once(data):
+    X, y = data
+    acc = dpcore.Accountant(1.0)
+    s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e-2, 1e-1]},
+                          epsilon=1.0, classes=[0, 1], random_state=0, accountant=acc,
+                          selection="random_stopping").fit(X, y)
+    (entry,) = acc.history
+    assert entry.epsilon <= 1.0 and entry.epsilon == pytest.approx(1.0)
+    assert entry.epsilon <= 3 * s.epsilon_per_trial_
+    assert s.score(X, y) > 0.85
+    fitted = [k for k in vars(s) if k.endswith("_")]
+    assert [k for k in fitted if "trial" in k] == ["epsilon_per_trial_"]   # K is secret
+
+
+@pytest.mark.slow
+def test_random_stopping_trials_are_geometric_and_uniform(monkeypatch):
+    """Over 400 searches with n_trials = 3: the number of fits per search is geometric with
+    mean 3 (chi-square against P(K = k) = (1/3)(2/3)^(k-1), alpha 1e-4), each fit sees the four
+    fifths of the records at epsilon / 3, and the candidates are tried uniformly (chi-square)."""
+    from _gof import ALPHA, chisquare_pvalue
+
+    rng = np.random.default_rng(2)  # test data, not noise
+    X = rng.normal(size=(50, 2))
+    y = (X[:, 0] > 0).astype(int)
+    fits = _count_fits(monkeypatch)
+    counts, alphas = [], []
+    for seed in range(400):
+        before = len(fits)
+        PrivateGridSearch(LogisticRegression(data_norm=3.0), {"alpha": [0.1, 0.2, 0.4, 0.8]},
+                          epsilon=1.5, classes=[0, 1], random_state=seed, n_trials=3,
+                          selection="random_stopping").fit(X, y)
+        counts.append(len(fits) - before)
+        alphas += [a for _, a, _ in fits[before:]]
+    assert {(rows, eps) for rows, _, eps in fits} == {(40, 0.5)}
+    k = np.arange(1, 13)
+    p = (1 / 3) * (2 / 3) ** (k - 1)
+    observed = np.array([np.sum(np.array(counts) == v) for v in k] + [np.sum(np.array(counts) > 12)])
+    assert chisquare_pvalue(observed, np.append(p, 1 - p.sum())) > ALPHA
+    # power: the same counts are far from a mean of 5 trials
+    p5 = 0.2 * 0.8 ** (k - 1)
+    assert chisquare_pvalue(observed, np.append(p5, 1 - p5.sum())) < ALPHA
+    tried = np.array([np.sum(np.isclose(alphas, a)) for a in (0.1, 0.2, 0.4, 0.8)])
+    assert chisquare_pvalue(tried, np.full(4, 0.25)) > ALPHA
+
+
+def test_random_stopping_returns_the_best_trial_at_huge_epsilon(data):
+    """With epsilon = 1e6 the noisy scores are the error counts: a useless candidate (alpha
+    huge: coefficients near 0, predicting one class) is never returned when a good one was
+    tried."""
+    X, y = data
+    for seed in range(5):
+        s = PrivateGridSearch(LogisticRegression(data_norm=4.0), {"alpha": [1e-3, 1e6]},
+                              epsilon=1e6, classes=[0, 1], random_state=seed, n_trials=20,
+                              selection="random_stopping").fit(X, y)
+        assert s.best_params_ == {"alpha": 1e-3}
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(selection="bogus"), "selection"),
+    (dict(selection="random_stopping", n_trials=0), "n_trials"),
+    (dict(n_trials=5), "n_trials applies"),
+    (dict(selection="random_stopping", estimator=LogisticRegression(
+        data_norm=4.0, method="gd", delta=1e-6)), "pure epsilon"),
+])
+def test_random_stopping_arguments_checked_before_the_charge(data, kw, match):
+    X, y = data
+    acc = dpcore.Accountant(5.0, 1e-3)
+    args = dict(estimator=LogisticRegression(data_norm=4.0), param_grid={"alpha": [1e-3, 1e-2]},
+                epsilon=1.0, classes=[0, 1], random_state=0, accountant=acc)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        PrivateGridSearch(**args).fit(X, y)
+    assert acc.history == []

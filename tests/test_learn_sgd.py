@@ -261,3 +261,56 @@ def test_sgd_regression_learns():
                            bounds_y=(-1, 1), random_state=0).fit(X, y)
     assert np.allclose(reg.coef_, [0.5, -0.3, 0.0], atol=0.03)
     assert reg.intercept_ == pytest.approx(0.2, abs=0.03)
+
+
+@pytest.mark.parametrize("kw", [dict(data_norm=2.0), dict(data_norm=2.0, fit_intercept=False),
+                                dict(bounds_X=(-1, 1), fit_intercept=False)])
+def test_sgd_regression_maps_back_to_the_raw_units(kw):
+    """The model is fitted on rows scaled into the unit ball; its coefficients are reported in
+    the caller's units (no-intercept data for the fits without one)."""
+    rng = np.random.default_rng(6)  # test data, not noise
+    X = rng.uniform(-1, 1, size=(30000, 3))
+    offset = 0.2 if kw.get("fit_intercept", True) else 0.0
+    y = np.clip(0.5 * X[:, 0] - 0.3 * X[:, 1] + offset + 0.05 * rng.normal(size=30000), -1, 1)
+    reg = LinearRegression(epsilon=2.0, delta=1e-6, method="sgd", n_hint=30000,
+                           bounds_y=(-1, 1), random_state=1, **kw).fit(X, y)
+    assert np.allclose(reg.coef_, [0.5, -0.3, 0.0], atol=0.04)
+    assert reg.intercept_ == pytest.approx(offset, abs=0.04)
+
+
+# ------------------------------------------------------------------------------------------------
+# gd: n_steps="auto"
+
+def test_gd_steps_rule():
+    assert _sgd.gd_steps(10**5, 1.0) == round(2 * 10**2.5)
+    assert _sgd.gd_steps(10, 0.1) == _sgd.GD_MIN_STEPS
+    assert _sgd.gd_steps(10**9, 1.0) == _sgd.GD_MAX_STEPS
+    with pytest.raises(ValueError, match="epsilon"):
+        _sgd.gd_steps(100, 0.0)
+
+
+def test_gd_auto_steps_are_used_and_bad_steps_charge_nothing():
+    X, y = _blobs(2500)
+    clf = LogisticRegression(epsilon=1.0, delta=1e-6, method="gd", data_norm=3.0,
+                             classes=[0, 1], random_state=0).fit(X, y)
+    assert clf.calibration_["n_steps"] == _sgd.gd_steps(2500, 1.0)
+    assert clf.score(X, y) > 0.95
+    acc = dpcore.Accountant(10.0, 1e-3)
+    for bad in ("many", 0, 2.5):
+        with pytest.raises((ValueError, TypeError), match="n_steps"):
+            LogisticRegression(epsilon=1.0, delta=1e-6, method="gd", data_norm=3.0, n_steps=bad,
+                               classes=[0, 1], accountant=acc).fit(X, y)
+    assert acc.history == []
+
+
+def test_gd_default_converges_at_large_epsilon():
+    """At epsilon = 1e6 the default plan (n_steps="auto", tail averaging) reaches the
+    non-private model's accuracy."""
+    from sklearn.linear_model import LogisticRegression as Exact
+
+    X, y = _blobs(5000, seed=9)
+    y = np.where(np.random.default_rng(9).random(5000) < 0.1, 1 - y, y)  # label noise
+    gd = LogisticRegression(epsilon=1e6, delta=1e-6, method="gd", data_norm=4.0, alpha=1e-4,
+                            classes=[0, 1], random_state=0).fit(X, y)
+    exact = Exact(C=1e4).fit(X, y)
+    assert gd.score(X, y) >= exact.score(X, y) - 0.01

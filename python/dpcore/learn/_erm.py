@@ -34,7 +34,7 @@ from dpcore.learn._optimise import (
     minimise_multinomial,
     softmax_rows,
 )
-from dpcore.learn._sgd import noisy_gd, noisy_gd_multinomial, noisy_sgd, sgd_plan
+from dpcore.learn._sgd import gd_steps, noisy_gd, noisy_gd_multinomial, noisy_sgd, sgd_plan
 
 __all__ = [
     "LogisticRegression",
@@ -128,7 +128,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         c = self._curvature()
         classes = _base.check_classes(self.classes)
         _base.check_n(n_samples)
-        check.integer(self.n_steps, "n_steps", minimum=1, maximum=10**6)
+        if not (isinstance(self.n_steps, str) and self.n_steps == "auto"):
+            check.integer(self.n_steps, "n_steps", minimum=1, maximum=10**6)
         if self.method in ("gd", "sgd"):
             if self.delta is None:
                 raise ValueError(f"delta is required for method={self.method!r} ((epsilon, "
@@ -228,15 +229,17 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
             # than epsilon / k), each over n_steps noisy gradients
             rho = zcdp_rho_for(epsilon, self.delta)
+            steps = gd_steps(n, epsilon) if self.n_steps == "auto" else self.n_steps
             if multinomial:   # one model; the softmax loss is 1/2-smooth on unit rows
-                calib = {"rho": rho, "n_steps": self.n_steps, "step_size": 1.0 / (0.5 + alpha)}
+                calib = {"rho": rho, "n_steps": steps, "step_size": 1.0 / (0.5 + alpha)}
             else:
-                calib = {"rho": round_down(Fraction(rho) / k), "n_steps": self.n_steps,
+                calib = {"rho": round_down(Fraction(rho) / k), "n_steps": steps,
                          "step_size": 1.0 / (c + alpha)}
         elif self.method == "sgd":
             # one release for all k outputs (softmax, or one-vs-rest heads clipped jointly)
             plan = sgd_plan(d, epsilon, self.delta, self.n_hint, n_outputs=k,
-                            smoothness=0.5 if multinomial else c)
+                            smoothness=0.5 if multinomial else c,
+                            loss="softmax" if multinomial else self._sgd_loss)
             calib = {"n_steps": plan.n_steps, "rate": plan.rate,
                      "noise_multiplier": plan.noise_multiplier, "clip": plan.clip,
                      "learning_rate": plan.learning_rate}
@@ -274,8 +277,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                 target = np.zeros(n)   # class indices
                 for j in range(1, classes.size):
                     target[y == classes[j]] = j
-                loss = "softmax" if multinomial else self._sgd_loss
-                return noisy_sgd(Xs, target, k, loss, plan, alpha, rng,
+                return noisy_sgd(Xs, target, k, "softmax" if multinomial else self._sgd_loss,
+                                 plan, alpha, rng,
                                  h=getattr(self, "h", 0.5))
             if multinomial:
                 labels = np.zeros(n, dtype=np.intp)
@@ -421,8 +424,10 @@ class LogisticRegression(_PrivateERMClassifier):
     delta : float, default=None
         ``method="gd"`` and ``"sgd"`` only (required there): the delta of the (epsilon, delta)
         guarantee, 0 < delta < 1, far below 1/n.
-    n_steps : int, default=300
+    n_steps : int or "auto", default="auto"
         ``method="gd"``: gradient steps per model (public; 1 <= n_steps <= 10**6).
+        ``"auto"``: :func:`dpcore.learn._sgd.gd_steps` (n, epsilon), a rule on public values
+        chosen on the development data (``bench/sgd_dev.py gd``).
     n_hint : int, default=None
         ``method="sgd"`` only (required there): a public guess of the number of records, >= 1.
         It sets the expected batch size and the scale of the steps (the noisy gradient sums
@@ -549,7 +554,7 @@ class LogisticRegression(_PrivateERMClassifier):
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", method="objective",
                  multi_class="auto", fit_intercept=True, intercept_scaling="auto", classes=None,
-                 tol=1e-6, max_iter=100, delta=None, n_steps=300, n_hint=None, random_state=None,
+                 tol=1e-6, max_iter=100, delta=None, n_steps="auto", n_hint=None, random_state=None,
                  accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm
@@ -633,8 +638,9 @@ class LinearSVC(_PrivateERMClassifier):
     max_iter : int, default=100
     delta : float, default=None
         ``method="gd"`` and ``"sgd"`` only (required there).
-    n_steps : int, default=300
-        ``method="gd"``: gradient steps per model.
+    n_steps : int or "auto", default="auto"
+        ``method="gd"``: gradient steps per model (``"auto"``: as in
+        :class:`LogisticRegression`).
     n_hint : int, default=None
         ``method="sgd"`` only (required there): public guess of the number of records
         (utility only), as in :class:`LogisticRegression`.
@@ -665,7 +671,7 @@ class LinearSVC(_PrivateERMClassifier):
 
     def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", h=0.5, method="objective",
                  fit_intercept=True, intercept_scaling="auto", classes=None, tol=1e-6,
-                 max_iter=100, delta=None, n_steps=300, n_hint=None, random_state=None,
+                 max_iter=100, delta=None, n_steps="auto", n_hint=None, random_state=None,
                  accountant=None):
         self.epsilon = epsilon
         self.data_norm = data_norm

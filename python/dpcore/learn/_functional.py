@@ -387,7 +387,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         my, hy = self._target_scale(by)
         Z, mx, hx, scale = regression_rows(X, bx, data_norm, self.fit_intercept)
         target = (np.clip(y, *by) - my) / hy
-        plan = sgd_plan(Z.shape[1], epsilon, delta, self.n_hint, smoothness=1.0)
+        plan = sgd_plan(Z.shape[1], epsilon, delta, self.n_hint, smoothness=1.0, loss="squared")
         w = release(lambda rng: noisy_sgd(Z, target, 1, "squared", plan, alpha / self.n_hint,
                                           rng)[0],
                     cost=plan.cost, accountant=self.accountant, random_state=self.random_state,

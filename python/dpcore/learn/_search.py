@@ -1,5 +1,9 @@
-"""Private hyper-parameter selection (Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 3)."""
+"""Private hyper-parameter selection: a split of the records with the exponential mechanism
+(Chaudhuri, Monteleoni, Sarwate 2011, Algorithm 3), or random stopping over repeated private
+trials (Liu-Talwar 2019; Papernot-Steinke 2022)."""
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -7,11 +11,22 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.validation import check_is_fitted
 
+from dpcore import _validation as check
+from dpcore._floats import round_down
 from dpcore._progress import Progress
+from dpcore._release import Cost
 from dpcore.learn import _base
+from dpcore.mechanisms import discrete_laplace
 from dpcore.tuning import select_candidate, validation_errors
 
-__all__ = ["PrivateGridSearch"]
+__all__ = ["PrivateGridSearch", "SELECTIONS", "RANDOM_STOPPING_FACTOR"]
+
+SELECTIONS = ("exponential", "random_stopping")
+#: Random stopping with a geometric number of trials costs this many times a trial's epsilon
+#: (Liu-Talwar 2019, Theorem 3.4; Papernot-Steinke 2022, Theorem 2 with eta = 1).
+RANDOM_STOPPING_FACTOR = 3
+#: Share of the records held out to score the trials of random stopping (public).
+VALIDATION_SHARE = Fraction(1, 5)
 
 
 def _keys(params, name):
@@ -85,20 +100,38 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         the private steps' ``cost`` properties: functions of public parameters only.
     progress : bool, default=False
         Show a progress bar on stderr (candidates fitted out of m: public counters only).
+    selection : {"exponential", "random_stopping"}, default="exponential"
+        ``"exponential"``: the split above. ``"random_stopping"`` (Liu-Talwar 2019;
+        Papernot-Steinke 2022): a held-out fifth of the records (by a random permutation,
+        drawn independently of the data) scores the trials; each trial picks a candidate
+        uniformly at random, fits it on the other four fifths with epsilon / 3, and scores it
+        by its validation errors plus discrete Laplace noise of scale 3 / epsilon; after each
+        trial the search stops with probability 1 / ``n_trials`` (a geometric number of
+        trials, mean ``n_trials``); the trial with the fewest noisy errors is returned. Every
+        fit sees four fifths of the data (not 1 / (m + 1)), at a third of epsilon. Candidates
+        must be pure epsilon-DP (not ``method="gd"`` / ``"sgd"``).
+    n_trials : int, default=None
+        ``"random_stopping"`` only: the expected number of trials, >= 1 (None: m, the number of
+        candidates). The number of fits is random and unbounded (more than 10 n_trials with
+        probability about e^-10). The number of trials run is secret: it is not stored, no
+        progress bar is shown, and the privacy guarantee does not cover the running time,
+        which grows with it.
 
     Attributes
     ----------
     best_index_ : int
     best_params_ : dict
     best_estimator_ : estimator
-        The chosen candidate, fitted on its part (about n / (m + 1) records).
+        The chosen candidate, fitted on its part (about n / (m + 1) records; four fifths of
+        them with random stopping).
     classes_ : ndarray
         The public ``classes`` (classifiers only).
     n_candidates_ : int
 
     Privacy
     -------
-    ``epsilon``-DP under replace-one neighbours when the estimator is ``epsilon``-DP under
+    ``selection="exponential"``: ``epsilon``-DP under replace-one neighbours when the
+    estimator is ``epsilon``-DP under
     replace-one (dpcore's LogisticRegression, LinearSVC, LinearRegression): the parts are
     chosen by position, so a replaced record stays in one part and changes one mechanism only:
     fit i (epsilon-DP in part i; the selection is post-processing of it for a fixed
@@ -118,10 +151,26 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     parameters are checked (with the public shape of X where it reaches a step) before the
     first fit, so a bad grid entry costs nothing.
 
+    ``selection="random_stopping"``: ``epsilon``-DP under replace-one neighbours for
+    estimators that are epsilon-DP under replace-one. One trial is epsilon_t-DP with epsilon_t
+    = epsilon / 3 (rounded down): a replaced record lies either in the training part (the fit
+    is epsilon_t-DP; the validation count is post-processing of the fit on unchanged records)
+    or in the validation part (the error count has sensitivity 1 and gets exact discrete
+    Laplace noise of scale 1 / epsilon_t; the fit is unchanged): parallel composition. The
+    candidate is drawn independently of the data, the number of trials K is geometric
+    (P(K = k) = g (1 - g)^(k - 1), g = 1 / n_trials, drawn exactly with integer uniforms), and
+    only the best trial (model and noisy score order) is returned: this is the random-stopping
+    algorithm of Liu-Talwar 2019 (Theorem 3.4: 3 epsilon_t-DP), the eta = 1 case of
+    Papernot-Steinke 2022, Theorem 2 (whose RDP bound tends to (2 + eta) epsilon_t as the
+    orders grow). Charged once, ``3 epsilon_t <= epsilon``, before the first fit.
+
     References
     ----------
     .. [CMS11] K. Chaudhuri, C. Monteleoni, A. D. Sarwate, "Differentially private empirical risk
        minimization", JMLR 12 (2011), Algorithm 3.
+    .. [LT19] J. Liu, K. Talwar, "Private selection from private candidates", STOC 2019.
+    .. [PS22] N. Papernot, T. Steinke, "Hyperparameter tuning with Renyi differential privacy",
+       ICLR 2022.
 
     Examples
     --------
@@ -140,7 +189,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     """
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, classes=None, random_state=None,
-                 accountant=None, progress=False):
+                 accountant=None, progress=False, selection="exponential", n_trials=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -148,6 +197,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         self.random_state = random_state
         self.accountant = accountant
         self.progress = progress
+        self.selection = selection
+        self.n_trials = n_trials
 
     def _candidates(self, classes, epsilon, n_samples, n_features):
         """Every candidate estimator, built and checked (each private step's parameters, with the
@@ -205,6 +256,12 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         """Run the search (see the class docstring). Returns self."""
         epsilon = _base.check_epsilon(self.epsilon)
         _base.check_bool(self.progress, "progress")
+        check.option(self.selection, "selection", SELECTIONS)
+        if self.selection == "random_stopping":
+            if self.n_trials is not None:
+                check.integer(self.n_trials, "n_trials", minimum=1, maximum=10**6)
+        elif self.n_trials is not None:
+            raise ValueError("n_trials applies to selection='random_stopping' only")
         X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
         needs_classes = bool(_keys(self.estimator.get_params(), "classes"))
         classes = None
@@ -215,6 +272,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                                          else (own[0] if own else None))
         n, d = X.shape
         m = len(ParameterGrid(self.param_grid))
+        if self.selection == "random_stopping":
+            return self._fit_random_stopping(X, y, classes, epsilon, m)
         if n < m + 1:  # n is not quoted: it may be private
             raise ValueError(f"need at least m + 1 = {m + 1} samples for {m} candidates (one part "
                              "each plus a validation part)")
@@ -241,6 +300,48 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         # a refit of the chosen model is charged to the search's own accountant
         self.best_estimator_ = self._wire(models[best], self.accountant, self.random_state)
         self.n_candidates_ = m
+        if classes is not None:
+            self.classes_ = classes
+        return self
+
+    def _fit_random_stopping(self, X, y, classes, epsilon, m):
+        """Random stopping (see the class docstring); every check before the one charge."""
+        n, d = X.shape
+        n_val = int(n * VALIDATION_SHARE)   # a public function of n
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError("too few samples for random stopping (one validation record and "
+                             "one training record at least)")
+        eps_trial = round_down(Fraction(epsilon) / RANDOM_STOPPING_FACTOR)
+        grid, models = self._candidates(classes, eps_trial, n - n_val, d)
+        for est, charges in zip(models, self._costs(models)):
+            if any(c["rho"] is not None or c["delta"] > 0 for c in charges) or len(charges) != 1:
+                raise ValueError(
+                    "selection='random_stopping' needs candidates with one pure epsilon-DP "
+                    f"private step; {type(est).__name__} with these parameters is not (use "
+                    "selection='exponential')")
+        n_trials = m if self.n_trials is None else int(self.n_trials)
+        rng = _base.release_rng(self.random_state, self.accountant)
+        Cost(round_down(Fraction(eps_trial) * RANDOM_STOPPING_FACTOR)).charge(
+            self.accountant, f"PrivateGridSearch(random stopping, {m} candidates)")
+        order = rng.permutation(n)
+        train, val = order[n_val:], order[:n_val]
+        best = best_score = best_model = None
+        # The number of trials must stay secret (the best of a known number k of trials is
+        # only k epsilon_t-DP): no progress bar, no count kept.
+        while True:
+            i = int(rng.integers(m))
+            est = self._wire(clone(models[i]), None, rng).fit(X[train], y[train])
+            errors = int(validation_errors([est], X[val], y[val])[0])
+            score = errors + int(discrete_laplace(1.0 / eps_trial, random_state=rng))
+            if best_score is None or score < best_score:
+                best, best_score, best_model = i, score, est
+            if rng.integers(n_trials) == 0:   # stop with probability 1 / n_trials, exactly
+                break
+        self.best_index_ = best
+        self.best_params_ = grid[best]
+        self.best_estimator_ = self._wire(best_model, self.accountant, self.random_state)
+        self.n_candidates_ = m
+        self.epsilon_per_trial_ = eps_trial
         if classes is not None:
             self.classes_ = classes
         return self
