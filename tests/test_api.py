@@ -94,6 +94,7 @@ DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.robust._median", "dpcore.robust._aggregate", "dpcore.robust._ptr",
     "dpcore.robust._svt", "dpcore.synth._domain", "dpcore.synth._marginals",
     "dpcore.synth._mst", "dpcore.synth._evaluate", "dpcore.synth._privbayes",
+    "dpcore.synth._aim",
 ]
 
 

@@ -153,6 +153,8 @@ RELEASES = {
     "synth.PrivBayes": (lambda **o: synth.PrivBayes(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS),
                                                         o)).fit(SYNTH_DATA), (EPS, 0.0),
                         [dict(degree=0), dict(network_share=1.0), dict(max_cells=-1)]),
+    "synth.AIM": (lambda **o: synth.AIM(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
+        SYNTH_DATA), (EPS, 0.0), [dict(rounds=1), dict(max_model_size=0.0), dict(degree=0)]),
 }
 
 # Arguments every release must reject before charging.
