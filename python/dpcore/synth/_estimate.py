@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.synth._junction import JunctionTree, expand, marginalise
+from dpcore.synth._junction import JunctionTree
 
 __all__ = ["Measurement", "estimate_total", "fit_model", "mirror_descent"]
 
@@ -62,18 +62,22 @@ class _Loss:
             else:
                 merged[m.clique] = (weight, y)
         self.tree = tree
-        self.items = [(clique, tree.home(clique), y, w) for clique, (w, y) in merged.items()]
+        self.items = []
+        for clique, (w, y) in merged.items():
+            home = tree.home(clique)
+            variables = tree.cliques[home]
+            axes = tuple(i for i, v in enumerate(variables) if v not in clique)
+            shape = [tree.sizes[v] if v in clique else 1 for v in variables]
+            self.items.append((home, axes, shape, y, w))
 
     def __call__(self, marginals):
         value = 0.0
         gradient = [np.zeros_like(t) for t in self.tree.theta]
-        tree = self.tree
-        for clique, home, target, weight in self.items:
-            mu = marginalise(marginals[home], tree.cliques[home], set(clique))
+        for home, axes, shape, target, weight in self.items:
+            mu = marginals[home].sum(axis=axes) if axes else marginals[home]
             residual = mu - target
             value += weight * float(np.sum(residual * residual))
-            gradient[home] += expand(2.0 * weight * residual, clique, tree.cliques[home],
-                                     tree.sizes)
+            gradient[home] += (2.0 * weight * residual).reshape(shape)
         return value, gradient
 
 

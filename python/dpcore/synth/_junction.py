@@ -13,7 +13,7 @@ import numpy as np
 
 from dpcore.synth._tree import sample_conditional
 
-__all__ = ["JunctionTree", "model_cells", "expand", "marginalise", "logsumexp_to"]
+__all__ = ["JunctionTree", "expand", "marginalise", "model_cells"]
 
 
 def expand(values, variables, target, sizes):
@@ -29,14 +29,12 @@ def marginalise(values, variables, keep) -> np.ndarray:
     return values.sum(axis=axes) if axes else values
 
 
-def logsumexp_to(values, variables, keep) -> np.ndarray:
-    """log sum exp of ``values`` over the axes not in ``keep`` (a stable log-space sum)."""
-    axes = tuple(i for i, v in enumerate(variables) if v not in keep)
+def _logsumexp(values, axes) -> np.ndarray:
+    """log sum exp over ``axes`` with the axes kept (length 1)."""
     if not axes:
         return values
     top = values.max(axis=axes, keepdims=True)
-    out = np.log(np.exp(values - top).sum(axis=axes, keepdims=True)) + top
-    return out.reshape([s for i, s in enumerate(values.shape) if i not in axes])
+    return np.log(np.exp(values - top).sum(axis=axes, keepdims=True)) + top
 
 
 def _triangulate(sizes, cliques) -> list:
@@ -99,6 +97,7 @@ class JunctionTree:
     order: list
     parent: list
     theta: list
+    _cached: tuple | None = None
 
     @classmethod
     def build(cls, sizes, cliques) -> JunctionTree:
@@ -161,43 +160,50 @@ class JunctionTree:
             h = self.home(c)
             self.theta[h] = self.theta[h] + expand(t, c, self.cliques[h], self.sizes)
 
+    def _schedule(self):
+        """Per clique (cached): its children, and the axes and shapes of its messages (the
+        separator kept in place with length-1 axes elsewhere, reshaped to the receiver's
+        layout; variables are ascending in every clique, so a reshape aligns them)."""
+        if getattr(self, "_cached", None) is None:
+            k = len(self.cliques)
+            children: list[list] = [[] for _ in range(k)]
+            for node in self.order[1:]:
+                children[self.parent[node]].append(node)
+            up_axes, up_shape, down_axes, down_shape = [None] * k, [None] * k, [None] * k, \
+                [None] * k
+            for node in self.order[1:]:
+                sep = set(self.separator(node))
+                mine, theirs = self.cliques[node], self.cliques[self.parent[node]]
+                up_axes[node] = tuple(i for i, v in enumerate(mine) if v not in sep)
+                up_shape[node] = [self.sizes[v] if v in sep else 1 for v in theirs]
+                down_axes[node] = tuple(i for i, v in enumerate(theirs) if v not in sep)
+                down_shape[node] = [self.sizes[v] if v in sep else 1 for v in mine]
+            self._cached = (children, up_axes, up_shape, down_axes, down_shape)
+        return self._cached
+
     def calibrate(self) -> list:
         """Exact clique marginals (probabilities; axes: each clique's variables) by two passes
-        of sum-product message passing in log space."""
+        of sum-product message passing in log space (a clique's message to a child is its full
+        belief minus the child's message to it)."""
+        children, up_axes, up_shape, down_axes, down_shape = self._schedule()
         k = len(self.cliques)
-        up: list = [None] * k    # message from node to its parent (axes: separator)
-        down: list = [None] * k  # message from the parent to node (axes: separator)
-        children: list[list] = [[] for _ in range(k)]
-        for node in self.order[1:]:
-            children[self.parent[node]].append(node)
-
-        def incoming(node, skip=None):
-            """theta plus every message into ``node`` (but the one from child ``skip``)."""
+        up: list = [None] * k
+        belief: list = [None] * k
+        for node in reversed(self.order):
             total = self.theta[node]
             for child in children[node]:
-                if child != skip:
-                    total = total + expand(up[child], self.separator(child), self.cliques[node],
-                                           self.sizes)
-            if self.parent[node] >= 0:
-                total = total + expand(down[node], self.separator(node), self.cliques[node],
-                                       self.sizes)
-            return total
-
-        for node in reversed(self.order[1:]):
-            belief = self.theta[node]
-            for child in children[node]:
-                belief = belief + expand(up[child], self.separator(child), self.cliques[node],
-                                         self.sizes)
-            up[node] = logsumexp_to(belief, self.cliques[node], self.separator(node))
+                total = total + up[child]
+            belief[node] = total
+            if node != self.order[0]:
+                up[node] = _logsumexp(total, up_axes[node]).reshape(up_shape[node])
+        out: list = [None] * k
         for node in self.order:
+            full = belief[node]
             for child in children[node]:
-                belief = incoming(node, skip=child)
-                down[child] = logsumexp_to(belief, self.cliques[node], self.separator(child))
-        out = []
-        for node in range(k):
-            belief = incoming(node)
-            belief = belief - logsumexp_to(belief, self.cliques[node], ())
-            out.append(np.exp(belief))
+                message = _logsumexp(full - up[child], down_axes[child])
+                belief[child] = belief[child] + message.reshape(down_shape[child])
+            full = full - _logsumexp(full, tuple(range(full.ndim)))
+            out[node] = np.exp(full)
         return out
 
     def project(self, marginals, clique) -> np.ndarray:
