@@ -109,9 +109,9 @@ class AIM(Synthesizer):
         T, the number of rounds the budget is first divided into (default 16 d, the paper's);
         annealing spends it faster. At least d.
     max_model_size : float, default=80
-        Model-size cap in MiB (8 bytes a cell of the junction tree): after spending a fraction f
-        of the budget, a candidate is eligible only if the model with it stays under
-        f * max_model_size (or it lies inside a clique the model already has).
+        Model-size cap in MiB (8 bytes a cell of the junction tree): when a round brings the
+        budget spent to a fraction f, a candidate is eligible only if the model with it stays
+        under f * max_model_size (or it lies inside a clique the model already has).
     max_time : float, optional
         Time cap in seconds on the model fits (the clock runs only while the model is fitted to
         released values, never while the data is read): once exceeded, the next round spends
@@ -295,7 +295,8 @@ class AIM(Synthesizer):
                         plan.smallest_select):
                     break  # too little left to calibrate: left unspent
             noise = MarginalNoise.calibrate(plan.budget.mechanism, 1, float(measure))
-            limit = plan.model_cells * float(min(used / whole, Fraction(1)))
+            # the cap grows with the budget spent, this round's included (as in the paper)
+            limit = plan.model_cells * float(min((used + measure + select) / whole, Fraction(1)))
             eligible = self._eligible(tree, candidates, shape, limit)
             selection = ExponentialMechanism.calibrate(
                 sensitivity=float(max(candidates[r] for r in eligible)),
