@@ -34,11 +34,15 @@ import time
 import warnings
 
 
-def run(directory, seeds=range(10), names=None):
+def run(directory, seeds=range(10), names=None, method="mst"):
     import numpy as np
     import pandas as pd
+    from snsynth.aim import AIMSynthesizer
     from snsynth.mst import MSTSynthesizer
     from snsynth.utils import cdp_rho
+
+    make = MSTSynthesizer if method == "mst" else AIMSynthesizer
+    tag = "smartnoise" if method == "mst" else "smartnoise-aim"
 
     directory = pathlib.Path(directory)
     spec = json.loads((directory / "spec.json").read_text())
@@ -51,12 +55,12 @@ def run(directory, seeds=range(10), names=None):
         codes = np.load(directory / f"{name}.npy")
         frame = pd.DataFrame(codes, columns=[f"c{j}" for j in range(codes.shape[1])])
         for seed in seeds:
-            out = directory / f"{name}-smartnoise-{seed}.npz"
+            out = directory / f"{name}-{tag}-{seed}.npz"
             if out.exists():  # resumable: a finished seed is kept
                 continue
             np.random.seed(seed)  # smartnoise draws from numpy's global generator
             start = time.perf_counter()
-            model = MSTSynthesizer(epsilon=params["epsilon"], delta=params["delta"])
+            model = make(epsilon=params["epsilon"], delta=params["delta"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(frame, categorical_columns=list(frame.columns))
@@ -64,11 +68,14 @@ def run(directory, seeds=range(10), names=None):
                 rounded = np.asarray(model.sample(len(frame)), dtype=np.int64)
             total = time.perf_counter() - start
             iid = model.synthesizer.synthetic_data(rows=len(frame), method="sample")
-            iid = model.undo_compress_fn(iid)
+            if method == "mst":
+                iid = model.undo_compress_fn(iid).df
+            else:  # AIM's model is over columns col0, col1, ... (its transformer's order)
+                iid = iid.df[[f"col{j}" for j in range(model._transformer.output_width)]]
             iid = np.asarray(model._transformer.inverse_transform(
-                [tuple(row[1:]) for row in iid.df.itertuples()]), dtype=np.int64)
+                [tuple(row[1:]) for row in iid.itertuples()]), dtype=np.int64)
             np.savez(out, round=rounded, iid=iid)
-            times[f"{name}/{seed}"] = {"fit": fitted - start, "fit+sample": total}
+            times[f"{name}/{seed}" if method == "mst" else f"aim/{name}/{seed}"] = {"fit": fitted - start, "fit+sample": total}
             print(f"{name} seed {seed}: fit {fitted - start:.1f} s, fit+sample {total:.1f} s",
                   flush=True)
             _save(directory, times)
@@ -85,4 +92,6 @@ def _save(directory, times):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    run(sys.argv[1], range(10), sys.argv[2:])
+    method = "aim" if "--aim" in sys.argv else "mst"
+    args = [a for a in sys.argv[1:] if a != "--aim"]
+    run(args[0], range(10), args[1:], method)

@@ -7,28 +7,36 @@ delta = 1e-9 and samples 10**5 records; ``smartnoise-mst`` does the same with sm
 when it is importable (it needs its own environment: ``bench/synth_peers.py``).
 
 The comparison (errors over 10 seeds, Holm-adjusted one-sided bounds, train-on-synthetic
-accuracy, and the times), in three steps, the peer in its own environment::
+accuracy, and the times), in four steps, the peer in its own environment::
 
     PYTHONPATH=python python bench/test_synth.py export /tmp/synth-bench
-    PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py /tmp/synth-bench
+    PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py /tmp/synth-bench [--aim]
+    PYTHONPATH=python python bench/test_synth.py run /tmp/synth-bench [cell ...] \
+        [--methods=aim,mst,privbayes] [--seeds=0-9] [--part=NAME]
     PYTHONPATH=python python bench/test_synth.py report /tmp/synth-bench [cell ...]
+
+``run`` caches every (contender, seed) result in ``DIR/dpcore-<cell>[.<part>].json`` (errors,
+TSTR accuracy, CPU time; resumable, and parts with different ``--seeds`` can run in parallel);
+``report`` merges them with the peers' samples.
 
 Cells: ``adult`` (adult-like, training data seed 2031, 10**5 records; test records seed 2032;
 the development data that chose the defaults used seeds 1000..1009) and ``breast_cancer``
 (scikit-learn's bundled set, a fixed 400 / 169 train / test split), both at epsilon = 1,
 delta = 1e-9 (smartnoise's conversion to rho; dpcore runs at that rho), and
 ``breast_cancer_eps10`` (the same at epsilon = 10). Noise seeds 0..9 for
-every contender. Contenders: ``dpcore-mst``; ``dpcore-privbayes`` (defaults; no criterion);
-``independent`` (every 1-way marginal at the same
-rho with dpcore's discrete Gaussian, clipped at zero, columns sampled independently);
-``smartnoise-mst`` (its own sampler) and ``smartnoise-mst-iid`` (i.i.d. records from the same
-fitted model; see ``synth_peers.py``).
+every contender. Contenders: ``dpcore-mst``, ``dpcore-aim`` (defaults: every 2-way marginal as
+the workload, as smartnoise's ``AIMSynthesizer(degree=2)``); ``dpcore-privbayes`` (defaults; no
+criterion); ``independent`` (every 1-way marginal at the same rho with dpcore's discrete
+Gaussian, clipped at zero, columns sampled independently); ``smartnoise-mst`` and
+``smartnoise-aim`` (their own samplers) and ``-iid`` (i.i.d. records from the same fitted
+models; see ``synth_peers.py``).
 
-Criteria (issue 31): average 2-way and 3-way L1 error of dpcore's MST at most 1.05x smartnoise's
-and at most 0.5x the independent baseline's: one-sided Welch tests of mean(dpcore) - c mean(peer)
-< 0 at 5%, Holm-adjusted over the 4 cells (2 data sets x 2 widths) of each criterion; fit +
-sample at least 10x faster than smartnoise's MST at 10**5 records (min of 3 runs against
-smartnoise's fastest seed).
+Criteria (issue 31): average 2-way and 3-way L1 error of each dpcore method at most 1.05x its
+smartnoise namesake's and at most 0.5x the independent baseline's: one-sided Welch tests of
+mean(dpcore) - c mean(peer) < 0 at 5%, Holm-adjusted over the cells (data sets x widths) of each
+criterion; the mean TSTR accuracy within 0.05 of training on the real data; fit + sample at
+least 10x faster than smartnoise's MST at 10**5 records (min of 3 runs against smartnoise's
+fastest seed).
 """
 from __future__ import annotations
 
@@ -185,78 +193,150 @@ def holm(pvalues):
     return adjusted
 
 
-def report(directory, names=None):
-    from dpcore.synth import MST, PrivBayes, tstr_accuracy, workload_error
+#: dpcore's contenders -> (namesake peer, criteria apply); each fitted at the cell's rho
+METHODS = {"mst": "smartnoise-mst", "aim": "smartnoise-aim", "privbayes": None}
+
+
+def dpcore_sample(method, rho, domain, train, n, seed):
+    from dpcore.synth import AIM, MST, PrivBayes
+
+    make = {"mst": MST, "aim": AIM, "privbayes": PrivBayes}[method]
+    return make(rho=rho, domain=domain, random_state=seed).fit(train).sample(n, output="codes")
+
+
+def scores(codes, test_codes, sample, domain, label):
+    from dpcore.synth import tstr_accuracy, workload_error
+
+    return {"2": workload_error(codes, sample, domain=domain, ways=2, codes=True),
+            "3": workload_error(codes, sample, domain=domain, ways=3, codes=True),
+            "tstr": tstr_accuracy(sample, test_codes, domain=domain, label=label, codes=True)}
+
+
+def run_dpcore(directory, names=None, methods=("mst", "aim", "privbayes"), seeds=SEEDS, part=""):
+    """dpcore's contenders and the independent baseline on every cell and seed; errors, TSTR
+    accuracy and CPU time cached in ``DIR/dpcore-<cell><part>.json`` (resumable; parts run
+    different seeds in parallel and the report merges them)."""
+    from dpcore.synth import tstr_accuracy
 
     directory = pathlib.Path(directory)
     times_path = directory / "smartnoise-times.json"
     peer_times = json.loads(times_path.read_text()) if times_path.exists() else {}
-    rows, checks = [], {"vs smartnoise-mst-iid (<= 1.05x)": [], "vs smartnoise-mst (<= 1.05x)": [],
-                        "vs independent (<= 0.5x)": []}
     for name, (domain, train, test, label, epsilon) in cells(names).items():
+        path = directory / f"dpcore-{name}{part}.json"
+        done = json.loads(path.read_text()) if path.exists() else {}
         codes, test_codes = domain.encode(train), domain.encode(test)
         rho = peer_times.get(f"rho/{name}") or _rho_smartnoise(epsilon, DELTA)
-        errors = {}
-        tstr = {"real": [tstr_accuracy(codes, test_codes, domain=domain, label=label,
-                                       codes=True)]}
-        times = []
+        done["real"] = {"tstr": tstr_accuracy(codes, test_codes, domain=domain, label=label,
+                                              codes=True)}
+        for seed in seeds:
+            for who in ["independent"] + [f"dpcore-{m}" for m in methods]:
+                key = f"{who}/{seed}"
+                if key in done:
+                    continue
+                start = time.process_time()
+                if who == "independent":
+                    out = independent_sample(train, domain, rho, len(codes), seed)
+                else:
+                    out = dpcore_sample(who[len("dpcore-"):], rho, domain, train, len(codes), seed)
+                done[key] = dict(scores(codes, test_codes, out, domain, label),
+                                 cpu=time.process_time() - start)
+                path.write_text(json.dumps(done, indent=1))
+                print(f"{name} {key}: {done[key]}", flush=True)
+
+
+def report(directory, names=None):
+    """The table and the verdicts from the cached dpcore results and the peer's samples."""
+    directory = pathlib.Path(directory)
+    times_path = directory / "smartnoise-times.json"
+    peer_times = json.loads(times_path.read_text()) if times_path.exists() else {}
+    rows = []
+    checks: dict = {}
+    for name, (domain, train, test, label, epsilon) in cells(names).items():
+        codes, test_codes = domain.encode(train), domain.encode(test)
+        done = {}
+        for path in sorted(directory.glob(f"dpcore-{name}.*json")) + [
+                directory / f"dpcore-{name}.json"]:
+            if path.exists():
+                done.update(json.loads(path.read_text()))
+        results: dict = {}
+        for key, value in done.items():
+            if "/" in key:
+                who, _ = key.split("/")
+                results.setdefault(who, []).append(value)
         for seed in SEEDS:
-            start = time.perf_counter()
-            synth = MST(rho=rho, domain=domain, random_state=seed).fit(train).sample(
-                len(codes), output="codes")
-            times.append(time.perf_counter() - start)
-            samples = {"dpcore-mst": synth,
-                       "dpcore-privbayes": PrivBayes(rho=rho, domain=domain, random_state=seed)
-                       .fit(train).sample(len(codes), output="codes"),
-                       "independent": independent_sample(train, domain, rho, len(codes), seed)}
-            peer_file = directory / f"{name}-smartnoise-{seed}.npz"
-            if peer_file.exists():
-                with np.load(peer_file) as z:
-                    samples["smartnoise-mst"], samples["smartnoise-mst-iid"] = z["round"], z["iid"]
-            for who, s in samples.items():
-                errors.setdefault(who, {2: [], 3: []})
-                for w in (2, 3):
-                    errors[who][w].append(workload_error(codes, s, domain=domain, ways=w,
-                                                         codes=True))
-                tstr.setdefault(who, []).append(tstr_accuracy(s, test_codes, domain=domain,
-                                                              label=label, codes=True))
-        for who, e in errors.items():
-            rows.append((name, who, np.mean(e[2]), np.std(e[2], ddof=1), np.mean(e[3]),
-                         np.std(e[3], ddof=1), np.mean(tstr[who]), len(e[2])))
-        rows.append((name, "real data (train)", 0.0, 0.0, 0.0, 0.0, tstr["real"][0], 1))
-        for w in (2, 3):
-            mine = errors["dpcore-mst"][w]
-            for key, who, c in (("vs independent (<= 0.5x)", "independent", 0.5),
-                                ("vs smartnoise-mst (<= 1.05x)", "smartnoise-mst", 1.05),
-                                ("vs smartnoise-mst-iid (<= 1.05x)", "smartnoise-mst-iid", 1.05)):
-                if who in errors and len(errors[who][w]) > 1:
-                    p, bound = welch_upper(mine, errors[who][w], c)
-                    checks[key].append((f"{name} {w}-way", np.mean(mine) / np.mean(errors[who][w]),
-                                        bound, p))
-        print(f"{name}: epsilon = {epsilon:g}, delta = {DELTA:g}, rho = {rho:.6g}; dpcore MST fit + sample {min(times):.2f} s (min of "
-              f"{len(times)}); smartnoise "
-              + (f"{min(v['fit+sample'] for k, v in peer_times.items() if k.startswith(name + '/')):.1f}"
-                 " s (fastest seed)" if any(k.startswith(name + "/") for k in peer_times)
-                 else "not run"))
+            for tag, who in (("smartnoise", "smartnoise-mst"), ("smartnoise-aim",
+                                                                "smartnoise-aim")):
+                peer_file = directory / f"{name}-{tag}-{seed}.npz"
+                if peer_file.exists():
+                    with np.load(peer_file) as z:
+                        for suffix, sample in (("", z["round"]), ("-iid", z["iid"])):
+                            results.setdefault(who + suffix, []).append(
+                                scores(codes, test_codes, sample, domain, label))
+        real = done.get("real", {}).get("tstr", math.nan)
+        for who, found in sorted(results.items()):
+            e2, e3 = [r["2"] for r in found], [r["3"] for r in found]
+            acc = [r["tstr"] for r in found]
+            cpu = [r["cpu"] for r in found if "cpu" in r]
+            rows.append((name, who, np.mean(e2), np.std(e2, ddof=1) if len(e2) > 1 else 0.0,
+                         np.mean(e3), np.std(e3, ddof=1) if len(e3) > 1 else 0.0,
+                         np.mean(acc), len(found), min(cpu) if cpu else math.nan))
+        rows.append((name, "real data (train)", 0.0, 0.0, 0.0, 0.0, real, 1, math.nan))
+        for method, namesake in METHODS.items():
+            mine = results.get(f"dpcore-{method}")
+            if namesake is None or not mine:
+                continue
+            for w in ("2", "3"):
+                x = [r[w] for r in mine]
+                for who, c in (("independent", 0.5), (namesake, 1.05), (namesake + "-iid", 1.05)):
+                    other = [r[w] for r in results.get(who, [])]
+                    if len(other) > 1:
+                        p, bound = welch_upper(x, other, c)
+                        checks.setdefault(f"dpcore {method} vs {who} (<= {c}x)", []).append(
+                            (f"{name} {w}-way", np.mean(x) / np.mean(other), bound, p,
+                             len(x), len(other)))
+            acc = [r["tstr"] for r in mine]
+            checks.setdefault(f"dpcore {method} TSTR within 0.05 of real", []).append(
+                (name, np.mean(acc) - real, None, None, len(acc), 0))
+        peer_fast = {tag: [v["fit+sample"] for k, v in peer_times.items()
+                           if k.startswith(prefix + name + "/")]
+                     for tag, prefix in (("smartnoise-mst", ""), ("smartnoise-aim", "aim/"))}
+        print(f"{name}: epsilon = {epsilon:g}, delta = {DELTA:g}; peers' fastest fit + sample "
+              + ", ".join(f"{t} {min(v):.1f} s ({len(v)} runs)" for t, v in peer_fast.items()
+                          if v))
     print()
-    print("| data | contender | 2-way L1 (mean +- sd) | 3-way L1 (mean +- sd) | TSTR accuracy | seeds |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, who, m2, s2, m3, s3, acc, k in rows:
-        print(f"| {name} | {who} | {m2:.4f} +- {s2:.4f} | {m3:.4f} +- {s3:.4f} | {acc:.3f} | {k} |")
+    print("| data | contender | 2-way L1 (mean +- sd) | 3-way L1 (mean +- sd) | TSTR accuracy "
+          "| seeds | min CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, who, m2, s2, m3, s3, acc, k, cpu in rows:
+        print(f"| {name} | {who} | {m2:.4f} +- {s2:.4f} | {m3:.4f} +- {s3:.4f} | {acc:.3f} | "
+              f"{k} | {cpu:.2f} |")
     print()
     for key, found in checks.items():
-        if not found:
+        if "TSTR" in key:
+            print(f"{key}:")
+            for cell, gap, _, _, k, _ in found:
+                print(f"  {cell}: mean accuracy - real {gap:+.3f} ({k} seeds) -> "
+                      f"{'met' if gap >= -0.05 else 'NOT met'}")
             continue
-        adjusted = holm([p for *_, p in found])
-        print(f"dpcore MST {key}: Holm-adjusted one-sided tests over {len(found)} cells")
-        for (cell, ratio, bound, p), q in zip(found, adjusted):
+        adjusted = holm([p for _, _, _, p, _, _ in found])
+        print(f"{key}: Holm-adjusted one-sided Welch tests over {len(found)} cells")
+        for (cell, ratio, bound, p, k, kp), q in zip(found, adjusted):
             verdict = "met" if q < 0.05 else "NOT shown"
             print(f"  {cell}: ratio of means {ratio:.3f}; 95% upper bound of mean(dpcore) - "
-                  f"c mean(peer) {bound:+.4f}; Holm p {q:.2g} -> {verdict}")
+                  f"c mean(peer) {bound:+.4f}; Holm p {q:.2g} ({k} vs {kp} seeds) -> {verdict}")
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    if len(sys.argv) < 3 or sys.argv[1] not in ("export", "report"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("export", "run", "report"):
         sys.exit(__doc__)
-    (export if sys.argv[1] == "export" else report)(sys.argv[2], sys.argv[3:])
+    methods = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--methods=")]
+    cell_names = [a for a in sys.argv[3:] if not a.startswith("--")]
+    if sys.argv[1] == "run":
+        options = dict(a[2:].split("=", 1) for a in sys.argv if a.startswith("--"))
+        low, high = map(int, options.get("seeds", "0-9").split("-"))
+        run_dpcore(sys.argv[2], cell_names, *(methods or [("mst", "aim", "privbayes")]),
+                   seeds=range(low, high + 1), part=f".{options['part']}" if "part" in options
+                   else "")
+    else:
+        (export if sys.argv[1] == "export" else report)(sys.argv[2], cell_names)

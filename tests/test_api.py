@@ -99,6 +99,7 @@ DOCTEST_MODULES = [m for m in PUBLIC_MODULES[1:] if m not in PACKAGES] + [
     "dpcore.calibration._laplace", "dpcore.calibration._gaussian",
     "dpcore.calibration._discrete_gaussian", "dpcore.calibration._zcdp",
     "dpcore.calibration._composition",
+    "dpcore.synth._aim",
 ]
 
 

@@ -64,10 +64,26 @@ def test_synth_text_summary_and_epsilon(tmp_path, capsys):
     assert len(read_csv(out)) > 300  # default: the noisy record count
 
 
+def test_synth_with_aim(tmp_path, capsys):
+    data, schema = write_inputs(tmp_path)
+    out = tmp_path / "synth.csv"
+    assert main(["synth", str(data), "--schema", str(schema), "-o", str(out), "--rho", "2",
+                 "--method", "aim", "--max-time", "30", "-n", "300", "--json",
+                 "--seed", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    rows = read_csv(out)
+    assert len(rows) == 300 and summary["method"] == "aim"
+    assert "AIM" in summary["privacy"]["guarantee"] and summary["selected_marginals"]
+    female = [r["sector"] for r in rows if r["sex"] == "F"]
+    assert np.mean([s == "a" for s in female]) > 0.7
+
+
 @pytest.mark.parametrize("extra, match", [
     ([], "exactly one of --rho"), (["--rho", "1", "--epsilon", "1"], "exactly one"),
     (["--rho", "-1"], "--rho must be > 0"), (["--epsilon", "1", "--delta", "2"], "delta"),
-    (["--rho", "1", "-n", "-3"], "-n must be >= 0")])
+    (["--rho", "1", "-n", "-3"], "-n must be >= 0"),
+    (["--rho", "1", "--max-time", "5"], "--method aim only"),
+    (["--rho", "1", "--method", "aim", "--max-time", "0"], "--max-time must be > 0")])
 def test_synth_errors_are_one_line(tmp_path, capsys, extra, match):
     data, schema = write_inputs(tmp_path, 20)
     with pytest.raises(SystemExit) as exc:

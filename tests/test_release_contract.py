@@ -156,6 +156,8 @@ RELEASES = {
     "selection.permute_and_flip": (lambda **o: dpcore.selection.permute_and_flip(
         np.arange(5.0), **_kw(dict(sensitivity=1.0, epsilon=EPS), o)), (EPS, 0.0),
         [dict(sensitivity=0.0), dict(sensitivity=math.inf), dict(monotonic=1)]),
+    "synth.AIM": (lambda **o: synth.AIM(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
+        SYNTH_DATA), (EPS, 0.0), [dict(rounds=1), dict(max_model_size=0.0), dict(degree=0)]),
 }
 
 # Arguments every release must reject before charging.

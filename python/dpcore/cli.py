@@ -352,8 +352,9 @@ def run_publish(args):
 
 
 def run_synth(args):
-    """Write synthetic records of a CSV table (MST on a public schema; rho-zCDP or epsilon-DP)."""
-    from dpcore.synth import MST, Domain
+    """Write synthetic records of a CSV table (MST or AIM on a public schema; rho-zCDP or
+    epsilon-DP)."""
+    from dpcore.synth import AIM, MST, Domain
 
     budget = {"rho": args.rho, "epsilon": args.epsilon, "delta": args.delta}
     for option, value in budget.items():  # the options' names in messages, before any read
@@ -363,12 +364,18 @@ def run_synth(args):
         raise ValueError("give exactly one of --rho (zCDP) and --epsilon (with optional --delta)")
     if args.n is not None:
         check.integer(args.n, "-n", minimum=0)
+    if args.max_time is not None:
+        if args.method != "aim":
+            raise ValueError("--max-time applies to --method aim only")
+        check.positive(args.max_time, "--max-time")
     domain = Domain.from_json(args.schema)  # public: read and checked before the data
     header = _read_header(args.input)
     missing = [c for c in domain.names if header is None or c not in header]
     if missing:
         raise ValueError(f"the input has no column(s) {missing} of the schema")
-    model = MST(domain=domain, random_state=args.seed, **budget)
+    extra = {"max_time": args.max_time} if args.method == "aim" else {}
+    model = (AIM if args.method == "aim" else MST)(domain=domain, random_state=args.seed,
+                                                    **budget, **extra)
     cost = model.cost
     model.fit(args.input)
     records = model.sample(args.n, output="dict")
@@ -395,11 +402,15 @@ def run_synth(args):
     summary = {
         "synthetic_records": len(records[domain.names[0]]),
         "noisy_record_count": float(model.n_records_),
-        "tree_edges": [list(e) for e in model.edges_],
+        "method": args.method,
         "privacy": {"rho": cost.rho, "epsilon": cost.epsilon, "delta": cost.delta,
                     "neighbouring": "add/remove one record (one CSV row)",
-                    "guarantee": guarantee + " (MST; the schema is public)"},
+                    "guarantee": guarantee + f" ({args.method.upper()}; the schema is public)"},
     }
+    if args.method == "aim":
+        summary["selected_marginals"] = [[str(c) for c in m] for m in model.selected_]
+    else:
+        summary["tree_edges"] = [list(e) for e in model.edges_]
     stream = sys.stderr if args.output == "-" else sys.stdout
     if args.json:
         json.dump(summary, stream, indent=2)
@@ -407,7 +418,11 @@ def run_synth(args):
     else:
         print(f"dpcore synth: {summary['synthetic_records']} synthetic records written to "
               f"{args.output} (noisy record count {model.n_records_:.1f})", file=stream)
-        print("  tree: " + ", ".join(f"{a}-{b}" for a, b in model.edges_), file=stream)
+        if args.method == "aim":
+            print("  marginals selected: " + ", ".join(
+                "-".join(str(c) for c in m) for m in model.selected_), file=stream)
+        else:
+            print("  tree: " + ", ".join(f"{a}-{b}" for a, b in model.edges_), file=stream)
         print(f"privacy spent: {guarantee} (add/remove one record)", file=stream)
     return summary
 
@@ -458,7 +473,7 @@ def build_parser():
                          help="non-negative counts keeping the noisy total (post-processing)")
     publish.add_argument("--json", action="store_true", help="machine-readable output")
     publish.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
-    synth = sub.add_parser("synth", help="write synthetic records of a CSV table (MST)",
+    synth = sub.add_parser("synth", help="write synthetic records of a CSV table (MST, AIM)",
                            description=run_synth.__doc__.splitlines()[0])
     synth.add_argument("input", help="CSV with a header row naming the schema's columns")
     synth.add_argument("--schema", required=True, help="public JSON schema of the columns "
@@ -468,6 +483,10 @@ def build_parser():
     synth.add_argument("--epsilon", type=float, help="epsilon budget (pure DP without --delta)")
     synth.add_argument("--delta", type=float, help="with --epsilon: (epsilon, delta)-DP")
     synth.add_argument("-n", type=int, help="synthetic records (default: the noisy count)")
+    synth.add_argument("--method", choices=("mst", "aim"), default="mst",
+                       help="MST (default; fast) or AIM (adaptive workload of 2-way marginals)")
+    synth.add_argument("--max-time", type=float, help="AIM: time cap in seconds on its model "
+                       "fits (public; the last round then spends what is left)")
     synth.add_argument("--json", action="store_true", help="machine-readable summary")
     synth.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     return parser

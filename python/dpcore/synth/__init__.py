@@ -27,6 +27,7 @@ from dpcore.synth._marginals import marginals
 from dpcore.synth._evaluate import tstr_accuracy, workload_error
 from dpcore.synth._mst import MST
 from dpcore.synth._privbayes import PrivBayes
+from dpcore.synth._aim import AIM
 
-__all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "MST", "Numeric",
+__all__ = ["AIM", "Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "MST", "Numeric",
            "PrivBayes", "marginals", "tstr_accuracy", "workload_error"]
