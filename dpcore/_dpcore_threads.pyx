@@ -10,7 +10,8 @@ with the GIL and releases it around its loops; blocks write disjoint parts of th
 result does not depend on which thread ran which block.
 
 * Ctrl-C: the calling thread checks for signals between its blocks (PyErr_CheckSignals: compiled
-  code runs no signal handler by itself), raising KeyboardInterrupt there; the other threads then take no new block, and run_blocks returns (by
+  code runs no signal handler by itself), raising KeyboardInterrupt there; the other threads then
+  take no new block, and run_blocks returns (by
   raising) only after every block already started has finished, so no thread writes into memory
   the caller has given up.
 * Fork: a forked child has none of its parent's threads; `os.register_at_fork` drops the pool in

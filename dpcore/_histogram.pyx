@@ -313,8 +313,8 @@ def count_into(const floating[:, ::1] sample, const double[::1] edges, const int
     if n >= THREAD_MIN:
         parts = min(get_limit(), n // max(8 * counts.shape[0], 1), n // (THREAD_MIN // 4))
     if parts >= 2:
-        job = _CountParts(np.asarray(sample), parts, counts.shape[0], (edges, offsets, nbins, strides, scales,
-                                                           steps, margins, uniform))
+        job = _CountParts(np.asarray(sample), parts, counts.shape[0],
+                          (edges, offsets, nbins, strides, scales, steps, margins, uniform))
         job.vector, job.clip, job.counts = vector, clip, &counts[0]
         job.edges, job.offsets, job.nbins, job.strides = &edges[0], &offsets[0], &nbins[0], &strides[0]
         job.scales, job.steps, job.margins, job.uniform = &scales[0], &steps[0], &margins[0], &uniform[0]

@@ -15,7 +15,8 @@ a seed reproduces the output. From THREAD_MIN records on, a call draws one 256-b
 caller's generator and the records of block b (2**16 records) read ChaCha20 stream b of that key
 (_random.pxd), so the output does not depend on the thread count (`dpcore.set_num_threads`);
 smaller calls read the caller's generator directly. `olh_support` (no randomness) splits the
-candidates over the threads from SUPPORT_THREAD_MIN (record, candidate) pairs. The per-record work does not depend on whether the truth is kept
+candidates over the threads from SUPPORT_THREAD_MIN (record, candidate) pairs. The per-record work
+does not depend on whether the truth is kept
 (the replacement value is always drawn); rejection loops (Lemire, U*) run a data-independent
 number of times in law, but are not constant-time (ALGORITHMS 0.3(4)).
 

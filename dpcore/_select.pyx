@@ -43,9 +43,9 @@ from dpcore._random cimport (
 from dpcore._dpcore_threads import run_blocks
 
 # The exact method is its own kernel; its names stay reachable here (tests, dpcore.selection).
-from dpcore._exact_gumbel import decide as _decide  # noqa: F401
+from dpcore._exact_gumbel import decide as _decide  # noqa: F401  # no-cython-lint
 from dpcore._select_exact import (  # noqa: F401
-    ExactState, _cell_bounds, _force_exact_path, _gumbel_cell_exact,
+    ExactState, _cell_bounds, _force_exact_path, _gumbel_cell_exact,  # no-cython-lint
 )
 
 
@@ -81,7 +81,6 @@ cdef uint64_t TWO52 = <uint64_t>1 << 52
 cdef double TWO_M64 = 5.421010862427522e-20    # 2**-64
 cdef double TWO_M53 = 1.1102230246251565e-16   # 2**-53
 cdef double DBL_MIN_ = 2.2250738585072014e-308
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -377,7 +376,6 @@ cdef class _Blocks:
 
     cdef Best argmax(self, Best best):
         """The state's best after this chunk."""
-        cdef ArgmaxState state
         cdef Py_ssize_t b
         self.heaps = False
         self.best = <Best *>PyMem_Malloc(self.nblocks * sizeof(Best))
