@@ -379,7 +379,8 @@ def tree_prep_cells(sets, seeds, epsilons=None):
     by sqrt(d) is min-max for a tree, so it is left out)."""
     import tree_accuracy
 
-    rules = {"tree_defaults": {}, "depth 6, 16 bins": {"max_depth": 6, "n_bins": 16}}
+    rules = {"tree_defaults": {}, "depth 5, 32 bins": {"max_depth": 5, "n_bins": 32},
+             "depth 6, 16 bins": {"max_depth": 6, "n_bins": 16}}
     for prep in ("minmax", "standardised", "unit rows"):
         prepared = []
         for s in sets:

@@ -611,7 +611,7 @@ def test_defaults_read_public_inputs_only():
     assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
     assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes"]
     assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (6, 16, 0.1)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
     for e, k in ((0.1, 3), (1, 2), (5, 10)):

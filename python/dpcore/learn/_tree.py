@@ -243,13 +243,12 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         of labels present is then not protected).
     max_depth : int or "auto", default="auto"
         Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
-        epsilon and the number of classes (6 below epsilon 0.2, else 2 .. 6).
+        epsilon and the number of classes (5 below epsilon 0.2, else 2 .. 6).
     n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
         0 .. m - 1 gets one bin per category with bounds (0, m) and m bins; its splits are
-        then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (16 below
-        epsilon 0.2, else 32).
+        then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (32).
     split_share : float or "auto", default="auto"
         Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.1
         below epsilon 0.2, else 0.7).
