@@ -40,6 +40,7 @@ SGD_RULES = {
 
 # name -> module constants of dpcore.learn._sgd for gd's n_steps="auto" and averaging
 GD_RULES = {
+    "library": {},   # 2 sqrt(n epsilon) within [300, 1000], tail averaging
     "old: T=300 all": {"GD_STEPS_PER_ROOT_N": 1.0, "GD_MIN_STEPS": 300, "GD_MAX_STEPS": 300,
                        "GD_TAIL": 0.0},
     "T=300 tail": {"GD_STEPS_PER_ROOT_N": 1.0, "GD_MIN_STEPS": 300, "GD_MAX_STEPS": 300,
