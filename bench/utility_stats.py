@@ -444,8 +444,9 @@ def holm(cells, m=None):
 
     ``m`` larger than the number of cells given (a subset of a run): every level is at most the
     full run's Holm level of the same cell (its rank among all cells is at least its rank here),
-    so a subset's failures include every cell the full run's Holm would fail; the verdict is
-    then taken by Holm over all the cells (``--merge``)."""
+    so every cell above its own full-run level gets its re-run (which only decides re-runs: all
+    looks are within the Bonferroni budget); the verdict is then taken by Holm over all the
+    cells (``--merge``), or by Bonferroni at the full m over a partial set."""
     tested = sorted((c for c in cells if c.verdict), key=lambda c: c.p_value)
     m, still = (len(tested) if m is None else m), True
     for rank, c in enumerate(tested):
