@@ -56,7 +56,7 @@ def _bin_edges(bins, value_range):
 
 
 def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
-              epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+              epsilon: float, delta: float | None = None, mechanism: str = "laplace",
               nonnegative: bool | str = "clamp", n: int | None = None,
               relation: str = "add_remove", random_state: RandomStateLike = None,
               accountant: AccountantLike | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -74,8 +74,8 @@ def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
         the data); with explicit edges it may be None or must equal (edges[0], edges[-1]).
     epsilon : float
         Privacy parameter, > 0.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace (scale 1/epsilon) or exact discrete Gaussian noise per bin.
     nonnegative : {"clamp", "project", False}, default="clamp"
@@ -156,7 +156,7 @@ def histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
 # d-dimensional histogram (kernel _histogram)
 
 def histogramdd(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
-                epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+                epsilon: float, delta: float | None = None, mechanism: str = "laplace",
                 outside: str = "drop", relation: str = "add_remove",
                 nonnegative: bool | str = "clamp", consistent: bool = False,
                 n: int | None = None, random_state: RandomStateLike = None,
@@ -178,8 +178,8 @@ def histogramdd(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
         (never inferred from the data). For D = 1 a single pair is accepted.
     epsilon : float
         Privacy parameter, > 0.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace or exact discrete Gaussian noise in every cell.
     outside : {"drop", "clip"}, default="drop"

@@ -35,7 +35,7 @@ def _release(kind, x, label, random_state, accountant, **public):
                         random_state=random_state, label=label)
 
 
-def count(x: ArrayLike, *, epsilon: float, delta: float = 0.0, mechanism: str = "laplace",
+def count(x: ArrayLike, *, epsilon: float, delta: float | None = None, mechanism: str = "laplace",
           random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> int:
     """Differentially private number of records.
 
@@ -45,8 +45,8 @@ def count(x: ArrayLike, *, epsilon: float, delta: float = 0.0, mechanism: str = 
         The records (any shape; each element is one record). NaN and infinities are rejected.
     epsilon : float
         Privacy parameter, > 0.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace (scale 1/epsilon) or exact discrete Gaussian noise.
     random_state : None, int, numpy Generator or BitGenerator, optional
@@ -87,7 +87,7 @@ def count(x: ArrayLike, *, epsilon: float, delta: float = 0.0, mechanism: str = 
                     epsilon=epsilon, delta=delta)
 
 
-def sum(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+def sum(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float | None = None,
         mechanism: str = "laplace", n: int | None = None, relation: str = "add_remove",
         random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """Differentially private sum of records clipped to ``bounds``.
@@ -101,8 +101,8 @@ def sum(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta:
         ``bounds``), never inferred from the data. Records are clipped to it.
     epsilon : float
         Privacy parameter, > 0.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace or exact discrete Gaussian noise (see Privacy).
     n : int, optional
@@ -171,7 +171,7 @@ def sum(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta:
                     mechanism=mechanism, epsilon=epsilon, delta=delta, n=n, relation=relation)
 
 
-def mean(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float = 0.0,
+def mean(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta: float | None = None,
          mechanism: str = "laplace", n: int | None = None, relation: str = "add_remove",
          random_state: RandomStateLike = None, accountant: AccountantLike | None = None) -> float:
     """Differentially private mean of records clipped to ``bounds``.
@@ -190,8 +190,8 @@ def mean(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta
     epsilon : float
         Privacy parameter, > 0 (the whole of it on one release; the Gaussian with n private
         splits it between a count and a sum).
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace or exact discrete Gaussian noise.
     n : int, optional
@@ -272,7 +272,7 @@ def mean(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, delta
 
 
 def var(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: int = 0,
-        delta: float = 0.0, mechanism: str = "laplace", n: int | None = None,
+        delta: float | None = None, mechanism: str = "laplace", n: int | None = None,
         relation: str = "add_remove", random_state: RandomStateLike = None,
         accountant: AccountantLike | None = None) -> float:
     """Differentially private variance of records clipped to ``bounds``.
@@ -294,8 +294,8 @@ def var(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: 
         thirds for n private, halves with ``n``).
     ddof : int, default=0
         As in numpy: the divisor is n - ddof (n the noisy, public or known count), at least 1.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace or exact discrete Gaussian noise.
     n : int, optional
@@ -367,7 +367,7 @@ def var(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: 
 
 
 def std(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: int = 0,
-        delta: float = 0.0, mechanism: str = "laplace", n: int | None = None,
+        delta: float | None = None, mechanism: str = "laplace", n: int | None = None,
         relation: str = "add_remove", random_state: RandomStateLike = None,
         accountant: AccountantLike | None = None) -> float:
     """Differentially private standard deviation: the square root of :func:`var`.
@@ -382,8 +382,8 @@ def std(x: ArrayLike, *, bounds: ArrayLike | None = None, epsilon: float, ddof: 
         Privacy parameter, > 0 (as in :func:`var`).
     ddof : int, default=0
         As in numpy.
-    delta : float, default=0.0
-        0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
+    delta : float, optional
+        None (default) or 0 for ``mechanism="laplace"``; 0 < delta < 1 for ``mechanism="gaussian"``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
         Exact discrete Laplace or exact discrete Gaussian noise.
     n : int, optional
