@@ -58,8 +58,9 @@ class GaussianNBSums:
     def __init__(self, epsilon, d):
         self.split = gaussian_nb_budget(epsilon, d)
         eps_counts, eps_sums, eps_squares = self.split
-        self.grid = _base.laplace_grid(float(d), min(eps_sums, eps_squares))
-        units = round(1.0 / self.grid)     # 1/g: a power of two, an exact integer
+        # at most 1, so that 1/g is an integer (a power of two)
+        self.grid = min(_base.laplace_grid(float(d), min(eps_sums, eps_squares)), 1.0)
+        units = round(1.0 / self.grid)
         self.counts = IntegerNoise.calibrate("laplace", 1, eps_counts, 0.0)
         self.sums = IntegerNoise.calibrate("laplace", d * units, eps_sums, 0.0)
         self.squares = IntegerNoise.calibrate("laplace", d * units, eps_squares, 0.0)
