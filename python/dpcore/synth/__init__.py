@@ -11,6 +11,9 @@
   consistent tree model) with ``cost`` known before ``fit`` and ``sample`` as post-processing.
 * :class:`PrivBayes`: Zhang et al.'s PrivBayes (a Bayesian network of bounded degree chosen with
   the exponential mechanism on a low-sensitivity L1 dependence score, noisy conditionals).
+* :class:`AIM`: McKenna, Mullins, Sheldon and Miklau's AIM (workload marginals chosen
+  adaptively with the exponential mechanism, budget annealing, model-size and time caps, a
+  junction-tree graphical model fitted to the noisy marginals by mirror descent).
 * :func:`workload_error` and :func:`tstr_accuracy`: evaluation of synthetic data against the
   real data (average L1 error over all 2-way and 3-way marginals; a classifier trained on
   synthetic records, tested on real ones). Not releases.
