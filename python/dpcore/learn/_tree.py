@@ -6,7 +6,8 @@ Pillaipakkamnatt, Wright) with noisy leaves.
 Counting, binning and tree walks run in the compiled kernel ``dpcore._tree``. Every split is drawn
 by :class:`dpcore.selection.ExponentialMechanism` (method ``"exact"``), every leaf label by the
 exact permute-and-flip of :func:`permute_and_flip_labels` (``learn._permute_and_flip``), and
-every noisy count is exact discrete Laplace noise (``dpcore._noise``) on an integer count.
+every noisy count is exact discrete Laplace noise (:func:`dpcore.discrete_laplace`, ``add_to=``) on an
+integer count.
 """
 from __future__ import annotations
 
