@@ -21,13 +21,13 @@ from dpcore import robust  # noqa: E402  (data-dependent noise: smooth sensitivi
 from dpcore import plans  # noqa: E402  (calibrated plans: costs known before data, composition)
 
 
-
 def __getattr__(name):
-    # dpcore.learn on first use (PEP 562): importing scikit-learn is slow and optional.
-    if name == "learn":
+    # dpcore.learn and dpcore.synth on first use (PEP 562): scikit-learn is slow to import and
+    # optional, and synthetic data is a wing of its own.
+    if name in ("learn", "synth"):
         import importlib
 
-        return importlib.import_module("dpcore.learn")
+        return importlib.import_module(f"dpcore.{name}")
     raise AttributeError(f"module 'dpcore' has no attribute {name!r}")
 
 
