@@ -5,6 +5,14 @@ scikit-learn) cap them.
 The pool itself is the compiled kernel ``dpcore._dpcore_threads``. threadpoolctl stays optional:
 dpcore's controller is registered when threadpoolctl is imported, whether before or after dpcore
 (a ``sys.meta_path`` hook waits for it, so dpcore's import does not pay for threadpoolctl's).
+
+Privacy
+-------
+Releases nothing and charges nothing. The thread count never changes a release's law or its
+guarantee: a threaded kernel splits its input into blocks of a fixed size (set by the input,
+never by the thread count), each drawing from its own ChaCha20 stream keyed from the caller's
+generator, so every output, seeded or not, has the law its release states, and a seeded output is
+identical for any thread count (tests/test_threads.py checks both).
 """
 from __future__ import annotations
 

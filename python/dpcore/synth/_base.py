@@ -11,6 +11,7 @@ section states its split.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 import math
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,7 @@ __all__ = ["Synthesizer"]
 MAX_SAMPLE_RECORDS = 2**31
 
 
-class Synthesizer:
+class Synthesizer(ABC):
     """Base of the synthesisers: scikit-learn's conventions (every parameter a keyword stored
     unchanged, validation in ``fit``, fitted attributes ending in ``_``)."""
 
@@ -94,16 +95,17 @@ class Synthesizer:
                             f"{type(self.domain).__name__}")
         return self.domain
 
+    @abstractmethod
     def _plan(self, domain: Domain, budget: Budget):
         """Calibrate every step from public values (raise before anything is charged)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _fit_codes(self, codes, domain: Domain, plan, rng):
         """Measure and estimate (inside the charged release); sets the fitted attributes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _sample_codes(self, n: int, rng) -> np.ndarray:
-        raise NotImplementedError
+        """Draw n rows of codes from the fitted model (post-processing)."""
 
     def fit(self, data):
         """Fit the synthesiser to ``data`` (charged ``cost`` once, before any draw).
