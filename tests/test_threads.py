@@ -17,7 +17,7 @@ import pytest
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _histogram, _local, _noise, _random, _select
+from dpcore import _dpcore_threads, _histogram, _local, _noise, _random, _select, mechanisms
 from dpcore._release import bins as release_bins
 from dpcore.selection import ExponentialMechanism
 
@@ -284,6 +284,59 @@ def test_snapping_law_two_threads(threads):
     cdf_w = lambda t: np.where(t < 0, 0.5 * np.exp(t / lam_wrong), 1 - 0.5 * np.exp(-t / lam_wrong))
     probs_w = np.diff(cdf_w(edges))
     assert chisquare_pvalue(counts, probs_w / probs_w.sum()) < ALPHA  # power
+
+
+# ------------------------------------------------------------------------------------------------
+# The releases' input check in the kernel (finite_magnitude): before any charge or draw
+
+@pytest.mark.parametrize("n", [7, BIG])
+def test_finite_magnitude_is_the_largest_magnitude(n, threads):
+    x = np.random.default_rng(5).normal(0.0, 3.0, n)
+    x[n // 2] = -1e300  # the largest is negative
+    for count in (1, 2):
+        threads(count)
+        assert _noise.finite_magnitude(x) == np.abs(x).max() == 1e300
+    assert _noise.finite_magnitude(np.empty(0)) == 0.0
+    assert _noise.finite_magnitude(np.array([-0.0, 5e-324])) == 5e-324
+
+
+# positions: first value, inside the first block, the first value of a later block, the last
+# value of the last (partial) block
+@pytest.mark.parametrize("where", [0, 5, 2 * _noise.THREAD_MIN, BIG - 1])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("release", ["laplace", "gaussian"])
+def test_non_finite_value_rejected_before_any_charge(release, bad, where, threads):
+    x = np.linspace(-5.0, 5.0, BIG)
+    x[where] = bad
+    assert math.isnan(_noise.finite_magnitude(x))
+    for count in (1, 2):
+        threads(count)
+        accountant = dpcore.Accountant(epsilon=10.0, delta=1e-3)
+        gen = dpcore.ChaCha20(9)
+        state = gen.state
+        with pytest.raises(ValueError, match="value must not contain NaN or infinite values"):
+            if release == "laplace":
+                dpcore.laplace(x, sensitivity=1.0, epsilon=1.0, accountant=accountant,
+                               random_state=gen)
+            else:
+                dpcore.gaussian(x, sensitivity=1.0, rho=0.5, accountant=accountant,
+                                random_state=gen)
+        assert accountant.spent == (0.0, 0.0) and gen.state == state  # nothing charged or drawn
+    # the same input without the bad value is released
+    x[where] = 0.0
+    assert dpcore.laplace(x, sensitivity=1.0, epsilon=1.0, random_state=1).shape == x.shape
+
+
+def test_mechanism_release_checks_values_in_the_kernel(threads):
+    threads(2)
+    x = np.zeros(BIG)
+    x[-1] = np.nan
+    accountant = dpcore.Accountant(epsilon=10.0)
+    for mech in (mechanisms.LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=1.0, size=BIG),
+                 mechanisms.GaussianMechanism.calibrate(sensitivity=1.0, rho=0.5, size=BIG)):
+        with pytest.raises(ValueError, match="value must not contain NaN"):
+            mech.release(x, accountant=accountant, random_state=3)
+    assert accountant.spent == (0.0, 0.0)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ def discrete_gaussian_grid_into(
     sigma: float,
     random_state: RandomStateLike = ...,
 ) -> None: ...
+def finite_magnitude(x: NDArray[np.float64]) -> float: ...  # max |x|, or nan if not all finite
 def planar_laplace_into(
     out: NDArray[np.int64], decay: Fraction, scale: float, random_state: RandomStateLike = ...
 ) -> None: ...  # rows of out (n x 2): exact draws with P(d) ~ exp(-decay ||d||_2)

@@ -68,15 +68,26 @@ def _check_granularity(granularity):
 _FAST_UNITS = 2.0**62
 
 
-def _fits_fast_path(flat, grid, bound=math.inf):
-    """True when every |rint(clip(flat, -bound, bound) / grid)| < 2**62 (the fused kernels' int64
-    range). rint is monotone and odd and dividing by the power-of-two grid is exact, so the
-    largest is rint(max|v| / grid): one pass for the maximum instead of a rounded copy. Which
-    path runs does not change the output's law, only its speed (the releases are not
-    constant-time)."""
-    largest = min(max(abs(float(flat.max())), abs(float(flat.min()))), bound)
+def _finite_values(value: object) -> tuple[np.ndarray, np.ndarray, float]:
+    """(values, flat, largest): ``value`` as a float64 array, its flat C-contiguous copy or view
+    and max |value|; a ValueError naming ``value`` if an entry is NaN or infinite. The check is
+    one pass of the noise kernel (threaded on large inputs, like the draws), made before the
+    release charges anything."""
+    values = check.real_array(value, "value").astype(np.float64, copy=False)
+    flat = np.ascontiguousarray(values.reshape(-1))
+    largest = _noise.finite_magnitude(flat)
+    if math.isnan(largest):
+        raise ValueError("value must not contain NaN or infinite values")
+    return values, flat, largest
+
+
+def _fits_fast_path(largest: float, grid: float, bound: float = math.inf) -> bool:
+    """True when every |rint(clip(v, -bound, bound) / grid)| < 2**62 (the fused kernels' int64
+    range), given largest = max |v|. rint is monotone and odd and dividing by the power-of-two
+    grid is exact, so the largest is rint(min(largest, bound) / grid). Which path runs does not
+    change the output's law, only its speed (the releases are not constant-time)."""
     with np.errstate(over="ignore"):
-        return bool(np.rint(np.float64(largest) / grid) < _FAST_UNITS)
+        return bool(np.rint(np.float64(min(largest, bound)) / grid) < _FAST_UNITS)
 
 
 def _exact_grid_release(flat, grid, bound, noise):
@@ -243,16 +254,21 @@ class LaplaceMechanism:
     def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
                 accountant: AccountantLike | None = None) -> float | np.ndarray:
         """Add the calibrated noise to ``value`` (same shape as the one calibrated for)."""
-        values = check.finite_array(value, "value")
+        return self._release(*_finite_values(value), random_state=random_state,
+                             accountant=accountant)
+
+    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
+                 random_state: RandomStateLike, accountant: AccountantLike | None
+                 ) -> float | np.ndarray:
+        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        flat = np.ascontiguousarray(values.reshape(-1))
         bound = math.inf if self.bound is None else self.bound
         cost = Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
 
         def draw(rng):
             if self.method == "discrete":
-                if not _fits_fast_path(flat, self.grid, bound):
+                if not _fits_fast_path(largest, self.grid, bound):
                     noise = np.empty(flat.shape, dtype=np.int64)
                     _noise.discrete_laplace_into(noise, self.scale, rng)
                     return _exact_grid_release(flat, self.grid, bound, noise)
@@ -371,7 +387,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
     >>> bool(abs(noisy - 42.0) < 50)
     True
     """
-    values = check.finite_array(value, "value")
+    values, flat, largest = _finite_values(value)
     with public_arithmetic("sensitivity, epsilon and bound"):
         mech = LaplaceMechanism.calibrate(
             sensitivity=sensitivity, epsilon=epsilon, size=max(values.size, 1), bound=bound,
@@ -379,7 +395,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
         )
     if values.size == 0:
         return values.copy()
-    return mech.release(values, random_state=random_state, accountant=accountant)
+    return mech._release(values, flat, largest, random_state=random_state, accountant=accountant)
 
 
 # --------------------------------------------------------------------------------------------
@@ -465,16 +481,21 @@ class GaussianMechanism:
     def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
                 accountant: AccountantLike | None = None) -> float | np.ndarray:
         """Add the calibrated noise to ``value``."""
-        values = check.finite_array(value, "value")
+        return self._release(*_finite_values(value), random_state=random_state,
+                             accountant=accountant)
+
+    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
+                 random_state: RandomStateLike, accountant: AccountantLike | None
+                 ) -> float | np.ndarray:
+        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        flat = np.ascontiguousarray(values.reshape(-1))
         curve = self.curve
         cost = (Cost(rho=self.rho, curve=curve) if self.epsilon is None
                 else Cost(self.epsilon, cast(float, self.delta), curve=curve))
 
         def draw(rng):
-            if not _fits_fast_path(flat, self.grid):
+            if not _fits_fast_path(largest, self.grid):
                 noise = np.empty(flat.shape, dtype=np.int64)
                 _noise.discrete_gaussian_into(noise, self.sigma, rng)
                 return _exact_grid_release(flat, self.grid, math.inf, noise)
@@ -556,7 +577,7 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
     >>> noisy.shape
     (2,)
     """
-    values = check.finite_array(value, "value")
+    values, flat, largest = _finite_values(value)
     with public_arithmetic("sensitivity, epsilon, delta and rho"):
         mech = GaussianMechanism.calibrate(
             sensitivity=sensitivity, epsilon=epsilon, delta=delta, rho=rho,
@@ -564,7 +585,7 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
         )
     if values.size == 0:
         return values.copy()
-    return mech.release(values, random_state=random_state, accountant=accountant)
+    return mech._release(values, flat, largest, random_state=random_state, accountant=accountant)
 
 
 # --------------------------------------------------------------------------------------------
