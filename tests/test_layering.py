@@ -272,14 +272,14 @@ KERNEL_OWNERS = {
     "dpcore._tree": "dpcore.learn._tree", "dpcore._crlog": "dpcore._release.quantiles",
     "dpcore._dpcore_threads": "dpcore._threads", "dpcore._select_exact": "dpcore.selection",
     "dpcore._sgd": "dpcore.learn._sgd",
+    "dpcore._noise_grid": "dpcore.mechanisms", "dpcore._noise_snapping": "dpcore.mechanisms",
+    "dpcore._noise_planar": "dpcore.local._planar",
 }
-# A kernel entry point that serves another concept than its kernel's owner. The planar Laplace
-# sampler (local.planar_laplace) lives in _noise.pyx because it is built from that kernel's
-# C-level internals (the exact discrete Laplace block sampler for its proposals, the exact
-# Bernoulli(exp(-gamma)) test for its acceptances, the pending-decision buffers); moving it into
-# _local.pyx would mean exporting those internals through _noise.pxd, not a pure move. So the
-# concept's module owns the entry: it may import the kernel, for that name only.
-KERNEL_ENTRY_OWNERS = {("dpcore._noise", "planar_laplace_into"): "dpcore.local._planar"}
+# A kernel entry point that serves another concept than its kernel's owner: the concept's module
+# owns the entry and may import the kernel, for that name only ((kernel, name): module). None
+# now: planar Laplace, built from the noise kernel's C internals, has its own kernel
+# (_noise_planar.pyx, through _noise.pxd and _noise_neglog.pxd) owned by local._planar.
+KERNEL_ENTRY_OWNERS: dict[tuple[str, str], str] = {}
 
 
 def kernel_imports():

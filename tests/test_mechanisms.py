@@ -183,7 +183,7 @@ def _naive_reachable(y, f, lam):
 
 def _snapping_reachable(y, x, lam, grid, bound):
     """Is y an output of snapping at input x for some double u in (0, 1) and sign?"""
-    from dpcore._noise import _snap_finish
+    from dpcore._noise_snapping import _snap_finish
 
     found = np.zeros(len(y), dtype=bool)
     one_bits = np.float64(1.0).view(np.int64)

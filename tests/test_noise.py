@@ -11,7 +11,7 @@ from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 from _generators import GENERATOR_KINDS, generator
 
 import dpcore
-from dpcore import _noise
+from dpcore import _noise, _noise_grid, _noise_snapping
 
 
 def dlap_pmf(scale):
@@ -174,9 +174,9 @@ def test_snapping_exact_log_path_is_identical():
     x = np.linspace(-3, 3, 5000)
     out_fast = np.empty_like(x)
     out_exact = np.empty_like(x)
-    _noise.snapping_into(out_fast, x, 1.25, 2.0, 8.0, 41)
+    _noise_snapping.snapping_into(out_fast, x, 1.25, 2.0, 8.0, 41)
     with exact_path():
-        _noise.snapping_into(out_exact, x, 1.25, 2.0, 8.0, 41)
+        _noise_snapping.snapping_into(out_exact, x, 1.25, 2.0, 8.0, 41)
     np.testing.assert_array_equal(out_fast, out_exact)
 
 
@@ -195,15 +195,15 @@ def test_snapping_exact_log_path_is_identical():
     ],
 )
 def test_round_to_multiple(y, grid, expected):
-    assert _noise._round_to_multiple(y, grid) == expected
+    assert _noise_snapping._round_to_multiple(y, grid) == expected
 
 
 def test_snap_finish_clamps_and_signs():
     # x clamped to B before the noise, result clamped after
-    assert _noise._snap_finish(100.0, -0.5, False, 1.0, 1.0, 4.0) == 4.0  # 4 - 0.5 -> 3.5 -> 4 (tie up)
-    assert _noise._snap_finish(0.0, -0.5, False, 1.0, 1.0, 4.0) == 0.0  # -0.5 -> 0 (tie up)
-    assert _noise._snap_finish(0.0, -0.5, True, 1.0, 1.0, 4.0) == 1.0  # +0.5 -> 1
-    assert _noise._snap_finish(-3.9, -9.0, False, 1.0, 1.0, 4.0) == -4.0
+    assert _noise_snapping._snap_finish(100.0, -0.5, False, 1.0, 1.0, 4.0) == 4.0  # 4 - 0.5 -> 3.5 -> 4 (tie up)
+    assert _noise_snapping._snap_finish(0.0, -0.5, False, 1.0, 1.0, 4.0) == 0.0  # -0.5 -> 0 (tie up)
+    assert _noise_snapping._snap_finish(0.0, -0.5, True, 1.0, 1.0, 4.0) == 1.0  # +0.5 -> 1
+    assert _noise_snapping._snap_finish(-3.9, -9.0, False, 1.0, 1.0, 4.0) == -4.0
 
 
 def test_thread_and_serial_draws_agree():
@@ -401,13 +401,13 @@ def test_grid_kernels_match_unfused_computation(n, exact):
     x[: min(n, 5)] = [0.5, -0.5, 2.5, -2.5, 1e3][: min(n, 5)]  # ties to even, a clamped value
     grid, bound = 2.0**-3, 200.0
     cases = [
-        (lambda out, rs: _noise.discrete_laplace_grid_into(out, x, grid, bound, 3.7, rs),
+        (lambda out, rs: _noise_grid.discrete_laplace_grid_into(out, x, grid, bound, 3.7, rs),
          lambda noise, rs: _noise.discrete_laplace_into(noise, 3.7, rs), bound),
-        (lambda out, rs: _noise.discrete_laplace_grid_into(out, x, grid, math.inf, 2.0**30, rs),
+        (lambda out, rs: _noise_grid.discrete_laplace_grid_into(out, x, grid, math.inf, 2.0**30, rs),
          lambda noise, rs: _noise.discrete_laplace_into(noise, 2.0**30, rs), math.inf),
-        (lambda out, rs: _noise.discrete_gaussian_grid_into(out, x, grid, 2.3, rs),
+        (lambda out, rs: _noise_grid.discrete_gaussian_grid_into(out, x, grid, 2.3, rs),
          lambda noise, rs: _noise.discrete_gaussian_into(noise, 2.3, rs), math.inf),
-        (lambda out, rs: _noise.discrete_gaussian_grid_into(out, x, grid, 1e6, rs),
+        (lambda out, rs: _noise_grid.discrete_gaussian_grid_into(out, x, grid, 1e6, rs),
          lambda noise, rs: _noise.discrete_gaussian_into(noise, 1e6, rs), math.inf),
     ]
     if exact:  # the exact path is slow: two cases, small n (600 > 256: several pending batches)
@@ -552,7 +552,7 @@ def test_snapping_release_clamps_in_the_kernel(sensitivity):
     got = mech.release(x, random_state=dpcore.ChaCha20(12))
     scaled = np.clip(x, -100.0, 100.0) / mech.unit
     ref = np.empty_like(scaled)
-    _noise.snapping_into(ref, scaled, mech.scale, mech.grid / mech.unit, 100.0 / mech.unit,
+    _noise_snapping.snapping_into(ref, scaled, mech.scale, mech.grid / mech.unit, 100.0 / mech.unit,
                          dpcore.ChaCha20(12))
     np.testing.assert_array_equal(got, ref * mech.unit)
 

@@ -17,7 +17,10 @@ import pytest
 from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
 
 import dpcore
-from dpcore import _dpcore_threads, _histogram, _local, _noise, _random, _select, mechanisms
+from dpcore import (
+    _dpcore_threads, _histogram, _local, _noise, _noise_grid, _noise_snapping, _random, _select,
+    mechanisms,
+)
 from dpcore._release import bins as release_bins
 from dpcore.selection import ExponentialMechanism
 
@@ -170,9 +173,9 @@ def _noise_calls():
         ("discrete_gaussian", into(_noise.discrete_gaussian_into, np.int64, 100.0)),
         ("discrete_laplace_add", add(_noise.discrete_laplace_add_into, 0.7)),
         ("discrete_gaussian_add", add(_noise.discrete_gaussian_add_into, 3.0)),
-        ("laplace_grid", fused(_noise.discrete_laplace_grid_into, 2.0**-20, 40.0, 2.0**20)),
-        ("gaussian_grid", fused(_noise.discrete_gaussian_grid_into, 2.0**-10, 1500.0)),
-        ("snapping", fused(_noise.snapping_into, 1.0, 0.125, 45.0)),
+        ("laplace_grid", fused(_noise_grid.discrete_laplace_grid_into, 2.0**-20, 40.0, 2.0**20)),
+        ("gaussian_grid", fused(_noise_grid.discrete_gaussian_grid_into, 2.0**-10, 1500.0)),
+        ("snapping", fused(_noise_snapping.snapping_into, 1.0, 0.125, 45.0)),
     ]
 
 
@@ -234,7 +237,7 @@ def test_exact_finishing_inside_blocks(kernel, threads):
             threads(count)
             if kernel == "snapping":
                 out = np.empty(n)
-                _noise.snapping_into(out, np.zeros(n), 1.0, 0.125, 100.0, 51)
+                _noise_snapping.snapping_into(out, np.zeros(n), 1.0, 0.125, 100.0, 51)
             else:
                 out = np.empty(n, dtype=np.int64)
                 getattr(_noise, kernel + "_into")(out, 1.5, 51)
@@ -258,9 +261,9 @@ def test_add_and_grid_kernels_law_two_threads(threads):
     grid = 0.25
     x = np.round(np.linspace(-9, 9, N_LAW) / grid) * grid
     out = np.empty(N_LAW)
-    _noise.discrete_laplace_grid_into(out, x, grid, math.inf, 2.0, 35)
+    _noise_grid.discrete_laplace_grid_into(out, x, grid, math.inf, 2.0, 35)
     assert integer_pvalue(np.rint((out - x) / grid), dlap_pmf(2.0), np.arange(-27, 28)) > ALPHA
-    _noise.discrete_gaussian_grid_into(out, x, grid, 1.5, 36)
+    _noise_grid.discrete_gaussian_grid_into(out, x, grid, 1.5, 36)
     assert integer_pvalue(np.rint((out - x) / grid), dgauss_pmf(1.5), np.arange(-12, 13)) > ALPHA
 
 
@@ -272,7 +275,7 @@ def test_snapping_law_two_threads(threads):
     threads(2)
     lam, grid, bound = 1.0, 0.125, 1000.0
     out = np.empty(N_LAW)
-    _noise.snapping_into(out, np.zeros(N_LAW), lam, grid, bound, 37)
+    _noise_snapping.snapping_into(out, np.zeros(N_LAW), lam, grid, bound, 37)
     ks = np.arange(-40, 41)
     cdf = lambda t: np.where(t < 0, 0.5 * np.exp(t / lam), 1 - 0.5 * np.exp(-t / lam))
     edges = np.concatenate([[-np.inf], (ks - 0.5) * grid, [(ks[-1] + 0.5) * grid, np.inf]])
@@ -295,9 +298,9 @@ def test_finite_magnitude_is_the_largest_magnitude(n, threads):
     x[n // 2] = -1e300  # the largest is negative
     for count in (1, 2):
         threads(count)
-        assert _noise.finite_magnitude(x) == np.abs(x).max() == 1e300
-    assert _noise.finite_magnitude(np.empty(0)) == 0.0
-    assert _noise.finite_magnitude(np.array([-0.0, 5e-324])) == 5e-324
+        assert _noise_grid.finite_magnitude(x) == np.abs(x).max() == 1e300
+    assert _noise_grid.finite_magnitude(np.empty(0)) == 0.0
+    assert _noise_grid.finite_magnitude(np.array([-0.0, 5e-324])) == 5e-324
 
 
 # positions: first value, inside the first block, the first value of a later block, the last
@@ -308,7 +311,7 @@ def test_finite_magnitude_is_the_largest_magnitude(n, threads):
 def test_non_finite_value_rejected_before_any_charge(release, bad, where, threads):
     x = np.linspace(-5.0, 5.0, BIG)
     x[where] = bad
-    assert math.isnan(_noise.finite_magnitude(x))
+    assert math.isnan(_noise_grid.finite_magnitude(x))
     for count in (1, 2):
         threads(count)
         accountant = dpcore.Accountant(epsilon=10.0, delta=1e-3)
@@ -679,3 +682,22 @@ def test_pool_works_in_a_forked_child(threads):
         pytest.fail("the forked child hung in a threaded kernel")
     assert os.read(read, 1) == b"1"
     os.close(read)
+
+
+# ------------------------------------------------------------------------------------------------
+# The noise kernels' shared tables (noise_bounds.h: one copy per kernel)
+
+def test_every_kernel_sharing_the_neglog_decisions_fills_its_tables():
+    """A kernel that cimports _noise_neglog.pxd has its own bracket tables (static storage in
+    noise_bounds.h) and must fill them at import: init_brackets() at module level."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent / "dpcore"
+    users = [p for p in root.glob("_*.pyx") if re.search(r"dpcore\._noise_neglog cimport", p.read_text())]
+    assert {p.stem for p in users} >= {"_noise", "_noise_grid", "_noise_snapping", "_noise_planar"}
+    for path in users:
+        assert re.search(r"^init_brackets\(\)$", path.read_text(), re.MULTILINE), path.name
+    # and the filled tables bracket -ln(u) (a table left at zero would give el = eu = k ln 2 + d)
+    el, eu = _noise._neglog_bracket(0.3)
+    assert el < -math.log(0.3) < eu and eu - el < 2.0**-7

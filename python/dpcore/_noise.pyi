@@ -1,6 +1,5 @@
 """Typed surface of the compiled kernel dpcore._noise (def-level names only)."""
 from fractions import Fraction
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,40 +27,9 @@ def discrete_laplace_add_into(
 def discrete_gaussian_add_into(
     counts: NDArray[np.int64], sigma: float, random_state: RandomStateLike = ...
 ) -> None: ...
-def discrete_laplace_grid_into(
-    out: NDArray[np.float64],
-    x: NDArray[np.float64],
-    grid: float,
-    bound: float,
-    scale: float,
-    random_state: RandomStateLike = ...,
-) -> None: ...
-def discrete_gaussian_grid_into(
-    out: NDArray[np.float64],
-    x: NDArray[np.float64],
-    grid: float,
-    sigma: float,
-    random_state: RandomStateLike = ...,
-) -> None: ...
-def finite_magnitude(x: NDArray[np.float64]) -> float: ...  # max |x|, or nan if not all finite
-def planar_laplace_into(
-    out: NDArray[np.int64], decay: Fraction, scale: float, random_state: RandomStateLike = ...
-) -> None: ...  # rows of out (n x 2): exact draws with P(d) ~ exp(-decay ||d||_2)
-def snapping_into(
-    out: NDArray[np.float64],
-    x: NDArray[np.float64],
-    lam: float,
-    grid: float,
-    bound: float,
-    random_state: RandomStateLike = ...,
-) -> None: ...
 
 # Test hooks: the pieces of the kernels.
 def _force_exact_path(on: bool) -> None: ...
-def _round_to_multiple(y: float, grid: float) -> float: ...
-def _snap_finish(
-    x: float, log_u: float, negative: bool, lam: float, grid: float, bound: float
-) -> float: ...
 def _dlap_magnitude_fast(
     scale: float, n: int, random_state: RandomStateLike = ...
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]: ...  # (values, decided)
@@ -81,14 +49,6 @@ def _table_gamma(sigma: float, entry: int, j: int) -> tuple[float, float]: ...  
 def _table_fast_rate(
     sigma: float, n: int, random_state: RandomStateLike = ...
 ) -> tuple[int, int]: ...  # (attempts, undecided)
-def _planar_gamma(d1: int, d2: int, decay: Fraction, scale: float) -> tuple[float, float]: ...
-def _planar_accept(
-    d: NDArray[np.int64], decay: Fraction, scale: float, random_state: RandomStateLike = ...
-) -> NDArray[np.int8]: ...
-def _planar_accept_cell(u: float, d1: int, d2: int, decay: Fraction, scale: float) -> int: ...
-def _planar_accept_exact(
-    u: float, d1: int, d2: int, decay: Fraction, scale: float, bits: Callable[[], int]
-) -> bool: ...
 def _pending_cell(
     u: float, v: int, nv: int, v2: int, refined: bool
 ) -> tuple[Fraction, Fraction]: ...

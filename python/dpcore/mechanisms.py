@@ -1,4 +1,5 @@
-"""Additive noise mechanisms: the thin, validating layer over the ``_noise`` kernel.
+"""Additive noise mechanisms: the thin, validating layer over the noise kernels (``_noise``,
+``_noise_grid``, ``_noise_snapping``).
 
 Each mechanism is a small immutable object holding its calibration (noise scale, grid, effective
 privacy loss), so the numbers can be inspected and tested without drawing anything; the functions
@@ -20,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpcore import _noise
+from dpcore import _noise, _noise_grid, _noise_snapping
 from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic, release
@@ -75,7 +76,7 @@ def _finite_values(value: object) -> tuple[np.ndarray, np.ndarray, float]:
     release charges anything."""
     values = check.real_array(value, "value").astype(np.float64, copy=False)
     flat = np.ascontiguousarray(values.reshape(-1))
-    largest = _noise.finite_magnitude(flat)
+    largest = _noise_grid.finite_magnitude(flat)
     if math.isnan(largest):
         raise ValueError("value must not contain NaN or infinite values")
     return values, flat, largest
@@ -275,7 +276,7 @@ class LaplaceMechanism:
                 # One fused pass: clip, round to the grid, add the exact noise, convert back
                 # (the same values as _exact_grid_release).
                 out = np.empty(flat.shape, dtype=np.float64)
-                _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
+                _noise_grid.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
                 return out
             # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
             # with dividing by the power of two unit (exact and monotone; an overflow to inf is
@@ -285,7 +286,7 @@ class LaplaceMechanism:
             out = np.empty_like(scaled)
             grid_units = self.grid / self.unit
             clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
-            _noise.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
+            _noise_snapping.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
             out *= self.unit
             return out
 
@@ -501,7 +502,7 @@ class GaussianMechanism:
                 return _exact_grid_release(flat, self.grid, math.inf, noise)
             # One fused pass (the same values as _exact_grid_release).
             out = np.empty(flat.shape, dtype=np.float64)
-            _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
+            _noise_grid.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
             return out
 
         out = release(draw, cost=cost, accountant=accountant, random_state=random_state,

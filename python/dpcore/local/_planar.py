@@ -1,7 +1,7 @@
 """Planar Laplace on a grid (geo-indistinguishability, [ABCP13]), sampled exactly.
 
 The offsets are exact discrete Laplace proposals accepted by an exact Bernoulli(exp(-gamma))
-with gamma irrational, all in the noise kernel (`dpcore._noise.planar_laplace_into`): proven
+with gamma irrational, all in the planar noise kernel (`dpcore._noise_planar`): proven
 floating-point bounds decide nearly every acceptance, exact rational arithmetic the rest.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpcore import _validation as check
-from dpcore import _noise  # only planar_laplace_into: an entry this module owns (test_layering)
+from dpcore import _noise_planar
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore.accounting import AccountantLike
@@ -213,5 +213,5 @@ def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
 def _planar_offsets(n, mech, rng):
     """n exact draws of d in Z^2 with P(d) proportional to exp(-lambda ||d||_2)."""
     out = np.empty((n, 2), dtype=np.int64)
-    _noise.planar_laplace_into(out, mech.decay, mech.proposal_scale, rng)
+    _noise_planar.planar_laplace_into(out, mech.decay, mech.proposal_scale, rng)
     return out
