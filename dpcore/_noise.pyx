@@ -44,13 +44,14 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from dpcore._random cimport (
     BitgenHandle, LockedBits, locked_bits, bitgen_handle, dpc_words_next, dpc_ustar,
-    dpc_ustar_from, BlockStream, stream_key, stream_open, stream_bits,
+    dpc_ustar_from, dpc_u64_as_double, BlockStream, stream_key, stream_open, stream_bits,
 )
+from dpcore._crlog cimport dp_log_dd
 from dpcore._noise_neglog cimport (
     Pending, Source, source_init, take_half, take_bit, init_brackets, neglog_bracket,
-    neglog_medium, floor_scaled_cell, floor_bracket_scaled, floor_refined, accept_coarse,
-    accept_cell, accept_exp, PENDING_CAPACITY, COARSE_MIN, TWO_M32, TWO_M49, TWO_M50, TWO_M100,
-    DLAP_MAGNITUDE, DGAUSS_PROPOSAL, DGAUSS_ACCEPT, TABLE_ACCEPT, TABLE_TAIL,
+    neglog_medium, floor_scaled_cell, floor_bracket_scaled, cell_log_offset, floor_neglog_scaled,
+    accept_coarse, accept_cell, accept_exp, PENDING_CAPACITY, COARSE_MIN, TWO_64, TWO_M32,
+    TWO_M49, TWO_M50, TWO_M100, DLAP_MAGNITUDE, DGAUSS_PROPOSAL, DGAUSS_ACCEPT, TABLE_ACCEPT, TABLE_TAIL,
 )
 
 from dpcore import _exact
@@ -77,6 +78,20 @@ init_brackets()
 
 # ------------------------------------------------------------------------------------------
 # The discrete Laplace sampler
+
+cdef int floor_refined(double u, uint64_t extra, int nextra, uint64_t v2, double scale,
+                       int64_t *y) noexcept nogil:
+    """floor(-ln(u') * scale) for u' in the refined sub-cell [u + w V 2**-N, u + w (V + 1) 2**-N)
+    of a normal u's cell (w = ulp(u), V = extra 2**64 + v2, N = nextra + 64), in double-double
+    (dp_log_dd, cell_log_offset, floor_neglog_scaled), when the bound decides it.
+    V as a double (fl(extra 2**64 + v2): extra < 2**12 and 2**64 are exact, so two roundings) is
+    within 2**-52 (1 + 2**-52) of V, as cell_log_offset needs (it allows 4 roundings in all)."""
+    cdef double hi, lo, err, sc, half
+    dp_log_dd(u, &hi, &lo, &err)
+    cell_log_offset(u, <double>extra * TWO_64 + <double>v2,
+                    dpc_u64_as_double(<uint64_t>(1023 - 64 - nextra) << 52), &sc, &half)
+    return floor_neglog_scaled(hi, lo, err, sc, half, scale, y)
+
 
 cdef inline int dlap_magnitude(Source *s, double scale, int64_t *y, Pending *pd) noexcept nogil:
     """floor(E * scale) with E = -ln(u'), u' a real uniform on (0, 1): Geometric(1 - exp(-1/scale)).

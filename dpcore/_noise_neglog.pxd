@@ -318,20 +318,6 @@ cdef inline int floor_bracket_scaled(double u, double scale, int64_t *y) noexcep
     return 1
 
 
-cdef inline int floor_refined(double u, uint64_t extra, int nextra, uint64_t v2, double scale,
-                              int64_t *y) noexcept nogil:
-    """floor(-ln(u') * scale) for u' in the refined sub-cell [u + w V 2**-N, u + w (V + 1) 2**-N)
-    of a normal u's cell (w = ulp(u), V = extra 2**64 + v2, N = nextra + 64), in double-double
-    (dp_log_dd, cell_log_offset, floor_neglog_scaled), when the bound decides it.
-    V as a double (fl(extra 2**64 + v2): extra < 2**12 and 2**64 are exact, so two roundings) is
-    within 2**-52 (1 + 2**-52) of V, as cell_log_offset needs (it allows 4 roundings in all)."""
-    cdef double hi, lo, err, sc, half
-    dp_log_dd(u, &hi, &lo, &err)
-    cell_log_offset(u, <double>extra * TWO_64 + <double>v2,
-                    dpc_u64_as_double(<uint64_t>(1023 - 64 - nextra) << 52), &sc, &half)
-    return floor_neglog_scaled(hi, lo, err, sc, half, scale, y)
-
-
 cdef inline double gamma_up(double g, double dg) noexcept nogil:
     """An upper bound of every gamma with |g - gamma| <= dg (g, dg >= 0): fl(g + dg) is at least
     (g + dg)(1 - 2**-53), and the factor 1 + 2**-50 (two more roundings) makes up for it."""
