@@ -2,7 +2,9 @@
 
 Each mechanism is a small immutable object holding its calibration (noise scale, grid, effective
 privacy loss), so the numbers can be inspected and tested without drawing anything; the functions
-:func:`laplace` and :func:`gaussian` build one and release with it.
+:func:`laplace` and :func:`gaussian` build one and release with it. Each is a
+:class:`dpcore.plans.Plan`: its ``cost`` (with its privacy curve) is known from the calibration
+alone, it composes with other plans, and ``release`` charges that cost once.
 
 Real-valued outputs never come from ``value + float_noise`` (Mironov 2012): they are either snapped
 to a power-of-two grid (:func:`laplace` with ``method="snapping"``) or computed as ``grid * (integer
@@ -23,7 +25,8 @@ import numpy as np
 from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
-from dpcore._release import Cost, public_arithmetic, release
+from dpcore._release import Cost, public_arithmetic
+from dpcore.plans import Plan
 from dpcore.curves import DiscreteGaussian, DiscreteLaplace, PrivacyCurve
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
@@ -97,7 +100,7 @@ def _exact_grid_release(flat, grid, bound, noise):
             out[i] = math.copysign(sys.float_info.max, units)
     if saturated:
         warnings.warn(f"{saturated} released value(s) beyond the double range saturated at "
-                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=5)
+                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=7)
     return out
 
 
@@ -116,10 +119,13 @@ def _shaped(result, scalar):
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(Plan):
     """Calibrated Laplace-type mechanism for a query of known L1 sensitivity.
 
-    Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point.
+    Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point. A
+    :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` and ``delta_effective`` with
+    ``curve``, under the relation the sensitivity was derived for (``relation``; restate it with
+    :func:`dpcore.plans.wrap`).
 
     Attributes
     ----------
@@ -240,27 +246,36 @@ class LaplaceMechanism:
             ) if distance else 0.0
         return self.epsilon_effective / self.size * math.ceil(distance)
 
-    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
-                accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value`` (same shape as the one calibrated for)."""
-        values = check.finite_array(value, "value")
+    @property
+    def label(self) -> str:
+        return f"laplace/{self.method}"
+
+    @property
+    def cost(self) -> Cost:
+        """What :meth:`release` charges: ``epsilon_effective`` and ``delta_effective``, with
+        ``curve`` (known from the calibration alone)."""
+        return Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
+
+    def _prepare(self, data: ArrayLike) -> np.ndarray:
+        values = check.finite_array(data, "value")
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        flat = np.ascontiguousarray(values.reshape(-1))
-        bound = math.inf if self.bound is None else self.bound
-        cost = Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
+        return values
 
-        def draw(rng):
-            if self.method == "discrete":
-                if not _fits_fast_path(flat, self.grid, bound):
-                    noise = np.empty(flat.shape, dtype=np.int64)
-                    _noise.discrete_laplace_into(noise, self.scale, rng)
-                    return _exact_grid_release(flat, self.grid, bound, noise)
+    def _draw(self, prepared: np.ndarray, rng: np.random.Generator) -> float | np.ndarray:
+        flat = np.ascontiguousarray(prepared.reshape(-1))
+        bound = math.inf if self.bound is None else self.bound
+        if self.method == "discrete":
+            if not _fits_fast_path(flat, self.grid, bound):
+                noise = np.empty(flat.shape, dtype=np.int64)
+                _noise.discrete_laplace_into(noise, self.scale, rng)
+                out = _exact_grid_release(flat, self.grid, bound, noise)
+            else:
                 # One fused pass: clip, round to the grid, add the exact noise, convert back
                 # (the same values as _exact_grid_release).
                 out = np.empty(flat.shape, dtype=np.float64)
                 _noise.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
-                return out
+        else:
             # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
             # with dividing by the power of two unit (exact and monotone; an overflow to inf is
             # clamped the same), so clip(x, -B, B) / unit == clamp(x / unit, -B/unit, B/unit).
@@ -271,11 +286,13 @@ class LaplaceMechanism:
             clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
             _noise.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
             out *= self.unit
-            return out
+        return _shaped(out.reshape(prepared.shape), prepared.ndim == 0)
 
-        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
-                      label=f"laplace/{self.method}")
-        return _shaped(out.reshape(values.shape), values.ndim == 0)
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
+        """Add the calibrated noise to ``value`` (same shape as the one calibrated for),
+        charging :attr:`cost` once (a bad value raises before the charge)."""
+        return super().release(value, accountant=accountant, random_state=random_state)
 
 
 def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: float | None = None,
@@ -387,8 +404,11 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
 
 
 @dataclass(frozen=True)
-class GaussianMechanism:
+class GaussianMechanism(Plan):
     """Calibrated discrete Gaussian mechanism on a power-of-two grid (L2 sensitivity).
+
+    Build it with :meth:`calibrate`; :func:`gaussian` is the usual entry point. A
+    :class:`dpcore.plans.Plan`: ``cost`` is ``rho`` or (``epsilon``, ``delta``) with ``curve``.
 
     Attributes
     ----------
@@ -462,30 +482,40 @@ class GaussianMechanism:
         return DiscreteGaussian(self.sigma, _gaussian_sensitivity_units(
             self.sensitivity, self.grid, self.size))
 
-    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
-                accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value``."""
-        values = check.finite_array(value, "value")
+    label = "gaussian"
+
+    @property
+    def cost(self) -> Cost:
+        """What :meth:`release` charges, with ``curve``: ``rho`` (the effective rho_eff <= the
+        rho asked for) when calibrated from rho, else the (epsilon, delta) it was calibrated to
+        (the effective guarantee is at least as good)."""
+        if self.epsilon is None:
+            return Cost(rho=self.rho, curve=self.curve)
+        return Cost(self.epsilon, cast(float, self.delta), curve=self.curve)
+
+    def _prepare(self, data: ArrayLike) -> np.ndarray:
+        values = check.finite_array(data, "value")
         if values.size != self.size:
             raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        flat = np.ascontiguousarray(values.reshape(-1))
-        curve = self.curve
-        cost = (Cost(rho=self.rho, curve=curve) if self.epsilon is None
-                else Cost(self.epsilon, cast(float, self.delta), curve=curve))
+        return values
 
-        def draw(rng):
-            if not _fits_fast_path(flat, self.grid):
-                noise = np.empty(flat.shape, dtype=np.int64)
-                _noise.discrete_gaussian_into(noise, self.sigma, rng)
-                return _exact_grid_release(flat, self.grid, math.inf, noise)
+    def _draw(self, prepared: np.ndarray, rng: np.random.Generator) -> float | np.ndarray:
+        flat = np.ascontiguousarray(prepared.reshape(-1))
+        if not _fits_fast_path(flat, self.grid):
+            noise = np.empty(flat.shape, dtype=np.int64)
+            _noise.discrete_gaussian_into(noise, self.sigma, rng)
+            out = _exact_grid_release(flat, self.grid, math.inf, noise)
+        else:
             # One fused pass (the same values as _exact_grid_release).
             out = np.empty(flat.shape, dtype=np.float64)
             _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
-            return out
+        return _shaped(out.reshape(prepared.shape), prepared.ndim == 0)
 
-        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
-                      label="gaussian")
-        return _shaped(out.reshape(values.shape), values.ndim == 0)
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
+        """Add the calibrated noise to ``value``, charging :attr:`cost` once (a bad value
+        raises before the charge)."""
+        return super().release(value, accountant=accountant, random_state=random_state)
 
 
 def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = None,
