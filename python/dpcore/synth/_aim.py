@@ -8,7 +8,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
     from dpcore.random import RandomStateLike
     from dpcore.synth._domain import Domain
+    from dpcore.synth._junction import JunctionTree
 
 __all__ = ["AIM", "AIMPlan", "candidate_weights", "mean_absolute_noise"]
 
@@ -38,7 +39,7 @@ FINAL_ITERATIONS = 1000
 CELL_BYTES = 8
 
 
-def candidate_weights(workload) -> dict:
+def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
     """AIM's candidates: every non-empty subset r of a workload marginal, weighted
     w_r = sum over the workload of |r intersect s| (integers)."""
     subsets: set = set()
@@ -193,7 +194,8 @@ class AIM(Synthesizer):
     label = "synth.AIM"
 
     def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
-                 delta: float | None = None, domain: Domain | None = None, workload=None,
+                 delta: float | None = None, domain: Domain | None = None,
+                 workload: Sequence[Sequence[str]] | None = None,
                  degree: int = 2, max_cells: int = 10000, rounds: int | None = None,
                  max_model_size: float = 80.0, max_time: float | None = None,
                  random_state: RandomStateLike = None,
@@ -350,7 +352,9 @@ class AIM(Synthesizer):
         return self.model_.sample(self.marginals_, n, rng)
 
 
-def quality_scores(tree, marginals, total, eligible, candidates, answers, bias) -> np.ndarray:
+def quality_scores(tree: JunctionTree, marginals: list, total: float,
+                   eligible: Sequence[tuple[int, ...]], candidates: dict, answers: dict,
+                   bias: float) -> np.ndarray:
     """AIM's quality of each eligible candidate r (integers): w_r (||x_r - round(N mu_r)||_1 -
     round(bias cells_r)), x_r the exact counts, N mu_r the model's counts."""
     out = np.empty(len(eligible))

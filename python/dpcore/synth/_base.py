@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +31,8 @@ __all__ = ["Synthesizer"]
 #: Most synthetic records one ``sample`` call draws (its arrays take about 100 bytes a record
 #: and column).
 MAX_SAMPLE_RECORDS = 2**31
+
+_S = TypeVar("_S", bound="Synthesizer")
 
 
 class Synthesizer(ABC):
@@ -60,11 +62,11 @@ class Synthesizer(ABC):
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
 
-    def get_params(self, deep=True) -> dict:
+    def get_params(self, deep: bool = True) -> dict:
         """The constructor's parameters (as scikit-learn's ``get_params``)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params):
+    def set_params(self: _S, **params: Any) -> _S:
         """Set constructor parameters (as scikit-learn's ``set_params``)."""
         valid = set(self._param_names())
         for name, value in params.items():
@@ -80,10 +82,12 @@ class Synthesizer(ABC):
 
     # -- the release -----------------------------------------------------------------------------
 
+    # What ``fit`` charges, known from the parameters alone: ``Cost(rho=rho)``, ``Cost(epsilon)``
+    # or ``Cost(epsilon, delta)``. Documented in each synthesiser's Attributes section, not here:
+    # numpydoc links an attribute that has a docstring by its bare name, which the API pages
+    # cannot resolve (every plan and mechanism has a ``cost``).
     @property
     def cost(self) -> Cost:
-        """What ``fit`` charges, known from the parameters alone: ``Cost(rho=rho)``,
-        ``Cost(epsilon)`` or ``Cost(epsilon, delta)``."""
         return Budget.make(self.rho, self.epsilon, self.delta).cost
 
     def _checked_domain(self) -> Domain:
@@ -107,7 +111,7 @@ class Synthesizer(ABC):
     def _sample_codes(self, n: int, rng) -> np.ndarray:
         """Draw n rows of codes from the fitted model (post-processing)."""
 
-    def fit(self, data):
+    def fit(self: _S, data: Any) -> _S:
         """Fit the synthesiser to ``data`` (charged ``cost`` once, before any draw).
 
         Parameters
@@ -136,7 +140,7 @@ class Synthesizer(ABC):
         return self
 
     def sample(self, n: int | None = None, *, random_state: RandomStateLike = None,
-               output: str = "frame"):
+               output: str = "frame") -> Any:
         """Synthetic records (post-processing: costs nothing).
 
         Parameters

@@ -32,7 +32,7 @@ SCORE_BITS = 10
 DEPENDENCE_SENSITIVITY = 2.0 + 2.0**-SCORE_BITS
 
 
-def dependence_score(joint) -> float:
+def dependence_score(joint: np.ndarray) -> float:
     """The L1 dependence of a count table (parents x child, any shape whose last axis is the
     child): S = 1/2 sum |c(pi, x) - c(pi) c(x) / n|, floored to a multiple of 2**-10, computed
     exactly from integers.
@@ -189,7 +189,7 @@ class PrivBayes(Synthesizer):
     def _fit_codes(self, codes, domain, plan, rng):
         d, shape = len(domain), domain.shape
         first = int(rng.integers(d))  # public randomness: no data
-        network = [(first, ())]
+        network: list[tuple[int, tuple[int, ...]]] = [(first, ())]
         chosen, remaining = [first], [j for j in range(d) if j != first]
         scores: dict = {}
         while remaining:
