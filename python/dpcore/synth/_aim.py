@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_down, round_up
 from dpcore.selection import ExponentialMechanism
-from dpcore.synth._base import Synthesizer
+from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
+                                Synthesizer)
 from dpcore.synth._estimate import Measurement, fit_model
 from dpcore.synth._junction import model_cells
 from dpcore.synth._marginals import MarginalNoise, cells, count_marginals, normalise_cliques
@@ -83,6 +85,7 @@ class AIMPlan:
     model_cells: int
 
 
+@fill(budget=BUDGET_PARAMETERS, state=STATE_PARAMETERS, cost=COST_ATTRIBUTE)
 class AIM(Synthesizer):
     """Synthetic data by AIM: 1-way marginals, then rounds that each pick the workload marginal
     the current model gets most wrong (exponential mechanism), measure it with exact noise and
@@ -90,15 +93,7 @@ class AIM(Synthesizer):
 
     Parameters
     ----------
-    rho : float, optional
-        zCDP budget (> 0): exact discrete Gaussian noise (the default kind).
-    epsilon : float, optional
-        Instead of rho: pure epsilon-DP (discrete Laplace noise), or with ``delta``
-        (epsilon, delta)-DP through zCDP.
-    delta : float, optional
-        With ``epsilon``: 0 < delta < 1.
-    domain : Domain
-        The public domain (required; never read from the data).
+    {budget}
     workload : list of tuples of column names, optional
         The marginals the synthetic data should answer. Default: every set of ``degree``
         columns. Marginals with more than ``max_cells`` cells are left out.
@@ -117,15 +112,11 @@ class AIM(Synthesizer):
         Time cap in seconds on the model fits (the clock runs only while the model is fitted to
         released values, never while the data is read): once exceeded, the next round spends
         the whole remaining budget and is the last. None: no cap.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged ``cost`` once per ``fit``, before anything is drawn.
+    {state}
 
     Attributes
     ----------
-    cost : Cost
-        What ``fit`` charges, known before fitting.
+    {cost}
     plan_ : AIMPlan
     measurements_ : list of (tuple of str, ndarray, MarginalNoise)
         Every released marginal in order (the d 1-way marginals first): its columns, the noisy

@@ -34,6 +34,35 @@ MAX_SAMPLE_RECORDS = 2**31
 
 _S = TypeVar("_S", bound="Synthesizer")
 
+# Docstring pieces of the synthesisers' constructors (``dpcore._docstrings.fill``): the
+# parameters every Synthesizer takes, stated once.
+
+#: ``rho``, ``epsilon``, ``delta`` and ``domain``.
+BUDGET_PARAMETERS = """\
+rho : float, optional
+    zCDP budget (> 0): exact discrete Gaussian noise on the marginals (the default kind).
+epsilon : float, optional
+    Instead of rho: pure epsilon-DP (discrete Laplace noise, pure exponential mechanism),
+    or with ``delta`` (epsilon, delta)-DP through zCDP (the largest rho whose conversion is
+    (epsilon, delta)-DP).
+delta : float, optional
+    With ``epsilon``: 0 < delta < 1.
+domain : Domain
+    The public domain (required; never read from the data)."""
+
+#: ``random_state`` and ``accountant``.
+STATE_PARAMETERS = """\
+random_state : None, int, numpy Generator or BitGenerator, optional
+    None (default): dpcore's secure generator, for the fit and (by default) for sampling.
+    Seeds are for tests only.
+accountant : dpcore.Accountant, optional
+    Charged ``cost`` once per ``fit``, before anything is drawn."""
+
+#: The ``cost`` entry of the Attributes section.
+COST_ATTRIBUTE = """\
+cost : Cost
+    What ``fit`` charges, known from the parameters before fitting."""
+
 
 class Synthesizer(ABC):
     """Base of the synthesisers: scikit-learn's conventions (every parameter a keyword stored
