@@ -169,16 +169,18 @@ class AIM(Synthesizer):
     >>> import numpy as np
     >>> from dpcore.synth import AIM, Categorical, Domain
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data
-    >>> x = rng.integers(0, 3, 2000)
-    >>> data = {"a": x, "b": (x + rng.integers(0, 2, 2000)) % 3, "c": rng.integers(0, 2, 2000)}
-    >>> dom = Domain({"a": Categorical([0, 1, 2]), "b": Categorical([0, 1, 2]),
-    ...               "c": Categorical([0, 1])})
-    >>> aim = AIM(rho=1.0, domain=dom, random_state=0).fit(data)
+    >>> age = rng.integers(0, 4, 2000)
+    >>> data = {"age": age, "job": (age + rng.integers(0, 2, 2000)) % 4,
+    ...         "owner": rng.integers(0, 2, 2000)}
+    >>> dom = Domain({"age": Categorical(range(4)), "job": Categorical(range(4)),
+    ...               "owner": Categorical([0, 1])})
+    >>> aim = AIM(rho=1.0, domain=dom, workload=[("age", "job"), ("job", "owner")],
+    ...           random_state=0)
     >>> aim.cost.rho  # known before fit
     1.0
-    >>> ("a", "b") in aim.selected_
+    >>> ("age", "job") in aim.fit(data).selected_
     True
-    >>> aim.sample(5, output="dict")["a"].shape
+    >>> aim.sample(5, output="dict")["age"].shape
     (5,)
     """
 
