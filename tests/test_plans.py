@@ -171,3 +171,18 @@ def test_wrap_keeps_the_plans_relation_unless_restated():
         plans.wrap(object(), "a")
     with pytest.raises(ValueError, match="relation"):
         plans.wrap(mech, "a", relation=" ")
+
+
+@pytest.mark.parametrize("cls", list(MECHANISMS))
+def test_mechanism_states_the_relation_it_was_calibrated_for(cls):
+    params = MECHANISMS[cls][0]
+    assert cls.calibrate(**params).relation == plans.ADD_REMOVE
+    swap = cls.calibrate(**params, relation="replace one record")
+    assert swap.relation == "replace one record" and swap.cost == cls.calibrate(**params).cost
+    with pytest.raises(ValueError, match="different neighbouring relations"):
+        plans.sequential(swap, cls.calibrate(**params))
+    assert plans.sequential(swap, swap).relation == "replace one record"
+    with pytest.raises(TypeError, match="relation"):
+        cls.calibrate(**params, relation=None)
+    with pytest.raises(ValueError, match="relation"):
+        cls.calibrate(**params, relation="")

@@ -26,7 +26,7 @@ from dpcore import _noise
 from dpcore import _validation as check
 from dpcore import calibration
 from dpcore._release import Cost, public_arithmetic
-from dpcore.plans import Plan
+from dpcore.plans import ADD_REMOVE, Plan, check_relation
 from dpcore.curves import DiscreteGaussian, DiscreteLaplace, PrivacyCurve
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
@@ -124,8 +124,7 @@ class LaplaceMechanism(Plan):
 
     Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point. A
     :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` and ``delta_effective`` with
-    ``curve``, under the relation the sensitivity was derived for (``relation``; restate it with
-    :func:`dpcore.plans.wrap`).
+    ``curve``, under ``relation``.
 
     Attributes
     ----------
@@ -150,6 +149,9 @@ class LaplaceMechanism(Plan):
         number of elements for snapping, <= ``epsilon`` for discrete), slack terms included.
     delta_effective : float
         0, except for snapping with a bound beyond 372 lambda (see :func:`laplace`).
+    relation : str
+        The neighbouring relation the sensitivity was derived for (default: add/remove one
+        record); plans compose only with plans of the same relation.
     """
 
     method: str
@@ -162,12 +164,17 @@ class LaplaceMechanism(Plan):
     unit: float
     epsilon_effective: float
     delta_effective: float
+    relation: str = ADD_REMOVE
 
     @classmethod
     def calibrate(cls, *, sensitivity: float, epsilon: float, size: int = 1,
                   bound: float | None = None, method: str = "discrete",
-                  granularity: float | None = None) -> LaplaceMechanism:
-        """Validate the parameters and compute the noise scale and the effective guarantee."""
+                  granularity: float | None = None,
+                  relation: str = ADD_REMOVE) -> LaplaceMechanism:
+        """Validate the parameters and compute the noise scale and the effective guarantee
+        (``relation``: the neighbouring relation ``sensitivity`` was derived for, which the
+        plan states)."""
+        relation = check_relation(relation)
         sensitivity = check.positive(sensitivity, "sensitivity")
         epsilon = check.positive(epsilon, "epsilon")
         size = check.integer(size, "size", minimum=1)
@@ -175,7 +182,8 @@ class LaplaceMechanism(Plan):
             bound = check.positive(bound, "bound")
         granularity = _check_granularity(granularity)
         if method == "discrete":
-            return cls._calibrate_discrete(sensitivity, epsilon, size, bound, granularity)
+            return cls._calibrate_discrete(sensitivity, epsilon, size, bound, granularity,
+                                           relation)
         if method == "snapping":
             if bound is None:
                 raise ValueError(
@@ -184,11 +192,11 @@ class LaplaceMechanism(Plan):
                 )
             if granularity is not None:
                 raise ValueError("granularity applies to method='discrete' only; snapping picks its grid")
-            return cls._calibrate_snapping(sensitivity, epsilon, size, bound)
+            return cls._calibrate_snapping(sensitivity, epsilon, size, bound, relation)
         raise ValueError(f"method must be 'discrete' or 'snapping', got {method!r}")
 
     @classmethod
-    def _calibrate_discrete(cls, sensitivity, epsilon, size, bound, granularity):
+    def _calibrate_discrete(cls, sensitivity, epsilon, size, bound, granularity, relation):
         grid = granularity or _pow2_floor(sensitivity / epsilon * 2.0**-GRID_BITS)
         # Rounding to the grid moves each coordinate by < 1 unit, so the L1 distance in grid
         # units grows by < size (the grid is charged in the sensitivity).
@@ -201,10 +209,11 @@ class LaplaceMechanism(Plan):
                 "grid (use a larger epsilon, or a coarser granularity where the release takes one)"
             )
         eps_eff = float(sens_units / Fraction(scale))
-        return cls("discrete", sensitivity, epsilon, size, grid, scale, bound, 1.0, eps_eff, 0.0)
+        return cls("discrete", sensitivity, epsilon, size, grid, scale, bound, 1.0, eps_eff, 0.0,
+                   relation)
 
     @classmethod
-    def _calibrate_snapping(cls, sensitivity, epsilon, size, bound):
+    def _calibrate_snapping(cls, sensitivity, epsilon, size, bound, relation):
         # Dividing by a power of two is exact, so Mironov's sensitivity-1 theorem applies as is.
         unit = _pow2_ceil(sensitivity)
         bound_units = bound / unit
@@ -216,7 +225,7 @@ class LaplaceMechanism(Plan):
             delta = min(1.0, size * SNAPPING_TAIL_DELTA)
         return cls(
             "snapping", sensitivity, epsilon, size, grid_units * unit, lam, bound, unit,
-            per_element * size, delta,
+            per_element * size, delta, relation,
         )
 
     @property
@@ -424,6 +433,9 @@ class GaussianMechanism(Plan):
         zCDP parameter guaranteed (D**2 / (2 sigma**2), D the sensitivity in grid units).
     epsilon, delta : float or None
         The (epsilon, delta) guarantee when calibrated from them, else None.
+    relation : str
+        The neighbouring relation the sensitivity was derived for (default: add/remove one
+        record).
     """
 
     sensitivity: float
@@ -433,12 +445,17 @@ class GaussianMechanism(Plan):
     rho: float
     epsilon: float | None
     delta: float | None
+    relation: str = ADD_REMOVE
 
     @classmethod
     def calibrate(cls, *, sensitivity: float, epsilon: float | None = None,
                   delta: float | None = None, rho: float | None = None, size: int = 1,
-                  granularity: float | None = None) -> GaussianMechanism:
-        """Validate the parameters and compute sigma, the grid and the guarantee."""
+                  granularity: float | None = None,
+                  relation: str = ADD_REMOVE) -> GaussianMechanism:
+        """Validate the parameters and compute sigma, the grid and the guarantee
+        (``relation``: the neighbouring relation ``sensitivity`` was derived for, which the
+        plan states)."""
+        relation = check_relation(relation)
         sensitivity = check.positive(sensitivity, "sensitivity")
         size = check.integer(size, "size", minimum=1)
         granularity = _check_granularity(granularity)
@@ -472,7 +489,7 @@ class GaussianMechanism(Plan):
                 "epsilon or rho, or a coarser granularity where the release takes one)"
             )
         rho_eff = sens_units**2 / (2.0 * sigma**2)
-        return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta)
+        return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta, relation)
 
     @property
     def curve(self) -> PrivacyCurve:

@@ -146,13 +146,14 @@ def wrap(plan: Plan, label: str, *, relation: str | None = None) -> Plan:
                         f"{type(plan).__name__}")
     if not isinstance(label, str):
         raise TypeError(f"label must be a str, got {type(label).__name__}")
-    relation = plan.relation if relation is None else _check_relation(relation)
+    relation = plan.relation if relation is None else check_relation(relation)
     return _Restated(plan, label, relation)
 
 
-def _check_relation(relation: Any) -> str:
-    """A neighbouring relation: a non-empty str (e.g. ``ADD_REMOVE``, "replace one record",
-    "edge-DP"), else TypeError/ValueError naming ``relation``."""
+def check_relation(relation: Any) -> str:
+    """A neighbouring relation, checked: a non-empty str (e.g. ``ADD_REMOVE``, "replace one
+    record", "edge-DP"), else TypeError/ValueError naming ``relation``. Shared with the
+    calibrated mechanisms (not in ``__all__``)."""
     if not isinstance(relation, str):
         raise TypeError(f"relation must be a str naming the neighbouring relation, got "
                         f"{type(relation).__name__}")
