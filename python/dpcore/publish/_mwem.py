@@ -13,10 +13,11 @@ from dpcore import _validation as check
 from dpcore._docstrings import fill
 from dpcore._floats import round_down
 from dpcore._release import Cost, release
-from dpcore._release.bins import OUTSIDE, BinGrid, box_queries, sample_2d
+from dpcore._release.bins import OUTSIDE, box_queries
 from dpcore._release.sums import IntegerNoise
 from dpcore.mechanisms import discrete_laplace
 from dpcore.publish import _docs as docs
+from dpcore.publish._wavelet import sample_grid
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -166,12 +167,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     """
     from dpcore import selection
 
-    arr = sample_2d(sample)
-    d = arr.shape[1]
-    if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make_1d(bins, range)
-    else:
-        grid = BinGrid.make(bins, range, d)
+    arr, grid = sample_grid(sample, bins, range)
     kind, lo, hi, dense = _check_counting_queries(queries, grid.size)
     epsilon = check.epsilon(epsilon)
     rounds = check.integer(rounds, "rounds", minimum=1, maximum=MAX_MWEM_ROUNDS)

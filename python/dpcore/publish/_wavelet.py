@@ -81,6 +81,17 @@ def _prefix_sums(counts):
     return cum
 
 
+def sample_grid(sample: ArrayLike, bins: int | ArrayLike, range: ArrayLike | None
+                ) -> tuple[np.ndarray, BinGrid]:
+    """(records, grid): the records as an (N, D) array and the public grid over them, as
+    ``numpy.histogramdd`` reads ``bins`` and ``range`` (a 1-d sample: one axis, ``bins`` an int
+    or one edge array)."""
+    arr = sample_2d(sample)
+    if arr.shape[1] == 1 and np.ndim(sample) == 1:
+        return arr, BinGrid.make_1d(bins, range)
+    return arr, BinGrid.make(bins, range, arr.shape[1])
+
+
 @dataclass(frozen=True, eq=False)
 class PriveletHistogram:
     """A released Privelet histogram (returned by :func:`privelet`): the noisy Haar
@@ -224,12 +235,7 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
     >>> bool(abs(w.range_count(0, 128) - 1000) < 100)
     True
     """
-    arr = sample_2d(sample)
-    d = arr.shape[1]
-    if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make_1d(bins, range)
-    else:
-        grid = BinGrid.make(bins, range, d)
+    arr, grid = sample_grid(sample, bins, range)
     epsilon = check.epsilon(epsilon)
     check.option(outside, "outside", OUTSIDE)
     padded = tuple(pow2_at_least(s) for s in grid.shape)
