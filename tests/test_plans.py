@@ -49,7 +49,7 @@ def test_sequential_adds_costs_and_draws_in_order():
     acc = dpcore.Accountant(1.0)
     out = both.release((10.0, 20.0), accountant=acc, random_state=dpcore.default_rng(5))
     rng = dpcore.default_rng(5)
-    assert out == (a._draw(np.array(10.0), rng), b._draw(np.array(20.0), rng))
+    assert out == (a._draw(a._prepare(10.0), rng), b._draw(b._prepare(20.0), rng))
     assert len(acc.history) == 1 and acc.spent == (0.75, 0.0)
     with pytest.raises(dpcore.BudgetExceeded):
         both.release((10.0, 20.0), accountant=acc)

@@ -71,15 +71,32 @@ def _check_granularity(granularity):
 _FAST_UNITS = 2.0**62
 
 
-def _fits_fast_path(flat, grid, bound=math.inf):
-    """True when every |rint(clip(flat, -bound, bound) / grid)| < 2**62 (the fused kernels' int64
-    range). rint is monotone and odd and dividing by the power-of-two grid is exact, so the
-    largest is rint(max|v| / grid): one pass for the maximum instead of a rounded copy. Which
-    path runs does not change the output's law, only its speed (the releases are not
-    constant-time)."""
-    largest = min(max(abs(float(flat.max())), abs(float(flat.min()))), bound)
+def _finite_values(value: object) -> tuple[np.ndarray, np.ndarray, float]:
+    """(values, flat, largest): ``value`` as a float64 array, its flat C-contiguous copy or view
+    and max |value| (0 when empty); a ValueError naming ``value`` if an entry is NaN or
+    infinite. Made before the release charges anything."""
+    values = check.finite_array(value, "value")
+    flat = np.ascontiguousarray(values.reshape(-1))
+    largest = max(abs(float(flat.max())), abs(float(flat.min()))) if flat.size else 0.0
+    return values, flat, largest
+
+
+def _sized(prepared: tuple[np.ndarray, np.ndarray, float], size: int
+           ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``prepared`` (from `_finite_values`), after checking it holds ``size`` values."""
+    if prepared[0].size != size:
+        raise ValueError(f"value has {prepared[0].size} elements, the mechanism was calibrated "
+                         f"for {size}")
+    return prepared
+
+
+def _fits_fast_path(largest: float, grid: float, bound: float = math.inf) -> bool:
+    """True when every |rint(clip(v, -bound, bound) / grid)| < 2**62 (the fused kernels' int64
+    range), given largest = max |v|. rint is monotone and odd and dividing by the power-of-two
+    grid is exact, so the largest is rint(min(largest, bound) / grid). Which path runs does not
+    change the output's law, only its speed (the releases are not constant-time)."""
     with np.errstate(over="ignore"):
-        return bool(np.rint(np.float64(largest) / grid) < _FAST_UNITS)
+        return bool(np.rint(np.float64(min(largest, bound)) / grid) < _FAST_UNITS)
 
 
 def _exact_grid_release(flat, grid, bound, noise):
@@ -100,7 +117,7 @@ def _exact_grid_release(flat, grid, bound, noise):
             out[i] = math.copysign(sys.float_info.max, units)
     if saturated:
         warnings.warn(f"{saturated} released value(s) beyond the double range saturated at "
-                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=7)
+                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=8)
     return out
 
 
@@ -114,12 +131,30 @@ def _shaped(result, scalar):
     return result[()] if scalar else result
 
 
+class _GridNoise(Plan):
+    """What the grid mechanisms share as plans: the value is checked (finite, ``size``
+    elements) before the charge, and released on the calibrated grid (each class's
+    ``release`` is ``_release`` of ``_finite_values``)."""
+
+    size: int
+
+    def _prepare(self, data: ArrayLike) -> tuple[np.ndarray, np.ndarray, float]:
+        return _sized(_finite_values(data), self.size)
+
+    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
+                 random_state: RandomStateLike, accountant: AccountantLike | None
+                 ) -> float | np.ndarray:
+        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
+        return self._release_prepared(_sized((values, flat, largest), self.size),
+                                      accountant=accountant, random_state=random_state)
+
+
 # --------------------------------------------------------------------------------------------
 # Laplace
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism(Plan):
+class LaplaceMechanism(_GridNoise):
     """Calibrated Laplace-type mechanism for a query of known L1 sensitivity.
 
     Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point. A
@@ -265,17 +300,19 @@ class LaplaceMechanism(Plan):
         ``curve`` (known from the calibration alone)."""
         return Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
 
-    def _prepare(self, data: ArrayLike) -> np.ndarray:
-        values = check.finite_array(data, "value")
-        if values.size != self.size:
-            raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        return values
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
+        """Add the calibrated noise to ``value`` (same shape as the one calibrated for),
+        charging :attr:`cost` once (a bad value raises before the charge)."""
+        return self._release(*_finite_values(value), random_state=random_state,
+                             accountant=accountant)
 
-    def _draw(self, prepared: np.ndarray, rng: np.random.Generator) -> float | np.ndarray:
-        flat = np.ascontiguousarray(prepared.reshape(-1))
+    def _draw(self, prepared: tuple[np.ndarray, np.ndarray, float], rng: np.random.Generator
+              ) -> float | np.ndarray:
+        values, flat, largest = prepared
         bound = math.inf if self.bound is None else self.bound
         if self.method == "discrete":
-            if not _fits_fast_path(flat, self.grid, bound):
+            if not _fits_fast_path(largest, self.grid, bound):
                 noise = np.empty(flat.shape, dtype=np.int64)
                 _noise.discrete_laplace_into(noise, self.scale, rng)
                 out = _exact_grid_release(flat, self.grid, bound, noise)
@@ -295,13 +332,8 @@ class LaplaceMechanism(Plan):
             clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
             _noise.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
             out *= self.unit
-        return _shaped(out.reshape(prepared.shape), prepared.ndim == 0)
+        return _shaped(out.reshape(values.shape), values.ndim == 0)
 
-    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
-                accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value`` (same shape as the one calibrated for),
-        charging :attr:`cost` once (a bad value raises before the charge)."""
-        return super().release(value, accountant=accountant, random_state=random_state)
 
 
 def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: float | None = None,
@@ -397,7 +429,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
     >>> bool(abs(noisy - 42.0) < 50)
     True
     """
-    values = check.finite_array(value, "value")
+    values, flat, largest = _finite_values(value)
     with public_arithmetic("sensitivity, epsilon and bound"):
         mech = LaplaceMechanism.calibrate(
             sensitivity=sensitivity, epsilon=epsilon, size=max(values.size, 1), bound=bound,
@@ -405,7 +437,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
         )
     if values.size == 0:
         return values.copy()
-    return mech.release(values, random_state=random_state, accountant=accountant)
+    return mech._release(values, flat, largest, random_state=random_state, accountant=accountant)
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,7 +445,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
 
 
 @dataclass(frozen=True)
-class GaussianMechanism(Plan):
+class GaussianMechanism(_GridNoise):
     """Calibrated discrete Gaussian mechanism on a power-of-two grid (L2 sensitivity).
 
     Build it with :meth:`calibrate`; :func:`gaussian` is the usual entry point. A
@@ -510,15 +542,17 @@ class GaussianMechanism(Plan):
             return Cost(rho=self.rho, curve=self.curve)
         return Cost(self.epsilon, cast(float, self.delta), curve=self.curve)
 
-    def _prepare(self, data: ArrayLike) -> np.ndarray:
-        values = check.finite_array(data, "value")
-        if values.size != self.size:
-            raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        return values
+    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
+                accountant: AccountantLike | None = None) -> float | np.ndarray:
+        """Add the calibrated noise to ``value``, charging :attr:`cost` once (a bad value
+        raises before the charge)."""
+        return self._release(*_finite_values(value), random_state=random_state,
+                             accountant=accountant)
 
-    def _draw(self, prepared: np.ndarray, rng: np.random.Generator) -> float | np.ndarray:
-        flat = np.ascontiguousarray(prepared.reshape(-1))
-        if not _fits_fast_path(flat, self.grid):
+    def _draw(self, prepared: tuple[np.ndarray, np.ndarray, float], rng: np.random.Generator
+              ) -> float | np.ndarray:
+        values, flat, largest = prepared
+        if not _fits_fast_path(largest, self.grid):
             noise = np.empty(flat.shape, dtype=np.int64)
             _noise.discrete_gaussian_into(noise, self.sigma, rng)
             out = _exact_grid_release(flat, self.grid, math.inf, noise)
@@ -526,13 +560,8 @@ class GaussianMechanism(Plan):
             # One fused pass (the same values as _exact_grid_release).
             out = np.empty(flat.shape, dtype=np.float64)
             _noise.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
-        return _shaped(out.reshape(prepared.shape), prepared.ndim == 0)
+        return _shaped(out.reshape(values.shape), values.ndim == 0)
 
-    def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
-                accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value``, charging :attr:`cost` once (a bad value
-        raises before the charge)."""
-        return super().release(value, accountant=accountant, random_state=random_state)
 
 
 def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = None,
@@ -603,7 +632,7 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
     >>> noisy.shape
     (2,)
     """
-    values = check.finite_array(value, "value")
+    values, flat, largest = _finite_values(value)
     with public_arithmetic("sensitivity, epsilon, delta and rho"):
         mech = GaussianMechanism.calibrate(
             sensitivity=sensitivity, epsilon=epsilon, delta=delta, rho=rho,
@@ -611,7 +640,7 @@ def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = No
         )
     if values.size == 0:
         return values.copy()
-    return mech.release(values, random_state=random_state, accountant=accountant)
+    return mech._release(values, flat, largest, random_state=random_state, accountant=accountant)
 
 
 # --------------------------------------------------------------------------------------------

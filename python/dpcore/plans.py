@@ -101,7 +101,11 @@ class Plan(ABC):
         A bad argument raises before anything is charged; an accountant without budget raises
         ``BudgetExceeded`` and nothing is drawn.
         """
-        prepared = self._prepare(data)
+        return self._release_prepared(self._prepare(data), accountant=accountant,
+                                      random_state=random_state)
+
+    def _release_prepared(self, prepared: Any, *, accountant: Any, random_state: Any) -> Any:
+        """Charge ``cost`` once, then draw from ``prepared`` (what ``_prepare`` returned)."""
         return release(lambda rng: self._draw(prepared, rng), cost=self.cost,
                        accountant=accountant, random_state=random_state, label=self.label)
 
