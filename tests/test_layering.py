@@ -4,9 +4,9 @@
   attribute of an imported module), except from the shared layers: ``_validation``, ``_floats``,
   ``_release`` (with its submodules), ``_exact`` (the exact slow paths behind the kernels' fast
   decisions), ``_progress`` (the progress bar), ``_edges`` (graph input checks), ``_smooth``
-  (the smooth-sensitivity grid, exact samplers and plans of ``robust`` and ``graph_stats``) and
-  the compiled kernels (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private
-  submodules.
+  (the smooth-sensitivity grid, exact samplers and plans of ``robust`` and ``graph_stats``),
+  ``_docstrings`` (docstring pieces shared by sibling releases) and the compiled kernels
+  (``dpcore/_*.pyx``). A package's ``__init__`` may import its own private submodules.
 * Inside a subpackage (``dpcore.learn``, ``dpcore.local``, ...), one concept split over several
   modules, the modules may use each other's private modules and names (e.g. ``learn._base``,
   ``local._epsilon``); nothing outside the subpackage may.
@@ -21,7 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "python"
 KERNELS = {f"dpcore.{p.stem}" for p in (ROOT / "dpcore").glob("_*.pyx")}
 SHARED = {"dpcore._validation", "dpcore._floats", "dpcore._release", "dpcore._exact",
-          "dpcore._progress", "dpcore._edges", "dpcore._smooth"}
+          "dpcore._progress", "dpcore._edges", "dpcore._smooth", "dpcore._docstrings"}
 
 
 def module_name(path):
@@ -225,6 +225,7 @@ FLOORS = {
     "dpcore.cli": 10, "dpcore.__main__": 10, "dpcore": 10,
     "dpcore._threads": 1,                                         # set_num_threads
     "dpcore._exact_gumbel": 1,                                    # _select's exact fallback
+    "dpcore._docstrings": 1,                                      # shared docstring pieces
 }
 
 

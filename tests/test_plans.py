@@ -49,7 +49,7 @@ def test_sequential_adds_costs_and_draws_in_order():
     acc = dpcore.Accountant(1.0)
     out = both.release((10.0, 20.0), accountant=acc, random_state=dpcore.default_rng(5))
     rng = dpcore.default_rng(5)
-    assert out == (a._draw(np.array(10.0), rng), b._draw(np.array(20.0), rng))
+    assert out == (a._draw(a._prepare(10.0), rng), b._draw(b._prepare(20.0), rng))
     assert len(acc.history) == 1 and acc.spent == (0.75, 0.0)
     with pytest.raises(dpcore.BudgetExceeded):
         both.release((10.0, 20.0), accountant=acc)
@@ -86,3 +86,103 @@ def test_relations_must_agree():
         plans.sequential(edge, laplace_plan())
     with pytest.raises(TypeError):
         plans.sequential(object())
+
+
+# -- every calibrated mechanism is a plan whose cost is what its release charges ---------------
+
+class RecordingAccountant(dpcore.Accountant):
+    """Records every charge as given (the curve too), and never refuses one."""
+
+    def __init__(self):
+        super().__init__(1.0)
+        self.charges = []
+
+    def charge(self, epsilon=None, delta=None, *, rho=None, label=None, curve=None):
+        self.charges.append((Cost(epsilon, delta or 0.0, rho, curve), label))
+
+
+#: calibrations of each mechanism class of dpcore.mechanisms (each method, each notion)
+MECHANISMS = {
+    LaplaceMechanism: [
+        dict(sensitivity=1.0, epsilon=0.5),
+        dict(sensitivity=2.0, epsilon=1.0, size=3),
+        dict(sensitivity=1.0, epsilon=0.5, bound=10.0, method="snapping"),
+        dict(sensitivity=1.0, epsilon=0.5, size=2, bound=1e4, method="snapping"),  # delta > 0
+        dict(sensitivity=1.0, epsilon=1.0, granularity=2.0**-10),
+    ],
+    GaussianMechanism: [
+        dict(sensitivity=1.0, rho=0.1),
+        dict(sensitivity=1.0, epsilon=1.0, delta=1e-6),
+        dict(sensitivity=3.0, epsilon=0.5, delta=1e-8, size=4),
+        dict(sensitivity=1.0, rho=0.5, size=2, granularity=2.0**-8),
+    ],
+}
+
+
+def test_every_mechanism_class_is_in_the_registry():
+    from dpcore import mechanisms
+
+    classes = {getattr(mechanisms, name) for name in mechanisms.__all__}
+    classes = {c for c in classes if isinstance(c, type) and c.__name__.endswith("Mechanism")}
+    assert classes == set(MECHANISMS)
+    assert all(issubclass(c, plans.Plan) for c in classes)
+
+
+@pytest.mark.parametrize("cls, params", [(c, p) for c, ps in MECHANISMS.items() for p in ps],
+                         ids=lambda x: x.__name__ if isinstance(x, type) else repr(x))
+def test_mechanism_cost_is_what_its_release_charges(cls, params):
+    mech = cls.calibrate(**params)
+    cost = mech.cost  # from the calibration alone
+    if cls is LaplaceMechanism:
+        assert (cost.epsilon, cost.delta) == (mech.epsilon_effective, mech.delta_effective)
+        assert cost.epsilon <= mech.epsilon * (mech.size if mech.method == "snapping" else 1)
+    elif mech.epsilon is None:
+        assert cost.rho == mech.rho <= params["rho"]
+    else:
+        assert (cost.epsilon, cost.delta) == (params["epsilon"], params["delta"])
+    assert cost.curve == mech.curve
+    acc = RecordingAccountant()
+    value = np.arange(mech.size, dtype=float) if mech.size > 1 else 3.0
+    out = mech.release(value, accountant=acc, random_state=1)
+    assert np.shape(out) == np.shape(value)
+    assert acc.charges == [(cost, mech.label)]
+    # the same through the Plan protocol, wrapped or composed
+    acc = RecordingAccountant()
+    plans.sequential(mech, plans.wrap(mech, "again")).release((value, value), accountant=acc,
+                                                              random_state=1)
+    assert acc.charges == [(plans.total_cost([cost, cost]), f"{mech.label} + again")]
+
+
+@pytest.mark.parametrize("cls", list(MECHANISMS))
+def test_mechanism_refuses_bad_data_before_the_charge(cls):
+    mech = cls.calibrate(**MECHANISMS[cls][1])
+    acc = RecordingAccountant()
+    for bad in (np.zeros(mech.size + 1), np.full(mech.size, np.nan), "x"):
+        with pytest.raises((ValueError, TypeError)):
+            mech.release(bad, accountant=acc)
+    assert acc.charges == []
+
+
+def test_wrap_keeps_the_plans_relation_unless_restated():
+    mech = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5)
+    assert plans.wrap(mech, "a").relation == mech.relation == plans.ADD_REMOVE
+    assert plans.wrap(mech, "a", relation="edge-DP").cost == mech.cost
+    with pytest.raises(TypeError, match="plan must be"):
+        plans.wrap(object(), "a")
+    with pytest.raises(ValueError, match="relation"):
+        plans.wrap(mech, "a", relation=" ")
+
+
+@pytest.mark.parametrize("cls", list(MECHANISMS))
+def test_mechanism_states_the_relation_it_was_calibrated_for(cls):
+    params = MECHANISMS[cls][0]
+    assert cls.calibrate(**params).relation == plans.ADD_REMOVE
+    swap = cls.calibrate(**params, relation="replace one record")
+    assert swap.relation == "replace one record" and swap.cost == cls.calibrate(**params).cost
+    with pytest.raises(ValueError, match="different neighbouring relations"):
+        plans.sequential(swap, cls.calibrate(**params))
+    assert plans.sequential(swap, swap).relation == "replace one record"
+    with pytest.raises(TypeError, match="relation"):
+        cls.calibrate(**params, relation=None)
+    with pytest.raises(ValueError, match="relation"):
+        cls.calibrate(**params, relation="")

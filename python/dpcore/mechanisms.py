@@ -3,7 +3,9 @@
 
 Each mechanism is a small immutable object holding its calibration (noise scale, grid, effective
 privacy loss), so the numbers can be inspected and tested without drawing anything; the functions
-:func:`laplace` and :func:`gaussian` build one and release with it.
+:func:`laplace` and :func:`gaussian` build one and release with it. Each is a
+:class:`dpcore.plans.Plan`: its ``cost`` (with its privacy curve) is known from the calibration
+alone, it composes with other plans, and ``release`` charges that cost once.
 
 Real-valued outputs never come from ``value + float_noise`` (Mironov 2012): they are either snapped
 to a power-of-two grid (:func:`laplace` with ``method="snapping"``) or computed as ``grid * (integer
@@ -24,7 +26,8 @@ import numpy as np
 from dpcore import _noise, _noise_grid, _noise_snapping
 from dpcore import _validation as check
 from dpcore import calibration
-from dpcore._release import Cost, public_arithmetic, release
+from dpcore._release import Cost, public_arithmetic
+from dpcore.plans import ADD_REMOVE, Plan, check_relation
 from dpcore.curves import DiscreteGaussian, DiscreteLaplace, PrivacyCurve
 from dpcore._floats import GRID_BITS, pow2_ceil as _pow2_ceil, pow2_floor as _pow2_floor, round_up as _round_up_to_double
 
@@ -71,15 +74,24 @@ _FAST_UNITS = 2.0**62
 
 def _finite_values(value: object) -> tuple[np.ndarray, np.ndarray, float]:
     """(values, flat, largest): ``value`` as a float64 array, its flat C-contiguous copy or view
-    and max |value|; a ValueError naming ``value`` if an entry is NaN or infinite. The check is
-    one pass of the noise kernel (threaded on large inputs, like the draws), made before the
-    release charges anything."""
+    and max |value| (0 when empty); a ValueError naming ``value`` if an entry is NaN or
+    infinite. The check is one pass of the noise kernel (threaded on large inputs, like the
+    draws), made before the release charges anything."""
     values = check.real_array(value, "value").astype(np.float64, copy=False)
     flat = np.ascontiguousarray(values.reshape(-1))
     largest = _noise_grid.finite_magnitude(flat)
     if math.isnan(largest):
         raise ValueError("value must not contain NaN or infinite values")
     return values, flat, largest
+
+
+def _sized(prepared: tuple[np.ndarray, np.ndarray, float], size: int
+           ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``prepared`` (from `_finite_values`), after checking it holds ``size`` values."""
+    if prepared[0].size != size:
+        raise ValueError(f"value has {prepared[0].size} elements, the mechanism was calibrated "
+                         f"for {size}")
+    return prepared
 
 
 def _fits_fast_path(largest: float, grid: float, bound: float = math.inf) -> bool:
@@ -109,7 +121,7 @@ def _exact_grid_release(flat, grid, bound, noise):
             out[i] = math.copysign(sys.float_info.max, units)
     if saturated:
         warnings.warn(f"{saturated} released value(s) beyond the double range saturated at "
-                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=5)
+                      "+-1.7976931348623157e308", RuntimeWarning, stacklevel=8)
     return out
 
 
@@ -123,15 +135,35 @@ def _shaped(result, scalar):
     return result[()] if scalar else result
 
 
+class _GridNoise(Plan):
+    """What the grid mechanisms share as plans: the value is checked (finite, ``size``
+    elements) before the charge, and released on the calibrated grid (each class's
+    ``release`` is ``_release`` of ``_finite_values``)."""
+
+    size: int
+
+    def _prepare(self, data: ArrayLike) -> tuple[np.ndarray, np.ndarray, float]:
+        return _sized(_finite_values(data), self.size)
+
+    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
+                 random_state: RandomStateLike, accountant: AccountantLike | None
+                 ) -> float | np.ndarray:
+        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
+        return self._release_prepared(_sized((values, flat, largest), self.size),
+                                      accountant=accountant, random_state=random_state)
+
+
 # --------------------------------------------------------------------------------------------
 # Laplace
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(_GridNoise):
     """Calibrated Laplace-type mechanism for a query of known L1 sensitivity.
 
-    Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point.
+    Build it with :meth:`calibrate`; :func:`laplace` is the usual entry point. A
+    :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` and ``delta_effective`` with
+    ``curve``, under ``relation``.
 
     Attributes
     ----------
@@ -156,6 +188,9 @@ class LaplaceMechanism:
         number of elements for snapping, <= ``epsilon`` for discrete), slack terms included.
     delta_effective : float
         0, except for snapping with a bound beyond 372 lambda (see :func:`laplace`).
+    relation : str
+        The neighbouring relation the sensitivity was derived for (default: add/remove one
+        record); plans compose only with plans of the same relation.
     """
 
     method: str
@@ -168,12 +203,17 @@ class LaplaceMechanism:
     unit: float
     epsilon_effective: float
     delta_effective: float
+    relation: str = ADD_REMOVE
 
     @classmethod
     def calibrate(cls, *, sensitivity: float, epsilon: float, size: int = 1,
                   bound: float | None = None, method: str = "discrete",
-                  granularity: float | None = None) -> LaplaceMechanism:
-        """Validate the parameters and compute the noise scale and the effective guarantee."""
+                  granularity: float | None = None,
+                  relation: str = ADD_REMOVE) -> LaplaceMechanism:
+        """Validate the parameters and compute the noise scale and the effective guarantee
+        (``relation``: the neighbouring relation ``sensitivity`` was derived for, which the
+        plan states)."""
+        relation = check_relation(relation)
         sensitivity = check.positive(sensitivity, "sensitivity")
         epsilon = check.positive(epsilon, "epsilon")
         size = check.integer(size, "size", minimum=1)
@@ -181,7 +221,8 @@ class LaplaceMechanism:
             bound = check.positive(bound, "bound")
         granularity = _check_granularity(granularity)
         if method == "discrete":
-            return cls._calibrate_discrete(sensitivity, epsilon, size, bound, granularity)
+            return cls._calibrate_discrete(sensitivity, epsilon, size, bound, granularity,
+                                           relation)
         if method == "snapping":
             if bound is None:
                 raise ValueError(
@@ -190,11 +231,11 @@ class LaplaceMechanism:
                 )
             if granularity is not None:
                 raise ValueError("granularity applies to method='discrete' only; snapping picks its grid")
-            return cls._calibrate_snapping(sensitivity, epsilon, size, bound)
+            return cls._calibrate_snapping(sensitivity, epsilon, size, bound, relation)
         raise ValueError(f"method must be 'discrete' or 'snapping', got {method!r}")
 
     @classmethod
-    def _calibrate_discrete(cls, sensitivity, epsilon, size, bound, granularity):
+    def _calibrate_discrete(cls, sensitivity, epsilon, size, bound, granularity, relation):
         grid = granularity or _pow2_floor(sensitivity / epsilon * 2.0**-GRID_BITS)
         # Rounding to the grid moves each coordinate by < 1 unit, so the L1 distance in grid
         # units grows by < size (the grid is charged in the sensitivity).
@@ -207,10 +248,11 @@ class LaplaceMechanism:
                 "grid (use a larger epsilon, or a coarser granularity where the release takes one)"
             )
         eps_eff = float(sens_units / Fraction(scale))
-        return cls("discrete", sensitivity, epsilon, size, grid, scale, bound, 1.0, eps_eff, 0.0)
+        return cls("discrete", sensitivity, epsilon, size, grid, scale, bound, 1.0, eps_eff, 0.0,
+                   relation)
 
     @classmethod
-    def _calibrate_snapping(cls, sensitivity, epsilon, size, bound):
+    def _calibrate_snapping(cls, sensitivity, epsilon, size, bound, relation):
         # Dividing by a power of two is exact, so Mironov's sensitivity-1 theorem applies as is.
         unit = _pow2_ceil(sensitivity)
         bound_units = bound / unit
@@ -222,7 +264,7 @@ class LaplaceMechanism:
             delta = min(1.0, size * SNAPPING_TAIL_DELTA)
         return cls(
             "snapping", sensitivity, epsilon, size, grid_units * unit, lam, bound, unit,
-            per_element * size, delta,
+            per_element * size, delta, relation,
         )
 
     @property
@@ -252,32 +294,38 @@ class LaplaceMechanism:
             ) if distance else 0.0
         return self.epsilon_effective / self.size * math.ceil(distance)
 
+    @property
+    def label(self) -> str:
+        return f"laplace/{self.method}"
+
+    @property
+    def cost(self) -> Cost:
+        """What :meth:`release` charges: ``epsilon_effective`` and ``delta_effective``, with
+        ``curve`` (known from the calibration alone)."""
+        return Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
+
     def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
                 accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value`` (same shape as the one calibrated for)."""
+        """Add the calibrated noise to ``value`` (same shape as the one calibrated for),
+        charging :attr:`cost` once (a bad value raises before the charge)."""
         return self._release(*_finite_values(value), random_state=random_state,
                              accountant=accountant)
 
-    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
-                 random_state: RandomStateLike, accountant: AccountantLike | None
-                 ) -> float | np.ndarray:
-        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
-        if values.size != self.size:
-            raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
+    def _draw(self, prepared: tuple[np.ndarray, np.ndarray, float], rng: np.random.Generator
+              ) -> float | np.ndarray:
+        values, flat, largest = prepared
         bound = math.inf if self.bound is None else self.bound
-        cost = Cost(self.epsilon_effective, self.delta_effective, curve=self.curve)
-
-        def draw(rng):
-            if self.method == "discrete":
-                if not _fits_fast_path(largest, self.grid, bound):
-                    noise = np.empty(flat.shape, dtype=np.int64)
-                    _noise.discrete_laplace_into(noise, self.scale, rng)
-                    return _exact_grid_release(flat, self.grid, bound, noise)
+        if self.method == "discrete":
+            if not _fits_fast_path(largest, self.grid, bound):
+                noise = np.empty(flat.shape, dtype=np.int64)
+                _noise.discrete_laplace_into(noise, self.scale, rng)
+                out = _exact_grid_release(flat, self.grid, bound, noise)
+            else:
                 # One fused pass: clip, round to the grid, add the exact noise, convert back
                 # (the same values as _exact_grid_release).
                 out = np.empty(flat.shape, dtype=np.float64)
                 _noise_grid.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
-                return out
+        else:
             # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
             # with dividing by the power of two unit (exact and monotone; an overflow to inf is
             # clamped the same), so clip(x, -B, B) / unit == clamp(x / unit, -B/unit, B/unit).
@@ -288,11 +336,8 @@ class LaplaceMechanism:
             clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
             _noise_snapping.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
             out *= self.unit
-            return out
-
-        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
-                      label=f"laplace/{self.method}")
         return _shaped(out.reshape(values.shape), values.ndim == 0)
+
 
 
 def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: float | None = None,
@@ -404,8 +449,11 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
 
 
 @dataclass(frozen=True)
-class GaussianMechanism:
+class GaussianMechanism(_GridNoise):
     """Calibrated discrete Gaussian mechanism on a power-of-two grid (L2 sensitivity).
+
+    Build it with :meth:`calibrate`; :func:`gaussian` is the usual entry point. A
+    :class:`dpcore.plans.Plan`: ``cost`` is ``rho`` or (``epsilon``, ``delta``) with ``curve``.
 
     Attributes
     ----------
@@ -421,6 +469,9 @@ class GaussianMechanism:
         zCDP parameter guaranteed (D**2 / (2 sigma**2), D the sensitivity in grid units).
     epsilon, delta : float or None
         The (epsilon, delta) guarantee when calibrated from them, else None.
+    relation : str
+        The neighbouring relation the sensitivity was derived for (default: add/remove one
+        record).
     """
 
     sensitivity: float
@@ -430,12 +481,17 @@ class GaussianMechanism:
     rho: float
     epsilon: float | None
     delta: float | None
+    relation: str = ADD_REMOVE
 
     @classmethod
     def calibrate(cls, *, sensitivity: float, epsilon: float | None = None,
                   delta: float | None = None, rho: float | None = None, size: int = 1,
-                  granularity: float | None = None) -> GaussianMechanism:
-        """Validate the parameters and compute sigma, the grid and the guarantee."""
+                  granularity: float | None = None,
+                  relation: str = ADD_REMOVE) -> GaussianMechanism:
+        """Validate the parameters and compute sigma, the grid and the guarantee
+        (``relation``: the neighbouring relation ``sensitivity`` was derived for, which the
+        plan states)."""
+        relation = check_relation(relation)
         sensitivity = check.positive(sensitivity, "sensitivity")
         size = check.integer(size, "size", minimum=1)
         granularity = _check_granularity(granularity)
@@ -469,7 +525,7 @@ class GaussianMechanism:
                 "epsilon or rho, or a coarser granularity where the release takes one)"
             )
         rho_eff = sens_units**2 / (2.0 * sigma**2)
-        return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta)
+        return cls(sensitivity, size, grid, sigma, rho_eff, epsilon, delta, relation)
 
     @property
     def curve(self) -> PrivacyCurve:
@@ -479,35 +535,37 @@ class GaussianMechanism:
         return DiscreteGaussian(self.sigma, _gaussian_sensitivity_units(
             self.sensitivity, self.grid, self.size))
 
+    label = "gaussian"
+
+    @property
+    def cost(self) -> Cost:
+        """What :meth:`release` charges, with ``curve``: ``rho`` (the effective rho_eff <= the
+        rho asked for) when calibrated from rho, else the (epsilon, delta) it was calibrated to
+        (the effective guarantee is at least as good)."""
+        if self.epsilon is None:
+            return Cost(rho=self.rho, curve=self.curve)
+        return Cost(self.epsilon, cast(float, self.delta), curve=self.curve)
+
     def release(self, value: ArrayLike, *, random_state: RandomStateLike = None,
                 accountant: AccountantLike | None = None) -> float | np.ndarray:
-        """Add the calibrated noise to ``value``."""
+        """Add the calibrated noise to ``value``, charging :attr:`cost` once (a bad value
+        raises before the charge)."""
         return self._release(*_finite_values(value), random_state=random_state,
                              accountant=accountant)
 
-    def _release(self, values: np.ndarray, flat: np.ndarray, largest: float, *,
-                 random_state: RandomStateLike, accountant: AccountantLike | None
-                 ) -> float | np.ndarray:
-        """`release` of values checked by `_finite_values` (flat, largest: its other results)."""
-        if values.size != self.size:
-            raise ValueError(f"value has {values.size} elements, the mechanism was calibrated for {self.size}")
-        curve = self.curve
-        cost = (Cost(rho=self.rho, curve=curve) if self.epsilon is None
-                else Cost(self.epsilon, cast(float, self.delta), curve=curve))
-
-        def draw(rng):
-            if not _fits_fast_path(largest, self.grid):
-                noise = np.empty(flat.shape, dtype=np.int64)
-                _noise.discrete_gaussian_into(noise, self.sigma, rng)
-                return _exact_grid_release(flat, self.grid, math.inf, noise)
+    def _draw(self, prepared: tuple[np.ndarray, np.ndarray, float], rng: np.random.Generator
+              ) -> float | np.ndarray:
+        values, flat, largest = prepared
+        if not _fits_fast_path(largest, self.grid):
+            noise = np.empty(flat.shape, dtype=np.int64)
+            _noise.discrete_gaussian_into(noise, self.sigma, rng)
+            out = _exact_grid_release(flat, self.grid, math.inf, noise)
+        else:
             # One fused pass (the same values as _exact_grid_release).
             out = np.empty(flat.shape, dtype=np.float64)
             _noise_grid.discrete_gaussian_grid_into(out, flat, self.grid, self.sigma, rng)
-            return out
-
-        out = release(draw, cost=cost, accountant=accountant, random_state=random_state,
-                      label="gaussian")
         return _shaped(out.reshape(values.shape), values.ndim == 0)
+
 
 
 def gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float | None = None,

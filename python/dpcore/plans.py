@@ -21,8 +21,10 @@ Examples
 >>> import numpy as np
 >>> from dpcore import plans
 >>> from dpcore.mechanisms import LaplaceMechanism
->>> count = plans.wrap(LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5), "count")
->>> both = plans.sequential(count, count)
+>>> count = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5)   # a calibrated plan
+>>> count.cost.epsilon
+0.5
+>>> both = plans.sequential(count, plans.wrap(count, "second count"))
 >>> both.cost.epsilon                # known before any data
 1.0
 >>> out = both.release((120.0, 75.0), random_state=0)
@@ -65,18 +67,26 @@ def total_cost(costs: Sequence[Cost]) -> Cost:
 class Plan(ABC):
     """A release calibrated from public parameters only (see the module docstring).
 
-    Subclasses give ``cost``, ``label`` and ``relation``, and implement ``_prepare`` (check the
-    data; nothing is charged) and ``_draw`` (sample, given prepared data and a generator; no
-    checks, no charge). ``release`` is the only public way to draw.
+    Its descriptor: ``cost`` (epsilon and delta, or rho, with the release's privacy ``curve``
+    when it states one, for the RDP/PLD accountants), ``relation`` (the neighbouring relation
+    that cost holds under) and ``label`` (the name it is charged under). Subclasses give
+    ``cost`` and implement ``_prepare`` (check the data; nothing is charged) and ``_draw``
+    (sample, given prepared data and a generator; no checks, no charge). ``release`` is the
+    only public way to draw.
     """
 
-    label: str = "plan"
+    #: the neighbouring relation ``cost`` is stated for
     relation: str = ADD_REMOVE
+
+    @property
+    def label(self) -> str:
+        """Names the release in the accountant's history."""
+        return type(self).__name__
 
     @property
     @abstractmethod
     def cost(self) -> Cost:
-        """What ``release`` charges, once."""
+        """What ``release`` charges, once: the effective guarantee, from public values only."""
 
     def _prepare(self, data: Any) -> Any:
         return data
@@ -91,7 +101,11 @@ class Plan(ABC):
         A bad argument raises before anything is charged; an accountant without budget raises
         ``BudgetExceeded`` and nothing is drawn.
         """
-        prepared = self._prepare(data)
+        return self._release_prepared(self._prepare(data), accountant=accountant,
+                                      random_state=random_state)
+
+    def _release_prepared(self, prepared: Any, *, accountant: Any, random_state: Any) -> Any:
+        """Charge ``cost`` once, then draw from ``prepared`` (what ``_prepare`` returned)."""
         return release(lambda rng: self._draw(prepared, rng), cost=self.cost,
                        accountant=accountant, random_state=random_state, label=self.label)
 
@@ -99,49 +113,57 @@ class Plan(ABC):
         return f"<{type(self).__name__} {self.label!r}: {self.cost}, {self.relation}>"
 
 
-class _Wrapped(Plan):
-    """A calibrated mechanism (anything with ``release(value, random_state=, accountant=)`` and
-    a guarantee) as a plan."""
+class _Restated(Plan):
+    """A plan under another label and relation (same cost, same draws)."""
 
-    def __init__(self, mechanism: Any, label: str, cost: Cost, relation: str):
-        self._mechanism, self.label, self._cost, self.relation = mechanism, label, cost, relation
+    def __init__(self, plan: Plan, label: str, relation: str):
+        self.plan, self._label, self.relation = plan, label, relation
+
+    @property
+    def label(self) -> str:
+        return self._label
 
     @property
     def cost(self) -> Cost:
-        return self._cost
+        return self.plan.cost
 
     def _prepare(self, data: Any) -> Any:
-        values = check.finite_array(data, "value")
-        size = getattr(self._mechanism, "size", values.size)
-        if values.size != size:
-            raise ValueError(f"value has {values.size} elements, the plan was calibrated for "
-                             f"{size}")
-        return values
+        return self.plan._prepare(data)
 
     def _draw(self, prepared: Any, rng: Any) -> Any:
-        # checked in _prepare; no accountant here: Plan.release charged this plan's cost
-        return self._mechanism.release(prepared, random_state=rng)
+        return self.plan._draw(prepared, rng)
 
 
-def wrap(mechanism: Any, label: str, *, relation: str = ADD_REMOVE) -> Plan:
-    """A calibrated mechanism of :mod:`dpcore.mechanisms` (``LaplaceMechanism``,
-    ``GaussianMechanism``) as a plan: its cost is the effective guarantee it was calibrated to
-    (``epsilon_effective``/``delta_effective``, or rho).
+def wrap(plan: Plan, label: str, *, relation: str | None = None) -> Plan:
+    """``plan`` (e.g. a calibrated :class:`~dpcore.mechanisms.LaplaceMechanism` or
+    :class:`~dpcore.mechanisms.GaussianMechanism`, which are plans) charged under ``label``,
+    and stated for ``relation`` (default: the plan's own), to compose it with plans of that
+    relation. Its cost and its draws are the plan's.
 
     Privacy
     -------
-    The mechanism's guarantee, under ``relation`` (the relation its sensitivity was derived
-    for); nothing is charged until ``release``.
+    The plan's guarantee (``plan.cost``), under ``relation``: the caller asserts that the
+    plan's sensitivity was derived for that relation. Nothing is charged until ``release``.
     """
-    if hasattr(mechanism, "epsilon_effective"):
-        cost = Cost(mechanism.epsilon_effective, mechanism.delta_effective)
-    elif getattr(mechanism, "epsilon", None) is None and hasattr(mechanism, "rho"):
-        cost = Cost(rho=mechanism.rho)
-    elif hasattr(mechanism, "delta"):
-        cost = Cost(mechanism.epsilon, mechanism.delta or 0.0)
-    else:
-        raise TypeError(f"cannot read a guarantee from {type(mechanism).__name__}")
-    return _Wrapped(mechanism, label, cost, relation)
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a dpcore.plans.Plan (e.g. a calibrated mechanism), got "
+                        f"{type(plan).__name__}")
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, got {type(label).__name__}")
+    relation = plan.relation if relation is None else check_relation(relation)
+    return _Restated(plan, label, relation)
+
+
+def check_relation(relation: Any) -> str:
+    """A neighbouring relation, checked: a non-empty str (e.g. ``ADD_REMOVE``, "replace one
+    record", "edge-DP"), else TypeError/ValueError naming ``relation``. Shared with the
+    calibrated mechanisms (not in ``__all__``)."""
+    if not isinstance(relation, str):
+        raise TypeError(f"relation must be a str naming the neighbouring relation, got "
+                        f"{type(relation).__name__}")
+    if not relation.strip():
+        raise ValueError("relation must name the neighbouring relation, got an empty string")
+    return relation
 
 
 class _Sequential(Plan):
@@ -151,8 +173,12 @@ class _Sequential(Plan):
         if len(relations) != 1:
             raise ValueError(f"plans state different neighbouring relations: {sorted(relations)}")
         self.relation = relations.pop()
-        self.label = " + ".join(p.label for p in self.plans)
+        self._label = " + ".join(p.label for p in self.plans)
         self._cost = total_cost([p.cost for p in self.plans])
+
+    @property
+    def label(self) -> str:
+        return self._label
 
     @property
     def cost(self) -> Cost:
@@ -187,7 +213,10 @@ class _Parallel(Plan):
     def __init__(self, plan: Plan, n_parts: int):
         self.plan, self.n_parts = plan, n_parts
         self.relation = plan.relation
-        self.label = f"{plan.label} on {n_parts} disjoint parts"
+
+    @property
+    def label(self) -> str:
+        return f"{self.plan.label} on {self.n_parts} disjoint parts"
 
     @property
     def cost(self) -> Cost:

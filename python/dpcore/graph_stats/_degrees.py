@@ -11,9 +11,11 @@ import numpy as np
 
 from dpcore import _graph_stats
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, release
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE, discrete_laplace
+from dpcore.graph_stats import _docs as docs
 from dpcore.graph_stats._input import _adjacency, _pairs
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ def _consistent(noisy, n):
     return np.clip(np.rint(fit), 0, n - 1).astype(np.int64)
 
 
+@fill(graph=docs.GRAPH, simplify=docs.SIMPLIFY, random_state=docs.RANDOM_STATE,
+      accountant=docs.ACCOUNTANT_EPSILON.format(label="graph.degree_sequence"), raises=docs.RAISES)
 def degree_sequence(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify: bool = False,
                     random_state: RandomStateLike = None,
                     accountant: AccountantLike | None = None) -> np.ndarray:
@@ -60,33 +64,19 @@ def degree_sequence(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify: boo
 
     Parameters
     ----------
-    G : networkx.Graph or array_like of int, shape (m, 2)
-        Undirected simple graph: an edge array of vertex ids in [0, n_nodes), or a networkx
-        graph whose ``n_nodes`` nodes are the public vertex set (never one built from the edges:
-        ``nx.Graph(edge_list)`` drops isolated vertices).
-    n_nodes : int
-        The public number of vertices, in [3, 2**26]; checked before the edges are read.
+    {graph}
     epsilon : float
         Privacy parameter, > 0 (the noise scale 2 / epsilon must be <= 2**44).
-    simplify : bool, default=False
-        Drop self-loops and repeated edges instead of raising.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once (label ``"graph.degree_sequence"``), after every argument is
-        checked and before anything is drawn.
+    {simplify}
+    {random_state}
+    {accountant}
 
     Returns
     -------
     ndarray of int64, shape (n_nodes,)
         Nondecreasing, entries in [0, n_nodes - 1].
 
-    Raises
-    ------
-    TypeError, ValueError
-        Invalid arguments (naming the parameter; never quoting the edges or their number).
-    BudgetExceeded
-        The accountant cannot afford ``epsilon``; nothing is drawn.
+    {raises}
 
     Privacy
     -------
@@ -119,6 +109,7 @@ def degree_sequence(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify: boo
                    label="graph.degree_sequence")
 
 
+@fill(raises=docs.RAISES)
 def degree_distribution(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify: bool = False,
                         random_state: RandomStateLike = None,
                         accountant: AccountantLike | None = None) -> np.ndarray:
@@ -138,12 +129,7 @@ def degree_distribution(G: ArrayLike, *, n_nodes: int, epsilon: float, simplify:
     ndarray of int64, shape (n_nodes,)
         Entry d is the released number of vertices of degree d.
 
-    Raises
-    ------
-    TypeError, ValueError
-        Invalid arguments (naming the parameter).
-    BudgetExceeded
-        The accountant cannot afford ``epsilon``; nothing is drawn.
+    {raises}
 
     Privacy
     -------
@@ -204,6 +190,8 @@ def node_degree_sensitivity(max_degree: int) -> int:
     return 2 * check.integer(max_degree, "max_degree", minimum=1)
 
 
+@fill(graph=docs.GRAPH, simplify=docs.SIMPLIFY, random_state=docs.RANDOM_STATE,
+      accountant=docs.ACCOUNTANT_EPSILON.format(label="graph.degree_distribution_node_dp"), raises=docs.RAISES)
 def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, epsilon: float,
                                 simplify: bool = False, random_state: RandomStateLike = None,
                                 accountant: AccountantLike | None = None) -> np.ndarray:
@@ -222,33 +210,21 @@ def degree_distribution_node_dp(G: ArrayLike, *, n_nodes: int, max_degree: int, 
 
     Parameters
     ----------
-    G : networkx.Graph or array_like of int, shape (m, 2)
-        Undirected simple graph on the public vertex set (see :func:`degree_sequence`).
-    n_nodes : int
-        The public number of vertices, >= 3.
+    {graph}
     max_degree : int
         D >= 1, public (never taken from the data).
     epsilon : float
         > 0 (the noise scale 2 D / epsilon must be <= 2**44).
-    simplify : bool, default=False
-        Drop self-loops and repeated edges instead of raising.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once (label ``"graph.degree_distribution_node_dp"``), after every
-        argument is checked and before anything is drawn.
+    {simplify}
+    {random_state}
+    {accountant}
 
     Returns
     -------
     ndarray of int64, shape (max_degree + 1,)
         Entry d is the released number of vertices of projected degree d; they sum to n_nodes.
 
-    Raises
-    ------
-    TypeError, ValueError
-        Invalid arguments (naming the parameter; never quoting the edges or their number).
-    BudgetExceeded
-        The accountant cannot afford ``epsilon``; nothing is drawn.
+    {raises}
 
     Privacy
     -------

@@ -28,3 +28,19 @@ def _pairs(G, n_nodes, simplify, name="G"):
         edges = _edges.edge_array(G, n, name)
     u, v = _edges.simple_edges(edges, n, simplify, name)
     return n, u, v
+
+
+def _pair_frontier(profile, indptr, indices):
+    """(a, b) int64 arrays: the Pareto frontier of a per-pair profile kernel (``pair_profile``
+    or ``star_profile``), which returns, for each first value a some vertex pair has, the largest
+    second value b of such a pair (-1: none). Kept: the pairs whose b exceeds the b of every
+    larger a (the others are dominated in both)."""
+    degrees = np.diff(indptr)
+    order = np.argsort(-degrees, kind="stable").astype(np.int64)
+    best = profile(indptr, indices, order)
+    a = np.flatnonzero(best >= 0).astype(np.int64)
+    b = best[a]
+    later = np.maximum.accumulate(b[::-1])[::-1]
+    keep = np.ones(a.size, dtype=bool)
+    keep[:-1] = b[:-1] > later[1:]
+    return a[keep], b[keep]

@@ -11,11 +11,13 @@ import numpy as np
 
 from dpcore import _graph_stats
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_up as _round_up
 from dpcore.random import Words64
 from dpcore._release import Cost, release
 from dpcore._smooth import _rounded_laplace
-from dpcore.graph_stats._input import _adjacency
+from dpcore.graph_stats import _docs as docs
+from dpcore.graph_stats._input import _adjacency, _pair_frontier
 from dpcore.graph_stats._ladder import (_BETA_SLACK, _INFLATE, _graph_beta, _ladder_plan,
                                        _Ladder)
 
@@ -38,15 +40,7 @@ def _star_size(k):
 def _star_pairs(indptr, indices):
     """(p, q) int64 arrays: over vertex pairs, x_i >= x_j their degrees not counting each other,
     the pairs (x_i, x_j) not dominated in both (kernel ``star_profile``)."""
-    degrees = np.diff(indptr)
-    order = np.argsort(-degrees, kind="stable").astype(np.int64)
-    maxq = _graph_stats.star_profile(indptr, indices, order)
-    p = np.flatnonzero(maxq >= 0).astype(np.int64)
-    q = maxq[p]
-    later = np.maximum.accumulate(q[::-1])[::-1]
-    keep = np.ones(p.size, dtype=bool)
-    keep[:-1] = q[:-1] > later[1:]
-    return p[keep], q[keep]
+    return _pair_frontier(_graph_stats.star_profile, indptr, indices)
 
 
 def _star_reach(p, q, n, s):
@@ -117,11 +111,12 @@ def kstar_local_sensitivity(G: ArrayLike, *, n_nodes: int, k: int, distance: int
     Returns
     -------
     int
+        LS^(s)(G), a Python int (it can exceed the int64 range).
 
     Privacy
     -------
-    Not a release: a data-dependent number that is not differentially private (use
-    :func:`kstar_count`). Charges nothing.
+    Not a release: reads the private graph and returns a data-dependent number that is not
+    differentially private (use :func:`kstar_count`). Charges nothing.
 
     Examples
     --------
@@ -157,10 +152,12 @@ def kstar_smooth_sensitivity(G: ArrayLike, *, n_nodes: int, k: int, beta: float,
     Returns
     -------
     float
+        S*(G), rounded (relative error below (beta s + k + 2) 2**-53 at the maximising s).
 
     Privacy
     -------
-    Not a release: a data-dependent number that is not differentially private. Charges nothing.
+    Not a release: a data-dependent number that is not differentially private (use
+    :func:`kstar_count`). Charges nothing.
 
     Examples
     --------
@@ -201,6 +198,8 @@ def _kstar_rungs(p, q, n, r):
     return rungs
 
 
+@fill(graph=docs.GRAPH, parameters=docs.ladder_parameters("graph.kstar_count"), raises=docs.RAISES,
+      edge_dp=docs.EDGE_DP)
 def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float,
                 delta: float | None = None, method: str | None = None, simplify: bool = False,
                 random_state: RandomStateLike = None,
@@ -221,42 +220,21 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float,
 
     Parameters
     ----------
-    G : networkx.Graph or array_like of int, shape (m, 2)
-        Undirected simple graph on the public vertex set (see :func:`degree_sequence`).
-    n_nodes : int
-        The public number of vertices, >= 3.
+    {graph}
     k : int
         Star size, 2 <= k <= ``MAX_STAR_SIZE`` (16).
-    epsilon : float
-        > 0 (at most ``MAX_EPSILON``) for the ladder; in [2**-20, 2**10] for "smooth".
-    delta : float or None, default=None
-        None (or 0): pure epsilon-DP. In (0, 1) for "smooth".
-    method : {"ladder", "smooth"} or None, default=None
-        None picks "ladder" when ``delta`` is None or 0 and "smooth" otherwise.
-    simplify : bool, default=False
-        Drop self-loops and repeated edges instead of raising.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged once (label ``"graph.kstar_count"``): ``epsilon`` for the ladder,
-        ``(epsilon, delta)`` for "smooth"; after every argument is checked and before anything
-        is drawn.
+    {parameters}
 
     Returns
     -------
     int
+        The released number of k-stars, in [0, n C(n - 1, k)].
 
-    Raises
-    ------
-    TypeError, ValueError
-        Invalid arguments (naming the parameter; never quoting the edges or their number).
-    BudgetExceeded
-        The accountant cannot afford the charge; nothing is drawn.
+    {raises}
 
     Privacy
     -------
-    Edge-DP: neighbours are graphs on the same public vertex set ``0..n_nodes-1`` differing in
-    one edge. The vertex count is public; this is not node-DP.
+    {edge_dp}
 
     Ladder (epsilon-DP): the k-star count's exact LS^(s) is a ladder function (LS^(0)(G') >=
     |f(G) - f(G')|, LS^(s)(G) <= LS^(s+1)(G') for neighbours), so the rung index has

@@ -11,11 +11,13 @@ import numpy as np
 
 from dpcore import _graph_stats
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_up as _round_up
 from dpcore.random import Words64
 from dpcore._release import Cost, release
 from dpcore._smooth import _rounded_laplace
-from dpcore.graph_stats._input import _adjacency
+from dpcore.graph_stats import _docs as docs
+from dpcore.graph_stats._input import _adjacency, _pair_frontier
 from dpcore.graph_stats._ladder import (_BETA_SLACK, _INFLATE, _graph_beta, _ladder_plan,
                                        _Ladder)
 
@@ -31,16 +33,7 @@ def _frontier(indptr, indices):
     """(c, b) int64 arrays: for each number c of common neighbours some pair has, the largest
     number b of vertices adjacent to exactly one of such a pair (kernel ``pair_profile``),
     reduced to the pairs not dominated in both c and b."""
-    degrees = np.diff(indptr)
-    order = np.argsort(-degrees, kind="stable").astype(np.int64)
-    maxb = _graph_stats.pair_profile(indptr, indices, order)
-    c = np.flatnonzero(maxb >= 0).astype(np.int64)
-    b = maxb[c]
-    # keep (c, b) only when b exceeds the b of every larger c
-    later = np.maximum.accumulate(b[::-1])[::-1]
-    keep = np.ones(c.size, dtype=bool)
-    keep[:-1] = b[:-1] > later[1:]
-    return c[keep], b[keep]
+    return _pair_frontier(_graph_stats.pair_profile, indptr, indices)
 
 
 def _local_at(c, b, n, s):
@@ -100,6 +93,7 @@ def triangle_local_sensitivity(G: ArrayLike, *, n_nodes: int, distance: int = 0,
     Returns
     -------
     int
+        LS^(s)(G), at most n - 2.
 
     Privacy
     -------
@@ -144,7 +138,8 @@ def triangle_smooth_sensitivity(G: ArrayLike, *, n_nodes: int, beta: float,
 
     Privacy
     -------
-    Not a release: a data-dependent number that is not differentially private. Charges nothing.
+    Not a release: a data-dependent number that is not differentially private (use
+    :func:`triangle_count`). Charges nothing.
 
     Examples
     --------
@@ -194,6 +189,8 @@ def _triangle_rungs(sigma, n):
     return np.searchsorted(sigma, np.arange(2 * (n - 2) + 1), side="right").astype(np.int64)
 
 
+@fill(graph=docs.GRAPH, parameters=docs.ladder_parameters("graph.triangle_count"), raises=docs.RAISES,
+      edge_dp=docs.EDGE_DP)
 def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float | None = None,
                    method: str | None = None, simplify: bool = False,
                    random_state: RandomStateLike = None,
@@ -217,41 +214,19 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float |
 
     Parameters
     ----------
-    G : networkx.Graph or array_like of int, shape (m, 2)
-        Undirected simple graph on the public vertex set (see :func:`degree_sequence`).
-    n_nodes : int
-        The public number of vertices, >= 3.
-    epsilon : float
-        > 0 (at most ``MAX_EPSILON``) for the ladder; in [2**-20, 2**10] for "smooth".
-    delta : float or None, default=None
-        None (or 0): pure epsilon-DP. In (0, 1) for "smooth": the probability with which the
-        guarantee may fail.
-    method : {"ladder", "smooth"} or None, default=None
-        None picks "ladder" when ``delta`` is None or 0 and "smooth" otherwise.
-    simplify : bool, default=False
-        Drop self-loops and repeated edges instead of raising.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged once (label ``"graph.triangle_count"``): ``epsilon`` for the ladder,
-        ``(epsilon, delta)`` for "smooth"; after every argument is checked and before anything
-        is drawn.
+    {graph}
+    {parameters}
 
     Returns
     -------
     int
+        The released number of triangles, in [0, C(n, 3)].
 
-    Raises
-    ------
-    TypeError, ValueError
-        Invalid arguments (naming the parameter; never quoting the edges or their number).
-    BudgetExceeded
-        The accountant cannot afford the charge; nothing is drawn.
+    {raises}
 
     Privacy
     -------
-    Edge-DP: neighbours are graphs on the same public vertex set ``0..n_nodes-1`` differing in
-    one edge. The vertex count is public; this is not node-DP.
+    {edge_dp}
 
     Ladder (epsilon-DP): LS^(s) is a ladder function: LS^(0)(G') >= |T(G) - T(G')| and
     LS^(s)(G) <= LS^(s+1)(G') for neighbours, so an integer within L_t(G) of T(G) is within

@@ -10,6 +10,7 @@ import numpy as np
 
 from dpcore import _publish
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._release import Cost, release
 from dpcore._release.bins import (
     MAX_BRANCHING,
@@ -22,6 +23,7 @@ from dpcore._release.bins import (
     tree_levels,
 )
 from dpcore._release.sums import IntegerNoise, flat_records
+from dpcore.publish import _docs as docs
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -173,6 +175,8 @@ class HierarchicalHistogram:
         return self.node_variance * float(pc @ pc)
 
 
+@fill(grid=docs.GRID_1D, outside=docs.OUTSIDE, random_state=docs.RANDOM_STATE,
+      accountant=docs.ACCOUNTANT, charged=docs.CHARGED)
 def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
                            epsilon: float, branching: int = DEFAULT_BRANCHING,
                            outside: str = "drop", random_state: RandomStateLike = None,
@@ -186,24 +190,14 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
 
     Parameters
     ----------
-    x : array_like of float
-        The records (any shape; each element is one record). NaN and infinities are rejected.
-    bins : int or array_like of float
-        Public: the number of equal-width bins over ``range``, or the increasing bin edges.
-    range : (float, float) or None
-        Public (lower, upper); required when ``bins`` is an int (never inferred from the data).
+    {grid}
     epsilon : float
         Privacy parameter, > 0.
     branching : int, default=16
         Branching factor k >= 2 of the tree (16 minimises long-range error [QYL13]_).
-    outside : {"drop", "clip"}, default="drop"
-        Records outside the range: not counted (as numpy), or counted in the nearest edge bin.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
-        tests and reproducibility only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
-        raises ``BudgetExceeded`` and nothing is released.
+    {outside}
+    {random_state}
+    {accountant}
 
     Returns
     -------
@@ -228,8 +222,8 @@ def hierarchical_histogram(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayL
     ceil(log_k(number of bins))). Every node, empty or not, gets independent discrete Laplace
     noise of scale levels / epsilon (rounded up), so epsilon-DP exactly. Bins, range, branching
     and padding are public; nothing is inferred from the data. Constrained inference, counts
-    and range counts use only the noisy tree (post-processing). Under replace-one neighbours
-    the guarantee is 2 epsilon. Charged: ``epsilon`` (delta 0), once.
+    and range counts use only the noisy tree (post-processing).
+    {charged}
 
     Examples
     --------
@@ -349,6 +343,8 @@ class QuadtreeHistogram:
         return self.node_variance * float(pc @ pc)
 
 
+@fill(outside=docs.OUTSIDE, random_state=docs.RANDOM_STATE, accountant=docs.ACCOUNTANT,
+      charged=docs.CHARGED)
 def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
                        range: ArrayLike | None = None, epsilon: float, branching: int = 4,
                        outside: str = "drop", random_state: RandomStateLike = None,
@@ -379,14 +375,9 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
         Splits per axis c >= 2 (each node has c * c children; 2 is the classic quadtree). On a
         256 x 256 grid c = 4 gave the lowest error for large rectangles (exact variances:
         2.4x below the flat histogram, against 1.4x for c = 2 and 1.8x for c = 16).
-    outside : {"drop", "clip"}, default="drop"
-        Records outside the range: not counted, or counted in the nearest edge cell.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
-        tests and reproducibility only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
-        raises ``BudgetExceeded`` and nothing is released.
+    {outside}
+    {random_state}
+    {accountant}
 
     Returns
     -------
@@ -411,8 +402,8 @@ def quadtree_histogram(sample: ArrayLike, *, bins: int | ArrayLike,
     number of bins per axis))). Every node, empty or not, gets independent discrete Laplace
     noise of scale levels / epsilon (rounded up): epsilon-DP exactly. Grid, padding and
     branching are public. Constrained inference, counts and rectangle counts are
-    post-processing. Under replace-one neighbours the guarantee is 2 epsilon. Charged:
-    ``epsilon`` (delta 0), once.
+    post-processing.
+    {charged}
 
     Notes
     -----

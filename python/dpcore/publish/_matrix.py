@@ -9,9 +9,11 @@ import numpy as np
 
 from dpcore import _publish
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._release import Cost, release
 from dpcore._release.bins import OUTSIDE, BinGrid, add_cell_noise, pow2_at_least, tree_levels
 from dpcore._release.sums import IntegerNoise, flat_records
+from dpcore.publish import _docs as docs
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -257,6 +259,8 @@ class MatrixRelease:
         return float(self.query_variance.sum())
 
 
+@fill(grid=docs.GRID_1D, outside=docs.OUTSIDE, random_state=docs.RANDOM_STATE,
+      accountant=docs.ACCOUNTANT, charged=docs.CHARGED)
 def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
                      workload: ArrayLike, epsilon: float, strategy: str | ArrayLike = "auto",
                      branching: int = 8, outside: str = "drop",
@@ -268,12 +272,7 @@ def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
 
     Parameters
     ----------
-    x : array_like of float
-        The records (any shape; each element is one record). NaN and infinities are rejected.
-    bins : int or array_like of float
-        Public: the number of equal-width bins over ``range``, or the increasing bin edges.
-    range : (float, float) or None
-        Public (lower, upper); required when ``bins`` is an int.
+    {grid}
     workload : array_like, shape (queries, bins)
         Public linear queries W over the bin counts (any real coefficients).
     epsilon : float
@@ -285,14 +284,9 @@ def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
         (decided from public values only).
     branching : int, default=8
         Branching factor of ``"hierarchical"``.
-    outside : {"drop", "clip"}, default="drop"
-        Records outside the range: not counted, or counted in the nearest edge bin.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
-        tests and reproducibility only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
-        raises ``BudgetExceeded`` and nothing is released.
+    {outside}
+    {random_state}
+    {accountant}
 
     Returns
     -------
@@ -317,8 +311,8 @@ def matrix_mechanism(x: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | 
     an exact integer vector and every measurement gets independent discrete Laplace noise of
     scale sensitivity / epsilon (rounded up): epsilon-DP exactly. The workload, strategy and
     its choice ("auto") use public values only; the least-squares estimate and the answers are
-    post-processing. Under replace-one neighbours the guarantee is 2 epsilon. Charged:
-    ``epsilon`` (delta 0), once.
+    post-processing.
+    {charged}
 
     Notes
     -----

@@ -10,11 +10,14 @@ import numpy as np
 
 from dpcore import _publish
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_down
 from dpcore._release import Cost, release
-from dpcore._release.bins import OUTSIDE, BinGrid, box_queries, sample_2d
+from dpcore._release.bins import OUTSIDE, box_queries
 from dpcore._release.sums import IntegerNoise
 from dpcore.mechanisms import discrete_laplace
+from dpcore.publish import _docs as docs
+from dpcore.publish._wavelet import sample_grid
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -75,6 +78,8 @@ class MWEMRelease:
         return out[:, 0] if len(self.edges) == 1 else out
 
 
+@fill(outside=docs.OUTSIDE, random_state=docs.RANDOM_STATE, accountant=docs.ACCOUNTANT,
+      charged=docs.CHARGED)
 def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
          queries: ArrayLike | tuple, epsilon: float, rounds: int, replay: int = MWEM_REPLAY,
          outside: str = "drop", random_state: RandomStateLike = None,
@@ -101,14 +106,9 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
         Rounds T, 1 <= T <= 10000.
     replay : int, default=10
         Extra passes over all past measurements after each round (0: the plain algorithm).
-    outside : {"drop", "clip"}, default="drop"
-        Records outside the range: not counted, or counted in the nearest edge cell.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
-        tests and reproducibility only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
-        raises ``BudgetExceeded`` and nothing is released.
+    {outside}
+    {random_state}
+    {accountant}
 
     Returns
     -------
@@ -135,8 +135,8 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     the score is a difference of integers, exact in doubles), and the
     chosen query's exact integer answer plus discrete Laplace noise of scale (2T + 1) /
     epsilon. The weights, their average and sampled records are post-processing. Grid,
-    queries, T and replay are public. Under replace-one neighbours the guarantee is 2
-    epsilon. Charged: ``epsilon`` (delta 0), once.
+    queries, T and replay are public.
+    {charged}
 
     Notes
     -----
@@ -167,12 +167,7 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     """
     from dpcore import selection
 
-    arr = sample_2d(sample)
-    d = arr.shape[1]
-    if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make_1d(bins, range)
-    else:
-        grid = BinGrid.make(bins, range, d)
+    arr, grid = sample_grid(sample, bins, range)
     kind, lo, hi, dense = _check_counting_queries(queries, grid.size)
     epsilon = check.epsilon(epsilon)
     rounds = check.integer(rounds, "rounds", minimum=1, maximum=MAX_MWEM_ROUNDS)

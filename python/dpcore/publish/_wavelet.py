@@ -10,6 +10,7 @@ import numpy as np
 
 from dpcore import _publish
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._release import Cost, release
 from dpcore._release.bins import (
     MAX_HISTOGRAM_CELLS,
@@ -21,6 +22,7 @@ from dpcore._release.bins import (
     sample_2d,
 )
 from dpcore._release.sums import IntegerNoise
+from dpcore.publish import _docs as docs
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -77,6 +79,17 @@ def _prefix_sums(counts):
         inner = np.cumsum(inner, axis=axis)
     cum[tuple(slice(1, None) for _ in counts.shape)] = inner
     return cum
+
+
+def sample_grid(sample: ArrayLike, bins: int | ArrayLike, range: ArrayLike | None
+                ) -> tuple[np.ndarray, BinGrid]:
+    """(records, grid): the records as an (N, D) array and the public grid over them, as
+    ``numpy.histogramdd`` reads ``bins`` and ``range`` (a 1-d sample: one axis, ``bins`` an int
+    or one edge array)."""
+    arr = sample_2d(sample)
+    if arr.shape[1] == 1 and np.ndim(sample) == 1:
+        return arr, BinGrid.make_1d(bins, range)
+    return arr, BinGrid.make(bins, range, arr.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +156,8 @@ class PriveletHistogram:
         return total
 
 
+@fill(outside=docs.OUTSIDE, random_state=docs.RANDOM_STATE, accountant=docs.ACCOUNTANT,
+      charged=docs.CHARGED)
 def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = None,
              epsilon: float, outside: str = "drop", random_state: RandomStateLike = None,
              accountant: AccountantLike | None = None) -> PriveletHistogram:
@@ -169,14 +184,9 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
         Public; required for every axis whose bins are an int (never inferred from the data).
     epsilon : float
         Privacy parameter, > 0.
-    outside : {"drop", "clip"}, default="drop"
-        Records outside the range: not counted, or counted in the nearest edge bin.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
-        tests and reproducibility only.
-    accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` before anything is drawn; if the budget would be overspent it
-        raises ``BudgetExceeded`` and nothing is released.
+    {outside}
+    {random_state}
+    {accountant}
 
     Returns
     -------
@@ -201,8 +211,8 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
     with its weights folded into the unnormalised coefficients). Every coefficient, empty
     cells' included, gets independent discrete Laplace noise of scale sensitivity / epsilon
     (rounded up): epsilon-DP exactly. Grid and padding are public. Counts and range counts
-    are post-processing. Under replace-one neighbours the guarantee is 2 epsilon. Charged:
-    ``epsilon`` (delta 0), once.
+    are post-processing.
+    {charged}
 
     Notes
     -----
@@ -225,12 +235,7 @@ def privelet(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | Non
     >>> bool(abs(w.range_count(0, 128) - 1000) < 100)
     True
     """
-    arr = sample_2d(sample)
-    d = arr.shape[1]
-    if d == 1 and np.ndim(sample) == 1:
-        grid = BinGrid.make_1d(bins, range)
-    else:
-        grid = BinGrid.make(bins, range, d)
+    arr, grid = sample_grid(sample, bins, range)
     epsilon = check.epsilon(epsilon)
     check.option(outside, "outside", OUTSIDE)
     padded = tuple(pow2_at_least(s) for s in grid.shape)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_down as _round_down
 from dpcore._floats import round_up as _round_up
 from dpcore._release import Cost, public_arithmetic, release
@@ -149,30 +150,30 @@ def _ptr(label, distance, value, release_sensitivity, eps_release, scale, cut, c
                    random_state=random_state, label=label)
 
 
-_PTR_PRIVACY = """The test: g is a lower bound on the number of records to replace before reaching a
-    data set whose local sensitivity exceeds b (infinite when no data set of n records
-    does; computed on the clipped records rounded to the grid of 2**-40 of the width, a
-    per-record map). It satisfies |g(x) - g(y)| <= 1 for
-    neighbours (it is the first k where a maximum over the k-ball of the data exceeds the bound,
-    and the k-ball of x lies in the (k + 1)-ball of y), and g(x) >= 1 implies LS(x) <= b.
-    The mechanism draws Z ~ DLap(2 / epsilon) (exact) and refuses when g + Z < cut, with cut the
-    smallest integer >= 1 such that P(Z >= cut) < delta (decided with a 2**-40 relative margin):
-    an (epsilon / 2)-DP test. When g(x) >= 1,
-    every neighbour's statistic is within b and the value is released with
-    :func:`dpcore.laplace`'s exact discrete mechanism at epsilon / 2 (sensitivity b);
-    when g(x) = 0 the test passes with probability < delta. Together: (epsilon, delta)-DP under
-    **replace-one** neighbours (n is public; the local sensitivities are those of a fixed n)
-    (Dwork, Lei 2009; Dwork, Roth 2014, Section 7.3). Records are clipped to ``bounds``. Both
-    outcomes are outputs: a refusal reveals only what the test reveals. Charged:
-    ``(epsilon, delta)``, once, whether it releases or refuses."""
+_PTR_PRIVACY = """\
+The test: g is a lower bound on the number of records to replace before reaching a
+data set whose local sensitivity exceeds b (infinite when no data set of n records
+does; computed on the clipped records rounded to the grid of 2**-40 of the width, a
+per-record map). It satisfies |g(x) - g(y)| <= 1 for
+neighbours (it is the first k where a maximum over the k-ball of the data exceeds the bound,
+and the k-ball of x lies in the (k + 1)-ball of y), and g(x) >= 1 implies LS(x) <= b.
+The mechanism draws Z ~ DLap(2 / epsilon) (exact) and refuses when g + Z < cut, with cut the
+smallest integer >= 1 such that P(Z >= cut) < delta (decided with a 2**-40 relative margin):
+an (epsilon / 2)-DP test. When g(x) >= 1,
+every neighbour's statistic is within b and the value is released with
+:func:`dpcore.laplace`'s exact discrete mechanism at epsilon / 2 (sensitivity b);
+when g(x) = 0 the test passes with probability < delta. Together: (epsilon, delta)-DP under
+**replace-one** neighbours (n is public; the local sensitivities are those of a fixed n)
+(Dwork, Lei 2009; Dwork, Roth 2014, Section 7.3). Records are clipped to ``bounds``. Both
+outcomes are outputs: a refusal reveals only what the test reveals. Charged:
+``(epsilon, delta)``, once, whether it releases or refuses."""
 
 
 def _ptr_release(function):
     """A public PTR release: its docstring's ``{privacy}`` filled in with the shared Privacy
     text, and the keyword ``bound`` (the old name of ``sensitivity_bound``; ``bound`` elsewhere in
     dpcore is a clamp bound) still accepted for one release, with a DeprecationWarning."""
-    if function.__doc__:  # None under python -OO
-        function.__doc__ = function.__doc__.replace("{privacy}", _PTR_PRIVACY)
+    fill(privacy=_PTR_PRIVACY)(function)
 
     @functools.wraps(function)
     def ptr_release(*args, **kwargs):

@@ -8,14 +8,16 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore._floats import round_down, round_up
 from dpcore.selection import ExponentialMechanism
-from dpcore.synth._base import Synthesizer
+from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
+                                Synthesizer)
 from dpcore.synth._estimate import Measurement, fit_model
 from dpcore.synth._junction import model_cells
 from dpcore.synth._marginals import MarginalNoise, cells, count_marginals, normalise_cliques
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from dpcore.accounting import AccountantLike
     from dpcore.random import RandomStateLike
     from dpcore.synth._domain import Domain
+    from dpcore.synth._junction import JunctionTree
 
 __all__ = ["AIM", "AIMPlan", "candidate_weights", "mean_absolute_noise"]
 
@@ -38,7 +41,7 @@ FINAL_ITERATIONS = 1000
 CELL_BYTES = 8
 
 
-def candidate_weights(workload) -> dict:
+def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
     """AIM's candidates: every non-empty subset r of a workload marginal, weighted
     w_r = sum over the workload of |r intersect s| (integers)."""
     subsets: set = set()
@@ -82,6 +85,7 @@ class AIMPlan:
     model_cells: int
 
 
+@fill(budget=BUDGET_PARAMETERS, state=STATE_PARAMETERS, cost=COST_ATTRIBUTE)
 class AIM(Synthesizer):
     """Synthetic data by AIM: 1-way marginals, then rounds that each pick the workload marginal
     the current model gets most wrong (exponential mechanism), measure it with exact noise and
@@ -89,15 +93,7 @@ class AIM(Synthesizer):
 
     Parameters
     ----------
-    rho : float, optional
-        zCDP budget (> 0): exact discrete Gaussian noise (the default kind).
-    epsilon : float, optional
-        Instead of rho: pure epsilon-DP (discrete Laplace noise), or with ``delta``
-        (epsilon, delta)-DP through zCDP.
-    delta : float, optional
-        With ``epsilon``: 0 < delta < 1.
-    domain : Domain
-        The public domain (required; never read from the data).
+    {budget}
     workload : list of tuples of column names, optional
         The marginals the synthetic data should answer. Default: every set of ``degree``
         columns. Marginals with more than ``max_cells`` cells are left out.
@@ -116,15 +112,11 @@ class AIM(Synthesizer):
         Time cap in seconds on the model fits (the clock runs only while the model is fitted to
         released values, never while the data is read): once exceeded, the next round spends
         the whole remaining budget and is the last. None: no cap.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's secure generator. Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged ``cost`` once per ``fit``, before anything is drawn.
+    {state}
 
     Attributes
     ----------
-    cost : Cost
-        What ``fit`` charges, known before fitting.
+    {cost}
     plan_ : AIMPlan
     measurements_ : list of (tuple of str, ndarray, MarginalNoise)
         Every released marginal in order (the d 1-way marginals first): its columns, the noisy
@@ -177,23 +169,26 @@ class AIM(Synthesizer):
     >>> import numpy as np
     >>> from dpcore.synth import AIM, Categorical, Domain
     >>> rng = np.random.default_rng(0)  # insecure-ok: example data
-    >>> x = rng.integers(0, 3, 2000)
-    >>> data = {"a": x, "b": (x + rng.integers(0, 2, 2000)) % 3, "c": rng.integers(0, 2, 2000)}
-    >>> dom = Domain({"a": Categorical([0, 1, 2]), "b": Categorical([0, 1, 2]),
-    ...               "c": Categorical([0, 1])})
-    >>> aim = AIM(rho=1.0, domain=dom, random_state=0).fit(data)
+    >>> age = rng.integers(0, 4, 2000)
+    >>> data = {"age": age, "job": (age + rng.integers(0, 2, 2000)) % 4,
+    ...         "owner": rng.integers(0, 2, 2000)}
+    >>> dom = Domain({"age": Categorical(range(4)), "job": Categorical(range(4)),
+    ...               "owner": Categorical([0, 1])})
+    >>> aim = AIM(rho=1.0, domain=dom, workload=[("age", "job"), ("job", "owner")],
+    ...           random_state=0)
     >>> aim.cost.rho  # known before fit
     1.0
-    >>> ("a", "b") in aim.selected_
+    >>> ("age", "job") in aim.fit(data).selected_
     True
-    >>> aim.sample(5, output="dict")["a"].shape
+    >>> aim.sample(5, output="dict")["age"].shape
     (5,)
     """
 
     label = "synth.AIM"
 
     def __init__(self, *, rho: float | None = None, epsilon: float | None = None,
-                 delta: float | None = None, domain: Domain | None = None, workload=None,
+                 delta: float | None = None, domain: Domain | None = None,
+                 workload: Sequence[Sequence[str]] | None = None,
                  degree: int = 2, max_cells: int = 10000, rounds: int | None = None,
                  max_model_size: float = 80.0, max_time: float | None = None,
                  random_state: RandomStateLike = None,
@@ -350,7 +345,9 @@ class AIM(Synthesizer):
         return self.model_.sample(self.marginals_, n, rng)
 
 
-def quality_scores(tree, marginals, total, eligible, candidates, answers, bias) -> np.ndarray:
+def quality_scores(tree: JunctionTree, marginals: list, total: float,
+                   eligible: Sequence[tuple[int, ...]], candidates: dict, answers: dict,
+                   bias: float) -> np.ndarray:
     """AIM's quality of each eligible candidate r (integers): w_r (||x_r - round(N mu_r)||_1 -
     round(bias cells_r)), x_r the exact counts, N mu_r the model's counts."""
     out = np.empty(len(eligible))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +31,37 @@ __all__ = ["Synthesizer"]
 #: Most synthetic records one ``sample`` call draws (its arrays take about 100 bytes a record
 #: and column).
 MAX_SAMPLE_RECORDS = 2**31
+
+_S = TypeVar("_S", bound="Synthesizer")
+
+# Docstring pieces of the synthesisers' constructors (``dpcore._docstrings.fill``): the
+# parameters every Synthesizer takes, stated once.
+
+#: ``rho``, ``epsilon``, ``delta`` and ``domain``.
+BUDGET_PARAMETERS = """\
+rho : float, optional
+    zCDP budget (> 0): exact discrete Gaussian noise on the marginals (the default kind).
+epsilon : float, optional
+    Instead of rho: pure epsilon-DP (discrete Laplace noise, pure exponential mechanism),
+    or with ``delta`` (epsilon, delta)-DP through zCDP (the largest rho whose conversion is
+    (epsilon, delta)-DP).
+delta : float, optional
+    With ``epsilon``: 0 < delta < 1.
+domain : Domain
+    The public domain (required; never read from the data)."""
+
+#: ``random_state`` and ``accountant``.
+STATE_PARAMETERS = """\
+random_state : None, int, numpy Generator or BitGenerator, optional
+    None (default): dpcore's secure generator, for the fit and (by default) for sampling.
+    Seeds are for tests only.
+accountant : dpcore.Accountant, optional
+    Charged ``cost`` once per ``fit``, before anything is drawn."""
+
+#: The ``cost`` entry of the Attributes section.
+COST_ATTRIBUTE = """\
+cost : Cost
+    What ``fit`` charges, known from the parameters before fitting."""
 
 
 class Synthesizer(ABC):
@@ -60,11 +91,11 @@ class Synthesizer(ABC):
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
 
-    def get_params(self, deep=True) -> dict:
+    def get_params(self, deep: bool = True) -> dict:
         """The constructor's parameters (as scikit-learn's ``get_params``)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params):
+    def set_params(self: _S, **params: Any) -> _S:
         """Set constructor parameters (as scikit-learn's ``set_params``)."""
         valid = set(self._param_names())
         for name, value in params.items():
@@ -80,10 +111,12 @@ class Synthesizer(ABC):
 
     # -- the release -----------------------------------------------------------------------------
 
+    # What ``fit`` charges, known from the parameters alone: ``Cost(rho=rho)``, ``Cost(epsilon)``
+    # or ``Cost(epsilon, delta)``. Documented in each synthesiser's Attributes section, not here:
+    # numpydoc links an attribute that has a docstring by its bare name, which the API pages
+    # cannot resolve (every plan and mechanism has a ``cost``).
     @property
     def cost(self) -> Cost:
-        """What ``fit`` charges, known from the parameters alone: ``Cost(rho=rho)``,
-        ``Cost(epsilon)`` or ``Cost(epsilon, delta)``."""
         return Budget.make(self.rho, self.epsilon, self.delta).cost
 
     def _checked_domain(self) -> Domain:
@@ -107,7 +140,7 @@ class Synthesizer(ABC):
     def _sample_codes(self, n: int, rng) -> np.ndarray:
         """Draw n rows of codes from the fitted model (post-processing)."""
 
-    def fit(self, data):
+    def fit(self: _S, data: Any) -> _S:
         """Fit the synthesiser to ``data`` (charged ``cost`` once, before any draw).
 
         Parameters
@@ -136,7 +169,7 @@ class Synthesizer(ABC):
         return self
 
     def sample(self, n: int | None = None, *, random_state: RandomStateLike = None,
-               output: str = "frame"):
+               output: str = "frame") -> Any:
         """Synthetic records (post-processing: costs nothing).
 
         Parameters

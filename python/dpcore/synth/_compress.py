@@ -9,8 +9,10 @@ codes uniformly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["Compression", "COMPRESSION_THRESHOLD"]
 
@@ -25,7 +27,8 @@ class Compression:
     supports: tuple  # bool array per column (original codes)
 
     @classmethod
-    def from_noisy(cls, one_way, std, threshold=COMPRESSION_THRESHOLD) -> Compression:
+    def from_noisy(cls, one_way: Sequence[ArrayLike], std: float,
+                   threshold: float = COMPRESSION_THRESHOLD) -> Compression:
         supports = []
         for y in one_way:
             keep = np.asarray(y) >= threshold * std
@@ -48,11 +51,12 @@ class Compression:
             out.append(m)
         return out
 
-    def codes(self, codes) -> np.ndarray:
+    def codes(self, codes: np.ndarray) -> np.ndarray:
         """Original codes (n, d) -> compressed codes."""
         return np.column_stack([m[codes[:, j]] for j, m in enumerate(self.maps())])
 
-    def one_way(self, noisy, variance, column):
+    def one_way(self, noisy: ArrayLike, variance: float, column: int
+                ) -> tuple[np.ndarray, np.ndarray]:
         """A column's noisy 1-way counts and per-cell variance on the compressed codes: the
         merged code's count is the sum of its members' (variance times their number)."""
         keep = self.supports[column]
@@ -63,7 +67,7 @@ class Compression:
         return (np.append(noisy[keep], noisy[~keep].sum()),
                 np.append(np.full(int(keep.sum()), variance), variance * merged))
 
-    def expand(self, codes, rng) -> np.ndarray:
+    def expand(self, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Compressed codes -> original codes; a merged code becomes one of its members,
         uniformly (post-processing)."""
         out = np.empty_like(codes)

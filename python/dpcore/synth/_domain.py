@@ -13,13 +13,14 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
 import numpy as np
 
 from dpcore import _validation as check
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
     from dpcore.random import RandomStateLike
 
 __all__ = ["Categorical", "Domain", "MAX_CELL_CHARS", "MAX_COLUMN_CODES", "Numeric"]
@@ -58,7 +59,7 @@ class Categorical:
     categories: tuple
     other: object = None
 
-    def __init__(self, categories, other=None):
+    def __init__(self, categories: Iterable[Any], other: Any = None):
         if isinstance(categories, (str, bytes)):
             raise TypeError(f"categories must be a sequence of categories, got the text "
                             f"{categories!r}")
@@ -93,7 +94,7 @@ class Categorical:
             return len(self.categories)
         return [_text(c) for c in self.categories].index(_text(self.other))
 
-    def encode(self, values) -> np.ndarray:
+    def encode(self, values: Iterable[Any]) -> np.ndarray:
         """Codes (int64) of a 1-d array of values; never raises for a value."""
         lookup = {}
         for code, cat in enumerate(self.categories):
@@ -102,7 +103,7 @@ class Categorical:
         return _map_values(values, lambda u: outside if _missing(u) else
                            lookup.get(_text(u), outside), np.int64)
 
-    def decode(self, codes, rng) -> np.ndarray:
+    def decode(self, codes: ArrayLike, rng: np.random.Generator) -> np.ndarray:
         """Values (an object array) of codes; the missing code decodes as None."""
         table = np.array(list(self.categories) + [None] * (self.other is None), dtype=object)
         return table[np.asarray(codes, dtype=np.int64)]
@@ -176,7 +177,8 @@ class Numeric:
     integer: bool = False
     fill: float | None = None
 
-    def __init__(self, lower, upper, bins=10, integer=False, fill=None):
+    def __init__(self, lower: float, upper: float, bins: int = 10, integer: bool = False,
+                 fill: float | None = None):
         lower, upper = check.bounds_pair((lower, upper), "(lower, upper)")
         bins = check.integer(bins, "bins", minimum=1, maximum=MAX_COLUMN_CODES - 1)
         if not isinstance(integer, (bool, np.bool_)):
@@ -201,14 +203,14 @@ class Numeric:
         e[0], e[-1] = self.lower, self.upper
         return e
 
-    def numbers(self, values) -> np.ndarray:
+    def numbers(self, values: Iterable[Any]) -> np.ndarray:
         """The values as float64, NaN where a value is not a number (by the public rule)."""
         arr = _column(values)
         if arr.dtype.kind in "biuf":
             return arr.astype(np.float64).reshape(-1)
         return _map_values(arr, _parse_number, np.float64)
 
-    def encode(self, values) -> np.ndarray:
+    def encode(self, values: Iterable[Any]) -> np.ndarray:
         """Codes (int64) of a 1-d array of values; never raises for a value."""
         x = self.numbers(values)
         missing = np.isnan(x)
@@ -221,7 +223,7 @@ class Numeric:
             codes[missing] = self.bins
         return codes
 
-    def decode(self, codes, rng) -> np.ndarray:
+    def decode(self, codes: ArrayLike, rng: np.random.Generator) -> np.ndarray:
         """Values (float64) of codes: uniform within the bin (an integer uniformly among those
         in the bin when ``integer``); the missing code decodes as NaN."""
         codes = np.asarray(codes, dtype=np.int64)
@@ -252,6 +254,10 @@ class Numeric:
         if self.fill is not None:
             out["fill"] = self.fill
         return out
+
+
+#: A column of a Domain.
+Column = Union[Categorical, Numeric]
 
 
 def _parse_number(value) -> float:
@@ -319,7 +325,9 @@ class Domain:
     [[3, 1], [10, 0], [9, 2]]
     """
 
-    def __init__(self, columns):
+    columns: dict[str, Column]
+
+    def __init__(self, columns: Mapping[str, Column] | Domain):
         if isinstance(columns, Domain):
             columns = columns.columns
         try:
@@ -363,7 +371,7 @@ class Domain:
         inner = ", ".join(f"{n!r}: {c!r}" for n, c in self.columns.items())
         return f"Domain({{{inner}}})"
 
-    def index(self, name) -> int:
+    def index(self, name: str) -> int:
         """Position of the column ``name``."""
         try:
             return self.names.index(name)
@@ -373,7 +381,7 @@ class Domain:
     # -- schema files ------------------------------------------------------------------------
 
     @classmethod
-    def from_json(cls, schema) -> Domain:
+    def from_json(cls, schema: str | os.PathLike | dict) -> Domain:
         """A domain from a public schema: a JSON file path, a JSON text, or its parsed dict.
 
         The schema is ``{"columns": [{"name": ..., "type": "categorical", "categories": [...],
@@ -415,7 +423,7 @@ class Domain:
 
     # -- records <-> codes -------------------------------------------------------------------
 
-    def encode(self, data) -> np.ndarray:
+    def encode(self, data: Any) -> np.ndarray:
         """Codes of the records: an int64 array of shape (records, columns).
 
         Parameters
@@ -478,7 +486,8 @@ class Domain:
         table = np.array([[row[j] for j in where] for row in rows], dtype=object)
         return [table[:, j] for j in range(len(where))]
 
-    def decode(self, codes, *, random_state: RandomStateLike = None, output: str = "frame"):
+    def decode(self, codes: ArrayLike, *, random_state: RandomStateLike = None,
+               output: str = "frame") -> Any:
         """Values of synthetic codes (post-processing: costs nothing).
 
         Parameters

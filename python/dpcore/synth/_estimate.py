@@ -11,6 +11,7 @@ released noisy counts and their public noise scales.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class Measurement:
     std: float
 
 
-def estimate_total(measurements) -> float:
+def estimate_total(measurements: Sequence[Measurement]) -> float:
     """The inverse-variance average of the measurements' totals (each total's variance is
     std**2 times its cells), at least 1."""
     weights = np.array([1.0 / (m.std ** 2 * m.noisy.size) for m in measurements])
@@ -81,7 +82,8 @@ class _Loss:
         return value, gradient
 
 
-def mirror_descent(tree: JunctionTree, measurements, total, iterations, step=1.0):
+def mirror_descent(tree: JunctionTree, measurements: Sequence[Measurement], total: float,
+                   iterations: int, step: float = 1.0) -> tuple[list, float, float]:
     """Run ``iterations`` steps of entropic mirror descent on ``tree.theta`` (in place) from
     its current value; returns the calibrated marginals, the loss and the last step size.
 
@@ -114,7 +116,9 @@ def mirror_descent(tree: JunctionTree, measurements, total, iterations, step=1.0
     return marginals, value, step
 
 
-def fit_model(sizes, measurements, iterations, previous=None, step=1.0):
+def fit_model(sizes: Sequence[int], measurements: Sequence[Measurement], iterations: int,
+              previous: JunctionTree | None = None, step: float = 1.0
+              ) -> tuple[JunctionTree, list, float, float]:
     """A junction-tree model of ``measurements`` (fitted by :func:`mirror_descent`), warm started
     from ``previous`` when given: the new tree covers the previous tree's cliques too, so the
     fit starts from the previous distribution; returns (tree, marginals, total, step)."""

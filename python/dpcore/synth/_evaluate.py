@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -27,8 +28,8 @@ def _codes(data, domain, name, codes):
     return arr
 
 
-def workload_error(real, synthetic, *, domain: Domain, ways=(2, 3), codes: bool = False
-                   ) -> float:
+def workload_error(real: Any, synthetic: Any, *, domain: Domain,
+                   ways: int | Sequence[int] = (2, 3), codes: bool = False) -> float:
     """Average L1 distance between the real and synthetic normalised marginals over every set
     of ``ways`` columns (all 2-way and 3-way marginals by default).
 
@@ -86,7 +87,7 @@ def _frequencies(counts):
     return counts / total
 
 
-def one_hot(codes, sizes) -> np.ndarray:
+def one_hot(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     """Indicator features of integer codes (one block of ``sizes[j]`` columns per column)."""
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     out = np.zeros((codes.shape[0], int(np.sum(sizes))), dtype=np.float64)
@@ -95,7 +96,8 @@ def one_hot(codes, sizes) -> np.ndarray:
     return out
 
 
-def tstr_accuracy(synthetic, real, *, domain: Domain, label: str, estimator=None,
+def tstr_accuracy(synthetic: Any, real: Any, *, domain: Domain, label: str,
+                  estimator: Any = None,
                   codes: bool = False) -> float:
     """Train on synthetic, test on real: the accuracy on ``real`` of a classifier of ``label``
     trained on ``synthetic`` (the other columns one-hot encoded by their domain codes).

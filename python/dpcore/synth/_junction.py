@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -16,14 +17,16 @@ from dpcore.synth._tree import sample_conditional
 __all__ = ["JunctionTree", "expand", "marginalise", "model_cells"]
 
 
-def expand(values, variables, target, sizes):
+def expand(values: np.ndarray, variables: Collection[int], target: Sequence[int],
+           sizes: Sequence[int]) -> np.ndarray:
     """``values`` (axes: ``variables``, ascending) as an array broadcastable over ``target``
     (ascending, a superset)."""
     shape = [sizes[v] if v in variables else 1 for v in target]
     return np.reshape(values, shape)
 
 
-def marginalise(values, variables, keep) -> np.ndarray:
+def marginalise(values: np.ndarray, variables: Sequence[int], keep: Collection[int]
+                ) -> np.ndarray:
     """Sum of ``values`` (axes: ``variables``) over the axes not in ``keep`` (order kept)."""
     axes = tuple(i for i, v in enumerate(variables) if v not in keep)
     return values.sum(axis=axes) if axes else values
@@ -69,7 +72,7 @@ def _triangulate(sizes, cliques) -> list:
     return sorted(tuple(sorted(m)) for m in maximal)
 
 
-def model_cells(sizes, cliques) -> int:
+def model_cells(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
     """Cells of the junction tree over ``cliques`` (what the model stores)."""
     return sum(math.prod(sizes[v] for v in c) for c in _triangulate(sizes, cliques))
 
@@ -100,7 +103,7 @@ class JunctionTree:
     _cached: tuple | None = None
 
     @classmethod
-    def build(cls, sizes, cliques) -> JunctionTree:
+    def build(cls, sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> JunctionTree:
         sizes = tuple(int(s) for s in sizes)
         nodes = _triangulate(sizes, cliques)
         k = len(nodes)
@@ -141,7 +144,7 @@ class JunctionTree:
     def cells(self) -> int:
         return sum(t.size for t in self.theta)
 
-    def home(self, clique) -> int:
+    def home(self, clique: Iterable[int]) -> int:
         """Position of the smallest junction-tree clique containing ``clique``."""
         need = set(clique)
         best = [i for i, c in enumerate(self.cliques) if need <= set(c)]
@@ -149,7 +152,7 @@ class JunctionTree:
             raise ValueError(f"no clique of the model contains {clique}")
         return min(best, key=lambda i: self.theta[i].size)
 
-    def separator(self, node) -> tuple:
+    def separator(self, node: int) -> tuple:
         p = self.parent[node]
         return tuple(v for v in self.cliques[node] if v in self.cliques[p]) if p >= 0 else ()
 
@@ -169,8 +172,10 @@ class JunctionTree:
             children: list[list] = [[] for _ in range(k)]
             for node in self.order[1:]:
                 children[self.parent[node]].append(node)
-            up_axes, up_shape, down_axes, down_shape = [None] * k, [None] * k, [None] * k, \
-                [None] * k
+            up_axes: list = [None] * k
+            up_shape: list = [None] * k
+            down_axes: list = [None] * k
+            down_shape: list = [None] * k
             for node in self.order[1:]:
                 sep = set(self.separator(node))
                 mine, theirs = self.cliques[node], self.cliques[self.parent[node]]
@@ -206,7 +211,7 @@ class JunctionTree:
             out[node] = np.exp(full)
         return out
 
-    def project(self, marginals, clique) -> np.ndarray:
+    def project(self, marginals: list, clique: Iterable[int]) -> np.ndarray:
         """The model's marginal (probabilities, axes: ``clique`` ascending) of any attribute
         set, from calibrated clique ``marginals``: inside one clique, a sum; otherwise the
         smallest subtree covering the attributes, contracted (clique marginals over separator
@@ -247,7 +252,7 @@ class JunctionTree:
             nodes.add(self.parent[deepest])
         return [n for n in self.order if n in nodes]
 
-    def sample(self, marginals, n, rng) -> np.ndarray:
+    def sample(self, marginals: list, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records (an (n, d) int64 array) from the calibrated ``marginals``: the root
         clique jointly, then each clique's new attributes given its separator."""
         d = len(self.sizes)

@@ -11,7 +11,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Budget:
     cost: Cost
 
     @classmethod
-    def make(cls, rho, epsilon, delta) -> Budget:
+    def make(cls, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         """Validate (rho, epsilon, delta), naming them: rho alone, epsilon alone (pure), or
         epsilon with 0 < delta < 1 (through zCDP)."""
         if rho is not None:
@@ -82,7 +82,7 @@ class Budget:
     def mechanism(self) -> str:
         return "gaussian" if self.kind == "zcdp" else "laplace"
 
-    def parts(self, weights) -> list:
+    def parts(self, weights: Iterable[float | Fraction]) -> list:
         """Shares of ``total`` proportional to ``weights``, each rounded down so that they sum
         to at most ``total`` exactly."""
         whole = Fraction(self.total)
@@ -116,7 +116,8 @@ class MarginalNoise:
     scale: float  # sigma, or the discrete Laplace scale
 
     @classmethod
-    def calibrate(cls, mechanism, k, share, name="rho"):
+    def calibrate(cls, mechanism: str, k: int, share: float, name: str = "rho"
+                  ) -> MarginalNoise:
         k = int(k)
         with public_arithmetic(name):
             if mechanism == "gaussian":
@@ -149,7 +150,7 @@ class MarginalNoise:
         q = math.exp(-1.0 / self.scale)
         return math.sqrt(2.0 * q) / (1.0 - q)
 
-    def draw(self, counts, rng) -> np.ndarray:
+    def draw(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``counts`` (int64) plus independent noise in every cell."""
         if self.mechanism == "gaussian":
             noise = discrete_gaussian(self.scale, counts.shape, random_state=rng)
@@ -158,7 +159,8 @@ class MarginalNoise:
         return counts + noise
 
 
-def normalise_cliques(domain: Domain, attributes, name="attributes") -> list:
+def normalise_cliques(domain: Domain, attributes: Iterable[str | Sequence[str]],
+                      name: str = "attributes") -> list:
     """Each entry of ``attributes`` (a column name or a sequence of distinct names) as a tuple
     of column positions; errors name ``name``."""
     if isinstance(attributes, (str, bytes)):
@@ -181,11 +183,12 @@ def normalise_cliques(domain: Domain, attributes, name="attributes") -> list:
     return out
 
 
-def cells(shape, clique) -> int:
+def cells(shape: Sequence[int], clique: Iterable[int]) -> int:
     return math.prod(shape[i] for i in clique)
 
 
-def count_marginals(codes, shape, cliques) -> list:
+def count_marginals(codes: np.ndarray, shape: Sequence[int],
+                    cliques: Iterable[Sequence[int]]) -> list:
     """Exact counts (int64 arrays shaped by the cliques' sizes) of the records ``codes`` (an
     (n, d) int array with codes in range) for every clique of column positions.
 
@@ -203,12 +206,13 @@ def count_marginals(codes, shape, cliques) -> list:
     return out
 
 
-def all_cliques(d, order) -> list:
+def all_cliques(d: int, order: int) -> list:
     """Every set of ``order`` columns out of d, in lexicographic order."""
     return list(itertools.combinations(range(d), order))
 
 
-def marginals(data, *, domain: Domain, attributes, rho: float | None = None,
+def marginals(data: Any, *, domain: Domain, attributes: Iterable[str | Sequence[str]],
+              rho: float | None = None,
               epsilon: float | None = None, delta: float | None = None,
               random_state: RandomStateLike = None,
               accountant: AccountantLike | None = None) -> dict:

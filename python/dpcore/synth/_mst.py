@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore.selection import ExponentialMechanism
-from dpcore.synth._base import Synthesizer
+from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
+                                Synthesizer)
 from dpcore.synth._compress import Compression
 from dpcore.synth._marginals import MarginalNoise, all_cliques, count_marginals
 from dpcore.synth._tree import TreeModel
@@ -32,32 +34,19 @@ class MSTPlan:
     two_way: MarginalNoise | None
 
 
+@fill(budget=BUDGET_PARAMETERS, state=STATE_PARAMETERS, cost=COST_ATTRIBUTE)
 class MST(Synthesizer):
     """Synthetic data by MST: 1-way marginals, a maximum spanning tree chosen privately, 2-way
     marginals on the tree, then records sampled from the tree-structured model.
 
     Parameters
     ----------
-    rho : float, optional
-        zCDP budget (> 0): exact discrete Gaussian noise on the marginals (the default kind).
-    epsilon : float, optional
-        Instead of rho: pure epsilon-DP (discrete Laplace noise, pure exponential mechanism),
-        or with ``delta`` (epsilon, delta)-DP through zCDP (the largest rho whose conversion is
-        (epsilon, delta)-DP).
-    delta : float, optional
-        With ``epsilon``: 0 < delta < 1.
-    domain : Domain
-        The public domain (required; never read from the data).
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's secure generator, for the fit and (by default) for sampling.
-        Seeds are for tests only.
-    accountant : dpcore.Accountant, optional
-        Charged ``cost`` once per ``fit``, before anything is drawn.
+    {budget}
+    {state}
 
     Attributes
     ----------
-    cost : Cost
-        What ``fit`` charges, known before fitting.
+    {cost}
     plan_ : MSTPlan
         The calibrated noise and selection.
     one_way_ : list of ndarray

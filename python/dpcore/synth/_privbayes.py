@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore.selection import ExponentialMechanism
-from dpcore.synth._base import Synthesizer
+from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
+                                Synthesizer)
 from dpcore.synth._marginals import MarginalNoise, cells, count_marginals
 from dpcore.synth._tree import draw_categorical, sample_conditional
 
@@ -32,7 +34,7 @@ SCORE_BITS = 10
 DEPENDENCE_SENSITIVITY = 2.0 + 2.0**-SCORE_BITS
 
 
-def dependence_score(joint) -> float:
+def dependence_score(joint: np.ndarray) -> float:
     """The L1 dependence of a count table (parents x child, any shape whose last axis is the
     child): S = 1/2 sum |c(pi, x) - c(pi) c(x) / n|, floored to a multiple of 2**-10, computed
     exactly from integers.
@@ -67,6 +69,7 @@ class PrivBayesPlan:
     names: str
 
 
+@fill(budget=BUDGET_PARAMETERS, state=STATE_PARAMETERS, cost=COST_ATTRIBUTE)
 class PrivBayes(Synthesizer):
     """Synthetic data by PrivBayes: a Bayesian network in which each column has at most
     ``degree`` parents, chosen greedily with the exponential mechanism, then noisy marginals of
@@ -74,8 +77,7 @@ class PrivBayes(Synthesizer):
 
     Parameters
     ----------
-    rho, epsilon, delta, domain, random_state, accountant
-        As :class:`MST`.
+    {budget}
     degree : int, default=1
         Most parents of a column (k), 1 <= k. The default was chosen on development data
         (the adult-like generator, data seeds 1000 and 1001): at rho = 0.015 and 0.1, k = 1 had
@@ -86,11 +88,11 @@ class PrivBayes(Synthesizer):
     max_cells : int or None, default=None
         Largest marginal (cells of a column with its parents) a choice may need; larger parent
         sets are not candidates (a public rule). None: no limit but the memory limit.
+    {state}
 
     Attributes
     ----------
-    cost : Cost
-        What ``fit`` charges, known before fitting.
+    {cost}
     plan_ : PrivBayesPlan
     network_ : list of (str, tuple of str)
         Each column with its parents, in sampling order (the first column, chosen uniformly at
@@ -189,7 +191,7 @@ class PrivBayes(Synthesizer):
     def _fit_codes(self, codes, domain, plan, rng):
         d, shape = len(domain), domain.shape
         first = int(rng.integers(d))  # public randomness: no data
-        network = [(first, ())]
+        network: list[tuple[int, tuple[int, ...]]] = [(first, ())]
         chosen, remaining = [first], [j for j in range(d) if j != first]
         scores: dict = {}
         while remaining:

@@ -18,8 +18,10 @@ Everything here is post-processing of released noisy counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["TreeModel", "consistent_table", "sample_conditional", "simplex_projection"]
 
@@ -30,7 +32,7 @@ RAKING_SWEEPS = 200
 TRACE = 1e-6
 
 
-def simplex_projection(values, total) -> np.ndarray:
+def simplex_projection(values: np.ndarray, total: float) -> np.ndarray:
     """The Euclidean projection of ``values`` onto {x >= 0, sum x = total} (total > 0)."""
     v = np.asarray(values, dtype=np.float64)
     u = np.sort(v)[::-1]
@@ -41,7 +43,8 @@ def simplex_projection(values, total) -> np.ndarray:
     return np.maximum(v - theta, 0.0)
 
 
-def consistent_table(noisy, rows, cols, sweeps=RAKING_SWEEPS) -> np.ndarray:
+def consistent_table(noisy: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                     sweeps: int = RAKING_SWEEPS) -> np.ndarray:
     """A non-negative table near ``noisy`` whose row and column sums are ``rows`` and ``cols``
     (non-negative, with equal totals)."""
     table = np.asarray(noisy, dtype=np.float64)
@@ -75,7 +78,8 @@ def _ratio(target, current):
     return out
 
 
-def sample_conditional(parent_codes, table, rng) -> np.ndarray:
+def sample_conditional(parent_codes: np.ndarray, table: np.ndarray,
+                       rng: np.random.Generator) -> np.ndarray:
     """Child codes drawn from the rows of ``table`` (parent value x child value, non-negative)
     selected by ``parent_codes``; a row summing to zero draws from the column sums."""
     table = np.asarray(table, dtype=np.float64)
@@ -93,7 +97,7 @@ def sample_conditional(parent_codes, table, rng) -> np.ndarray:
     return out
 
 
-def draw_categorical(weights, uniforms) -> np.ndarray:
+def draw_categorical(weights: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Codes with probabilities proportional to ``weights`` (non-negative, positive sum), by
     inverse CDF of the given uniforms in [0, 1); a zero weight is never drawn."""
     weights = np.asarray(weights, dtype=np.float64)
@@ -129,7 +133,9 @@ class TreeModel:
     total: float
 
     @classmethod
-    def estimate(cls, sizes, one_way, edges, two_way) -> TreeModel:
+    def estimate(cls, sizes: Sequence[int], one_way: Sequence[tuple[ArrayLike, ArrayLike]],
+                 edges: Sequence[tuple[int, int]], two_way: Sequence[tuple[ArrayLike, float]]
+                 ) -> TreeModel:
         """The model from noisy measurements.
 
         Parameters
@@ -162,7 +168,7 @@ class TreeModel:
                   for (a, b), (t, _) in zip(edges, two_way)]
         return cls(tuple(int(s) for s in sizes), marginals, list(edges), tables, total)
 
-    def sample(self, n, rng) -> np.ndarray:
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records (an (n, d) int64 array): each tree's root from its marginal, then each
         attribute from its edge table given its parent's code (breadth-first)."""
         d = len(self.sizes)
