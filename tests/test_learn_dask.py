@@ -137,3 +137,39 @@ def test_local_cluster_fit_equals_the_in_memory_fit(method):
         yd = da.from_array(y, chunks=5000).persist()
         est = _make(LogisticRegression, kw, 2).fit(Xd, yd)
     assert np.array_equal(est.coef_, ref.coef_)
+
+
+# ------------------------------------------------------------------------------------------------
+# GaussianNB: exact integer sufficient statistics per chunk
+
+
+@pytest.mark.parametrize("chunks", [(500, 1000), (3000, 3000), (257, 128)])
+def test_gaussian_nb_dask_fit_equals_the_in_memory_fit(chunks):
+    from dpcore.learn import GaussianNB
+
+    X, y = _data(k=3)
+    kw = dict(epsilon=1.0, bounds=(-3, 3), classes=[0, 1, 2], random_state=4)
+    ref = GaussianNB(**kw).fit(X, y)
+    est = GaussianNB(**kw).fit(da.from_array(X, chunks=(chunks[0], 2)),
+                               da.from_array(y, chunks=chunks[1]))
+    for name in ("class_count_", "theta_", "var_", "class_prior_"):
+        assert np.array_equal(getattr(est, name), getattr(ref, name)), name
+    assert est.n_features_in_ == 4
+
+
+@pytest.mark.parametrize("case", ["nan", "label", "classes"])
+def test_gaussian_nb_bad_dask_input_is_refused_before_the_charge(case):
+    from dpcore.learn import GaussianNB
+
+    X, y = _data()
+    if case == "nan":
+        X[1234, 2] = np.inf
+    if case == "label":
+        y[99] = 5
+    acc = dpcore.Accountant(5.0)
+    est = GaussianNB(epsilon=1.0, bounds=(-3, 3), classes=None if case == "classes" else [0, 1],
+                     accountant=acc)
+    match = {"nan": "NaN or infinite", "label": "outside classes", "classes": "classes is"}[case]
+    with pytest.raises(ValueError, match=match):
+        est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
+    assert acc.history == []

@@ -21,7 +21,10 @@ import numpy as np
 from dpcore.learn import _base
 from dpcore.learn._sgd import chunk_lattice_sum, class_targets
 
-__all__ = ["is_dask_collection", "DaskRows"]
+__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks"]
+
+#: How many partial results one task of the reduction tree adds.
+SPLIT_EVERY = 8
 
 
 def is_dask_collection(obj):
@@ -188,3 +191,32 @@ class DaskRows:
         for s in sums:
             total += s
         return total
+
+
+def _add_parts(parts):
+    """Exact elementwise sum of (arrays, flag, flag, ...) partials: int64 arrays added, flags
+    or-ed."""
+    arrays = [np.array(a, copy=True) for a in parts[0][0]]
+    flags = list(parts[0][1:])
+    for part in parts[1:]:
+        for total, a in zip(arrays, part[0]):
+            total += a
+        flags = [f or g for f, g in zip(flags, part[1:])]
+    return (tuple(arrays), *flags)
+
+
+def sum_chunks(Xd, yd, chunk_fn, params):
+    """Sufficient statistics on the workers: ``chunk_fn(x, y, *params)`` on every aligned chunk
+    (from :func:`aligned_chunks`) returns (tuple of int64 arrays, flags...); the arrays are added
+    exactly in a tree of fan-in SPLIT_EVERY and the flags or-ed, and only that total comes back
+    to the calling process. Integer addition is exact and associative, so the total is the
+    in-memory one bit for bit whatever the chunking."""
+    dask, _ = _dask()
+    chunk = dask.delayed(chunk_fn, pure=True)
+    parts = [chunk(xb, yb, *params)
+             for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
+    add = dask.delayed(_add_parts, pure=True)
+    while len(parts) > 1:
+        parts = [add(parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
+    (total,) = dask.compute(parts[0])
+    return total
