@@ -213,9 +213,12 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         Parameters
         ----------
         X : array_like, shape (n_samples, n_features)
-            Training data; rows are clipped to L2 norm ``data_norm``.
+            Training data; rows are clipped to L2 norm ``data_norm``. With ``method="gd"`` or
+            ``"sgd"`` (and ``classes`` given) also a Dask array or dataframe: fitted chunk by
+            chunk on the workers with the in-memory law and, for the same seed, the same model
+            (:class:`dpcore.learn._dask.DaskRows`, whose Privacy section states it).
         y : array_like, shape (n_samples,)
-            Labels, in ``classes`` when given.
+            Labels, in ``classes`` when given (a Dask array or series with a Dask X).
 
         Returns
         -------

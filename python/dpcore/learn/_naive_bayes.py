@@ -187,7 +187,10 @@ class GaussianNB(_NaiveBayes):
     released sums are multiples of g, and the rest is post-processing. The label
     set must be public: with ``classes=None`` it is taken from y without noise (stored in
     ``classes_``), which the guarantee does not cover (fit warns with
-    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee.
+    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee. On a Dask
+    collection (``classes`` required) the same integers are computed per chunk on the workers
+    and added exactly (:func:`dpcore.learn._dask.sum_chunks`), and the noise is drawn once in
+    the calling process: the same law, and for the same seed the same model, as in memory.
 
     References
     ----------
