@@ -898,10 +898,10 @@ def test_gd_multinomial_releases_the_softmax_gradient(monkeypatch):
                              classes=[0, 1, 2], n_steps=20, random_state=1,
                              accountant=acc).fit(X, y)
     rho = dpcore.calibration.zcdp_rho_for(2.0, 1e-6)
-    n = X.shape[0]
     assert clf.multi_class_ == "multinomial" and clf.calibration_["rho"] == rho
     shape = (3, X.shape[1] + 1)
-    assert len(seen) == 20 and all(v == (shape, 2 * math.sqrt(2) / n, seen[0][2]) for v in seen)
+    # the integer lattice sum (unit sqrt(2) 2**-16 / n): sensitivity 2**17 units = 2 sqrt(2) / n
+    assert len(seen) == 20 and all(v == (shape, 2.0**17, seen[0][2]) for v in seen)
     assert seen[0][2] * 20 <= rho and seen[0][2] == pytest.approx(rho / 20)
     (entry,) = acc.history
     assert entry.rho == rho

@@ -8,7 +8,13 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from _gof import ALPHA, integer_pvalue, z_critical  # noqa: E402
+from _gof import (  # noqa: E402
+    ALPHA,
+    chisquare_pvalue,
+    integer_pvalue,
+    merge_sparse_bins,
+    z_critical,
+)
 
 import dpcore  # noqa: E402
 from dpcore import _sgd as kernel  # noqa: E402
@@ -32,30 +38,94 @@ def dgauss_pmf(sigma):
 # ------------------------------------------------------------------------------------------------
 # the kernel: Poisson sampling and the lattice bound
 
-@pytest.mark.parametrize("num, bits", [(1, 0), (1, 3), (5, 4), (11, 10)])
+def _mask(n, num, bits, seed, offset=0, cached=2):
+    out = np.zeros(n, dtype=np.uint8)
+    key = kernel.draw_key(_handle(seed))
+    kernel.poisson_masks(n, kernel.PoissonRate(num, bits, cached), key, offset, out)
+    return out
+
+
+# (num, bits): bit-sliced comparison (skip 0), and geometric skipping with 2, 2**6, 2**8, 2**12
+# records per emptiness test
+RATES = [(1, 1), (5, 4), (11, 10), (9, 12), (3, 16)]
+
+
+@pytest.mark.parametrize("num, bits", [(1, 0)] + RATES)
 def test_poisson_sample_has_the_exact_rate(num, bits):
     """Each record is kept with probability num / 2**bits: the count over n records is
-    Binomial(n, q) (z-test, alpha 1e-4 over the four rates, two checks each), and the even and
-    odd lanes of the 64-record blocks keep records at the same rate."""
-    n, q = 200_000, num / 2**bits
-    out = np.zeros(n, dtype=np.uint8)
-    kernel.poisson_masks(n, num, bits, _handle(bits), out)
+    Binomial(n, q) (z-test, alpha 1e-4 over the rates, two checks each), and the even and odd
+    records are kept at the same rate."""
+    q = num / 2**bits
+    n = 400_000 if q > 1e-3 else 40 * 2**16
+    out = _mask(n, num, bits, seed=bits)
     if q == 1.0:
         assert out.all()
         return
     se = math.sqrt(n * q * (1 - q))
-    crit = z_critical(n_checks=8)
+    crit = z_critical(n_checks=2 * len(RATES))
     assert abs(out.sum() - n * q) < crit * se
     assert abs(int(out[::2].sum()) - int(out[1::2].sum())) < crit * se   # sd of the difference: se
 
 
-def test_poisson_sample_power():
-    """The same z-test rejects a rate 2% off (power: the shift is 9 standard errors)."""
-    n, q = 200_000, 5 / 16
-    out = np.zeros(n, dtype=np.uint8)
-    kernel.poisson_masks(n, 5, 4, _handle(1), out)
-    se = math.sqrt(n * q * (1 - q))
-    assert abs(out.sum() - n * q * 1.02) > z_critical(n_checks=8) * se
+def _gap_pvalue(out, q):
+    """Chi-square of the gaps between consecutive kept records (and of the first index) against
+    Geometric(q) (P(G >= g) = (1 - q)**g): cells of width 1 up to 64, then growing by 1/8."""
+    gaps = np.diff(np.concatenate([[-1], np.flatnonzero(out)])) - 1
+    edges = list(range(65))
+    while edges[-1] < 40 / q:
+        edges.append(int(edges[-1] * 1.125) + 1)
+    edges = np.array(edges + [np.iinfo(np.int64).max], dtype=np.int64)
+    survival = np.exp(np.log1p(-q) * edges[:-1].astype(float))
+    probs = np.append(survival[:-1] - survival[1:], survival[-1])
+    observed = np.histogram(gaps, bins=edges.astype(float))[0]
+    observed[-1] += int(np.sum(gaps >= edges[-2])) - observed[-1]
+    observed, expected = merge_sparse_bins(observed, probs * gaps.size)
+    return chisquare_pvalue(observed, np.asarray(expected) / np.sum(expected))
+
+
+@pytest.mark.parametrize("num, bits", RATES)
+def test_poisson_gaps_are_geometric(num, bits):
+    """The gaps between kept records are independent of the stream blocks and geometric with
+    the exact rate (this checks the emptiness tests and the independent digits of the skip):
+    chi-square, alpha 1e-4, over about 40,000 gaps (fewer at the smallest rate)."""
+    q = num / 2**bits
+    n = min(int(40_000 / q), 2**27)
+    assert _gap_pvalue(_mask(n, num, bits, seed=100 + bits), q) > ALPHA
+
+
+@pytest.mark.parametrize("num, bits, wrong", [(11, 10, (3, 8)), (9, 12, (5, 11)),
+                                              (1, 1, (9, 4))])
+def test_poisson_gap_test_has_power(num, bits, wrong):
+    """The same test rejects a sample drawn at a rate 9-12.5% off the claimed one."""
+    q = num / 2**bits
+    n = min(int(40_000 / q), 2**27)
+    assert _gap_pvalue(_mask(n, *wrong, seed=200 + bits), q) < ALPHA
+
+
+@pytest.mark.parametrize("num, bits", RATES)
+def test_poisson_sample_depends_on_the_key_and_the_index_only(num, bits):
+    """A chunk starting at any offset draws exactly its part of the whole sample (the chunks
+    of a Dask collection), and the exact path (every word of the expansions computed from the
+    fractions, cached=0) takes the same decisions as the cached words."""
+    n = 3 * kernel.STREAM_RECORDS + 1234
+    whole = _mask(n, num, bits, seed=9)
+    cuts = [0, 1, 777, kernel.STREAM_RECORDS - 3, kernel.STREAM_RECORDS + 5, n - 1000, n]
+    parts = [_mask(b - a, num, bits, seed=9, offset=a) for a, b in zip(cuts[:-1], cuts[1:])]
+    assert np.array_equal(whole, np.concatenate(parts))
+    assert np.array_equal(whole[:70_000], _mask(70_000, num, bits, seed=9, cached=0))
+
+
+def test_poisson_rate_expansions_are_exact():
+    """The cached words are the binary expansion of the exact probabilities: x**S for the
+    emptiness test and r / (1 + r), r = x**(2**j), for digit j (x = 1 - q)."""
+    from fractions import Fraction
+
+    rate = kernel.PoissonRate(11, 10)
+    x = 1 - Fraction(11, 1024)
+    probs = [x ** (2**j) / (1 + x ** (2**j)) for j in range(rate.skip)] + [x ** (2**rate.skip)]
+    for idx, p in enumerate(probs):
+        for i in range(3):
+            assert rate.expansion_word(idx, i) == math.floor(p * 2**(64 * (i + 1))) % 2**64
 
 
 @pytest.mark.parametrize("loss, k", [(kernel.Loss.LOGISTIC, 1), (kernel.Loss.HUBER, 3),
@@ -75,8 +145,9 @@ def test_each_record_adds_an_integer_vector_within_the_bound(loss, k):
             target = np.array([rng.normal() * 100])
         out = np.zeros(k * d, dtype=np.int64)
         clip = rng.choice([1e-3, 0.5, 1.0, 10.0])
-        dropped = kernel.lattice_gradient_sum(x, target, W, int(loss), 0.5, clip, BITS, 1, 0,
-                                              _handle(trial), out)
+        dropped = kernel.lattice_gradient_sum(x, target, W, int(loss), 0.5, clip, BITS, None,
+                                              None, 0,
+                                              1, out)
         assert dropped == 0
         assert int(np.sum(out.astype(object) ** 2)) <= limit
 
@@ -88,8 +159,8 @@ def test_unclipped_gradient_is_the_exact_sum_on_the_lattice():
     y = np.array([1.0, -1.0, 2.0])
     W = np.zeros((1, 2))
     out = np.zeros(2, dtype=np.int64)
-    kernel.lattice_gradient_sum(X, y, W, int(kernel.Loss.SQUARED), 0.5, 1.0, BITS, 1, 0,
-                                _handle(0), out)
+    kernel.lattice_gradient_sum(X, y, W, int(kernel.Loss.SQUARED), 0.5, 1.0, BITS, None, None,
+                                0, 1, out)
     exact = -(y[:, None] * X).sum(axis=0) * 2**BITS
     assert np.array_equal(out, exact.astype(np.int64))
 
@@ -103,8 +174,9 @@ def test_adding_a_record_moves_the_sum_by_its_clipped_vector():
     y = rng.integers(0, 2, 50).astype(float)
     W = rng.normal(size=(1, 4)) * 3
     a, b = np.zeros(4, np.int64), np.zeros(4, np.int64)
-    kernel.lattice_gradient_sum(X, y, W, 0, 0.5, 0.3, BITS, 1, 0, _handle(1), a)
-    kernel.lattice_gradient_sum(X[:-1], y[:-1], W, 0, 0.5, 0.3, BITS, 1, 0, _handle(1), b)
+    kernel.lattice_gradient_sum(X, y, W, 0, 0.5, 0.3, BITS, None, None, 0, 1, a)
+    kernel.lattice_gradient_sum(X[:-1], y[:-1], W, 0, 0.5, 0.3, BITS, None, None, 0, 1,
+                                b)
     diff = (a - b).astype(float)
     assert 0 < np.linalg.norm(diff) <= 2**BITS
 

@@ -317,6 +317,21 @@ ESTIMATORS = {} if learn is None else {
                    bounds_y=(-1, 1)), o)), _Xc, _yr),
 }
 
+try:   # the same fits on Dask collections (dpcore.learn._dask), when Dask is installed
+    import dask.array as _da
+except ImportError:  # pragma: no cover
+    _da = None
+if _da is not None:
+    ESTIMATORS["LogisticRegression(gd, Dask)"] = (
+        ESTIMATORS["LogisticRegression(gd)"][0], _da.from_array(_Xc, chunks=(50, -1)),
+        _da.from_array(_yc, chunks=50))
+    ESTIMATORS["LogisticRegression(sgd, Dask)"] = (
+        ESTIMATORS["LogisticRegression(sgd)"][0], _da.from_array(_Xc, chunks=(50, -1)),
+        _da.from_array(_yc, chunks=50))
+    ESTIMATORS["GaussianNB(Dask)"] = (ESTIMATORS["GaussianNB"][0],
+                                      _da.from_array(_Xc, chunks=(50, -1)),
+                                      _da.from_array(_yc, chunks=50))
+
 
 @needs_learn
 @pytest.mark.parametrize("name", list(ESTIMATORS))

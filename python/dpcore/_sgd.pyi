@@ -14,6 +14,17 @@ class Loss(enum.IntEnum):
 
 MAX_BITS: int
 MAX_MODEL_SIZE: int
+STREAM_RECORDS: int
+
+class PoissonRate:
+    num: int
+    bits: int
+    skip: int
+    cached: int
+    def __init__(self, num: int, bits: int, cached: int = ...) -> None: ...
+    def expansion_word(self, idx: int, i: int) -> int: ...
+
+def draw_key(handle: BitgenHandle) -> NDArray[np.uint64]: ...
 
 # Shapes and dtypes are the caller's to check (dpcore.learn._sgd); nothing is validated here.
 def lattice_gradient_sum(
@@ -24,11 +35,12 @@ def lattice_gradient_sum(
     h: float,
     clip: float,
     bits: int,
-    rate_num: int,
-    rate_bits: int,
-    handle: BitgenHandle,
+    rate: PoissonRate | None,
+    key: NDArray[np.uint64] | None,
+    offset: int,
+    positive: int,
     out: NDArray[np.int64],  # (k d,)
 ) -> int: ...
 def poisson_masks(
-    n: int, rate_num: int, rate_bits: int, handle: BitgenHandle, out: NDArray[np.uint8]
+    n: int, rate: PoissonRate, key: NDArray[np.uint64], offset: int, out: NDArray[np.uint8]
 ) -> None: ...

@@ -34,7 +34,16 @@ from dpcore.learn._optimise import (
     minimise_multinomial,
     softmax_rows,
 )
-from dpcore.learn._sgd import gd_steps, noisy_gd, noisy_gd_multinomial, noisy_sgd, sgd_plan
+from dpcore.learn._dask import DaskRows, is_dask_collection
+from dpcore.learn._sgd import (
+    ArrayRows,
+    class_targets,
+    gd_steps,
+    noisy_gd,
+    noisy_gd_multinomial,
+    noisy_sgd,
+    sgd_plan,
+)
 
 __all__ = [
     "LogisticRegression",
@@ -92,6 +101,20 @@ def _make_huber(h):
         d2[mid] = 1.0 / (2.0 * h)
         return loss, d1, d2
     return huber
+
+
+def design_rows(X, data_norm, scale, column):
+    """Rows clipped to ||x|| <= data_norm, then [x, column] (no column when None) divided by
+    ``scale``, the public bound on its norm: norm <= 1. Row by row, so a chunk of the rows gives
+    the matching chunk of the result."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    factor = data_norm / np.maximum(norms, data_norm)   # 1 inside the ball, no overflow
+    if column is None:
+        return X * (factor / scale)[:, None]
+    Xs = np.empty((X.shape[0], X.shape[1] + 1))
+    np.multiply(X, (factor / scale)[:, None], out=Xs[:, :-1])
+    Xs[:, -1] = column / scale
+    return Xs
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,15 +183,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """Rows clipped to ||x|| <= data_norm, then [x, t] (with the intercept; t =
         ``intercept_scaling``) divided by the public bound on its norm, sqrt(data_norm^2 + t^2)
         (or data_norm): norm <= 1."""
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        factor = data_norm / np.maximum(norms, data_norm)   # 1 inside the ball, no overflow
-        scale = self._row_scale(data_norm)
-        if not self.fit_intercept:
-            return X * (factor / scale)[:, None]
-        Xs = np.empty((X.shape[0], X.shape[1] + 1))
-        np.multiply(X, (factor / scale)[:, None], out=Xs[:, :-1])
-        Xs[:, -1] = self._intercept_column(data_norm) / scale
-        return Xs
+        column = self._intercept_column(data_norm) if self.fit_intercept else None
+        return design_rows(X, data_norm, self._row_scale(data_norm), column)
 
     def _intercept_column(self, data_norm):
         """The constant t of the intercept column (``intercept_scaling``; "auto": data_norm
@@ -197,22 +213,33 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         Parameters
         ----------
         X : array_like, shape (n_samples, n_features)
-            Training data; rows are clipped to L2 norm ``data_norm``.
+            Training data; rows are clipped to L2 norm ``data_norm``. With ``method="gd"`` or
+            ``"sgd"`` (and ``classes`` given) also a Dask array or dataframe: fitted chunk by
+            chunk on the workers with the in-memory law and, for the same seed, the same model
+            (:class:`dpcore.learn._dask.DaskRows`, whose Privacy section states it).
         y : array_like, shape (n_samples,)
-            Labels, in ``classes`` when given.
+            Labels, in ``classes`` when given (a Dask array or series with a Dask X).
 
         Returns
         -------
         self
         """
         epsilon, data_norm, alpha, tol, max_iter, c, classes = self._check_params()
-        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
-        _base.check_targets(y)
-        classes = _base.label_set(y, classes)
-        _base.check_n(X.shape[0])
-        n = X.shape[0]
-        Xs = self._design(X, data_norm)
-        d = Xs.shape[1]
+        if is_dask_collection(X) or is_dask_collection(y):   # gd / sgd only; see DaskRows
+            column = self._intercept_column(data_norm) if self.fit_intercept else None
+            rows = DaskRows.for_classifier(self, X, y, classes, design_rows,
+                                           (data_norm, self._row_scale(data_norm), column))
+            n, d, Xs = rows.n_rows, rows.n_columns, None
+        else:
+            X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
+            _base.check_targets(y)
+            classes = _base.label_set(y, classes)
+            _base.check_n(X.shape[0])
+            n = X.shape[0]
+            Xs = self._design(X, data_norm)
+            d = Xs.shape[1]
+            rows = ArrayRows(Xs, class_targets(y, classes)[0]) if self.method in ("gd",
+                                                                                "sgd") else None
         k = 1 if classes.size == 2 else classes.size
         multinomial = self._multinomial(k)
         # one-vs-rest: every record enters all k models, each fitted with epsilon / k
@@ -274,19 +301,19 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
 
         def draw(rng):
             if self.method == "sgd":
-                target = np.zeros(n)   # class indices
-                for j in range(1, classes.size):
-                    target[y == classes[j]] = j
-                return noisy_sgd(Xs, target, k, "softmax" if multinomial else self._sgd_loss,
-                                 plan, alpha, rng,
-                                 h=getattr(self, "h", 0.5))
+                return noisy_sgd(rows, None, k, "softmax" if multinomial else self._sgd_loss,
+                                 plan, alpha, rng, h=getattr(self, "h", 0.5))
+            if self.method == "gd" and multinomial:
+                return noisy_gd_multinomial(rows, k, alpha, calib["rho"], calib["n_steps"],
+                                            calib["step_size"], rng)
+            if self.method == "gd":   # one binary model per class index j (j = 1: two classes)
+                return np.array([noisy_gd(rows, self._sgd_loss, 1 if k == 1 else j, alpha,
+                                          calib["rho"], calib["n_steps"], calib["step_size"],
+                                          rng, h=getattr(self, "h", 0.5)) for j in range(k)])
             if multinomial:
                 labels = np.zeros(n, dtype=np.intp)
                 for j in range(k):
                     labels[y == classes[j]] = j
-                if self.method == "gd":
-                    return noisy_gd_multinomial(Xs, labels, k, alpha, calib["rho"],
-                                                 calib["n_steps"], calib["step_size"], rng)
                 if self.method == "output":
                     W = minimise_multinomial(Xs, labels, k, alpha, np.zeros((k, d)), tol,
                                              max_iter)
@@ -300,10 +327,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                 pos = classes[1] if k == 1 else classes[j]
                 signs = np.where(y == pos, 1.0, -1.0)
                 Z = np.multiply(Xs, signs[:, None], out=Z)
-                if self.method == "gd":
-                    w = noisy_gd(loss_fn, Z, alpha, calib["rho"], calib["n_steps"],
-                                  calib["step_size"], rng)
-                elif self.method == "output":
+                if self.method == "output":
                     w = minimise_binary(loss_fn, Z, alpha, np.zeros(d), tol, max_iter,
                                         curvature=c)
                     w = w + _noise_vector(d, scale, rng)

@@ -12,6 +12,7 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
+from dpcore.learn._dask import aligned_chunks, is_dask_collection, sum_chunks
 
 __all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget"]
 
@@ -91,6 +92,28 @@ class GaussianNBSums:
         return math.fsum(part.epsilon_effective for part in (self.counts, self.sums, self.squares))
 
 
+def _rescaled(X, lower, upper):
+    """Features clipped to [lower, upper] and mapped to [-1, 1]; clipped again: the division
+    can round an endpoint to 1 + 2^-52, which would break the sensitivities (1 per |z| and
+    z^2) by an ulp."""
+    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+    return np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
+
+
+def gaussian_nb_chunk(X, y, lower, upper, classes, plan):
+    """On a Dask worker: a chunk's exact integer (counts, sums, squares) of
+    :meth:`GaussianNBSums.exact`, whether it holds a non-finite value, and whether a label is
+    outside ``classes`` (the flags are checked before the charge)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    bad_values = not bool(np.isfinite(X).all())
+    bad_labels = not bool(np.all(np.isin(y, classes)))
+    with np.errstate(invalid="ignore"):
+        Z = np.nan_to_num(_rescaled(X, lower, upper))
+    idx = np.minimum(np.searchsorted(classes, y), classes.size - 1)
+    return plan.exact(Z, idx, classes.size), bad_values, bad_labels
+
+
 class _NaiveBayes(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     """Prediction from ``_joint_log_likelihood`` (log prior + log likelihood per class)."""
 
@@ -164,7 +187,10 @@ class GaussianNB(_NaiveBayes):
     released sums are multiples of g, and the rest is post-processing. The label
     set must be public: with ``classes=None`` it is taken from y without noise (stored in
     ``classes_``), which the guarantee does not cover (fit warns with
-    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee.
+    ``dpcore.PrivacyWarning``); pass ``classes`` for the stated guarantee. On a Dask
+    collection (``classes`` required) the same integers are computed per chunk on the workers
+    and added exactly (:func:`dpcore.learn._dask.sum_chunks`), and the noise is drawn once in
+    the calling process: the same law, and for the same seed the same model, as in memory.
 
     References
     ----------
@@ -219,24 +245,42 @@ class GaussianNB(_NaiveBayes):
         return Cost(self._check_params()[0])
 
     def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
+        """Fit the private model (see the class docstring). Returns self.
+
+        X and y may be Dask collections (array, dataframe, series; ``classes`` required): the
+        integer counts and sums are computed per chunk on the workers and added exactly, the
+        noise drawn once here (the same model as in memory for the same seed)."""
         self._check_params()
-        X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
-        _base.check_targets(y)
-        d = X.shape[1]
-        epsilon, var_floor, (lower, upper), classes, priors = self._check_params(X.shape[0], d)
-        classes = _base.label_set(y, classes, minimum=1)
+        if is_dask_collection(X) or is_dask_collection(y):
+            Xd, yd, _ = aligned_chunks(X, y)
+            n, d = (int(v) for v in Xd.shape)
+            epsilon, var_floor, (lower, upper), classes, priors = self._check_params(n, d)
+            if classes is None:
+                raise ValueError("classes is required to fit a Dask collection: give the "
+                                 "public label set")
+            plan = GaussianNBSums(epsilon, d)
+            exact, bad_values, bad_labels = sum_chunks(Xd, yd, gaussian_nb_chunk,
+                                                       (lower, upper, classes, plan))
+            if bad_values:
+                raise ValueError("X must not contain NaN or infinite values")
+            if bad_labels:
+                raise ValueError("y contains labels outside classes")
+            self.n_features_in_ = d
+        else:
+            X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
+            _base.check_targets(y)
+            d = X.shape[1]
+            epsilon, var_floor, (lower, upper), classes, priors = self._check_params(X.shape[0],
+                                                                                     d)
+            classes = _base.label_set(y, classes, minimum=1)
+            # calibrated before the charge (a share too small for the sampler raises first)
+            plan = GaussianNBSums(epsilon, d)
+            exact = plan.exact(_rescaled(X, lower, upper), np.searchsorted(classes, y),
+                               classes.size)
         k = classes.size
         if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
             raise ValueError("priors must have one entry per class")
         mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
-        # clipped again: the division can round an endpoint to 1 + 2^-52, which would break
-        # the sensitivities (1 per |z| and z^2) by an ulp
-        Z = np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
-        idx = np.searchsorted(classes, y)
-        # calibrated before the charge (a share too small for the sampler raises first)
-        plan = GaussianNBSums(epsilon, d)
-        exact = plan.exact(Z, idx, k)
 
         def draw(rng):  # one generator for the three draws, charged once as a whole
             return plan.release(exact, rng)

@@ -27,12 +27,11 @@ from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore._release import Cost
 from dpcore.curves import DiscreteGaussian, PoissonSubsampled
-from dpcore.learn._optimise import softmax_rows
 from dpcore.mechanisms import discrete_gaussian, gaussian
 from dpcore.random import bitgen_handle
 
 __all__ = ["noisy_gd", "noisy_gd_multinomial", "gd_steps", "SGDPlan", "sgd_plan", "noisy_sgd",
-           "LOSSES"]
+           "LOSSES", "ArrayRows", "LatticeStep", "chunk_lattice_sum", "class_targets"]
 
 #: With more than GD_MIN_STEPS steps, ``gd`` averages the iterates from this fraction of the
 #: steps on (the early iterates, near the starting point, bias the average); with at most
@@ -63,19 +62,22 @@ def gd_steps(n, epsilon):
                                                          * math.sqrt(n * epsilon)))))
 
 
-def _noisy_descent(gradient, shape, sensitivity, radius, lam, rho, n_steps, step_size, rng):
-    """Noisy projected gradient descent from 0: each step releases ``gradient(W)`` (L2
-    sensitivity ``sensitivity``) with the exact discrete Gaussian at rho / n_steps (rounded
-    down), steps by step_size (g + lam W), projects on the ball of radius ``radius``; returns
-    the average of the iterates from GD_TAIL * n_steps on (all of them for n_steps <=
-    GD_MIN_STEPS)."""
+def _noisy_descent(lattice_gradient, shape, unit, lam, radius, rho, n_steps, step_size, rng):
+    """Noisy projected gradient descent from 0 on the averaged objective: each step releases
+    the integer lattice sum ``lattice_gradient(W)`` (every record's vector has L2 norm <=
+    2**LATTICE_BITS, so replacing one record moves the sum by at most 2**(LATTICE_BITS + 1))
+    with the exact discrete Gaussian at rho / n_steps (rounded down), multiplies it by
+    ``unit`` (to the mean loss gradient: post-processing), steps by step_size (g + lam W)
+    and projects on the ball of radius ``radius``; returns the average of the iterates from
+    GD_TAIL * n_steps on (all of them for n_steps <= GD_MIN_STEPS)."""
     rho_step = round_down(Fraction(rho) / n_steps)
     W = np.zeros(shape)
     total = np.zeros(shape)
     start = int(GD_TAIL * n_steps) if n_steps > GD_MIN_STEPS else 0
     for t in range(n_steps):
-        g = np.asarray(gaussian(gradient(W), sensitivity=sensitivity, rho=rho_step,
-                                random_state=rng))
+        g = np.asarray(gaussian(lattice_gradient(W).astype(np.float64).reshape(shape),
+                                sensitivity=2.0**(LATTICE_BITS + 1), rho=rho_step,
+                                random_state=rng)) * unit
         W = W - step_size * (g + lam * W)
         norm = float(np.linalg.norm(W))
         if norm > radius:
@@ -85,36 +87,44 @@ def _noisy_descent(gradient, shape, sensitivity, radius, lam, rho, n_steps, step
     return total / (n_steps - start)
 
 
-def noisy_gd(loss_fn, Z, lam, rho, n_steps, step_size, rng):
-    """Noisy projected gradient descent (Bassily-Smith-Thakurta 2014) for
-    (1/n) sum loss(Z w) + (lam/2)||w||^2, returning the average iterate.
+def noisy_gd(rows, loss, positive, lam, rho, n_steps, step_size, rng, *, h=0.5):
+    """Noisy projected gradient descent (Bassily-Smith-Thakurta 2014) for the binary model
+    (1/n) sum loss(s_i w.z_i) + (lam/2)||w||^2 (s_i = +1 for the records of class index
+    ``positive``, else -1), returning the average iterate. ``rows``: an :class:`ArrayRows`
+    (or ``dpcore.learn._dask.DaskRows``) of rows of norm <= 1 with class indices as targets;
+    ``loss``: "logistic" or "huber" (width h).
 
-    Every row has ||z_i|| <= 1 and |loss'| <= 1, so the averaged loss gradient moves by at most
-    2/n in L2 when one row is replaced: each step releases it with dpcore's exact discrete
-    Gaussian at ``rho / n_steps`` (rounded down); the regulariser's gradient, the step, the
-    projection on the ball of radius 1/lam (which holds the minimiser: lam ||w*|| =
-    ||mean gradient|| <= 1) and the averaging are post-processing.
+    Every row has ||z_i|| <= 1 and |loss'| <= 1, so a record's gradient has norm <= 1: the
+    kernel rounds it to the lattice of step 2**-LATTICE_BITS (its norm checked <= 1 in integer
+    arithmetic) and sums the integers exactly, so replacing one record moves the sum by at most
+    2 lattice units of 2**LATTICE_BITS, whatever the order or chunking of the sum. Each step
+    releases that sum with dpcore's exact discrete Gaussian at ``rho / n_steps`` (rounded
+    down); the division by n, the regulariser's gradient, the step, the projection on the ball
+    of radius 1/lam (which holds the minimiser: lam ||w*|| = ||mean gradient|| <= 1) and the
+    averaging are post-processing.
     """
-    n, d = Z.shape
-    return _noisy_descent(lambda w: Z.T @ loss_fn(Z @ w)[1] / n, d, 2.0 / n, 1.0 / lam, lam,
-                          rho, n_steps, step_size, rng)
-
-
-def noisy_gd_multinomial(Xs, labels, k, lam, rho, n_steps, step_size, rng):
-    """Noisy projected gradient descent for the k-class softmax objective
-    (1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}] + (lam/2)||W||^2, average iterate.
-
-    The averaged loss gradient (P - Y)^T X / n moves by at most 2 sqrt(2) / n in Frobenius
-    norm when one record (and its label) is replaced (||p - e_y|| <= sqrt 2, ||x|| <= 1): each
-    step releases it with the exact discrete Gaussian at ``rho / n_steps``; the rest is
-    post-processing (the ball of radius sqrt(2)/lam holds the minimiser).
-    """
-    n, d = Xs.shape
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), labels] = 1.0
-    return _noisy_descent(lambda W: (softmax_rows(Xs @ W.T) - onehot).T @ Xs / n, (k, d),
-                          2.0 * math.sqrt(2.0) / n, math.sqrt(2.0) / lam, lam, rho, n_steps,
+    step = LatticeStep(LOSSES[loss][0], h, 1.0, None, None, positive)
+    return _noisy_descent(lambda w: rows.lattice_sum(w.reshape(1, -1), step), rows.n_columns,
+                          2.0**-LATTICE_BITS / rows.n_rows, lam, 1.0 / lam, rho, n_steps,
                           step_size, rng)
+
+
+def noisy_gd_multinomial(rows, k, lam, rho, n_steps, step_size, rng):
+    """Noisy projected gradient descent for the k-class softmax objective
+    (1/n) sum_i [logsumexp(W z_i) - (W z_i)_{y_i}] + (lam/2)||W||^2, average iterate
+    (``rows`` as in :func:`noisy_gd`, targets the class indices).
+
+    A record's loss gradient (p - e_y) z^T has Frobenius norm <= sqrt 2 (||p - e_y|| <= sqrt 2,
+    ||z|| <= 1): it is summed on the lattice of step sqrt(2) 2**-LATTICE_BITS (norm checked
+    <= 2**LATTICE_BITS units), so replacing one record moves the integer sum by at most
+    2**(LATTICE_BITS + 1) units; each step releases it with the exact discrete Gaussian at
+    ``rho / n_steps``; the rest is post-processing (the ball of radius sqrt(2)/lam holds the
+    minimiser).
+    """
+    step = LatticeStep(LOSSES["softmax"][0], 0.5, math.sqrt(2.0), None, None, 0)
+    return _noisy_descent(lambda W: rows.lattice_sum(W, step), (k, rows.n_columns),
+                          math.sqrt(2.0) * 2.0**-LATTICE_BITS / rows.n_rows, lam,
+                          math.sqrt(2.0) / lam, rho, n_steps, step_size, rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,24 +355,86 @@ def sgd_plan(n_features, epsilon, delta, n_hint, *, smoothness, n_outputs=1, los
 NOISE_CHUNK = 64   # steps whose noise is drawn in one call (batch first)
 
 
+@dataclass(frozen=True)
+class LatticeStep:
+    """What a chunk of rows needs to add its part of one step's lattice gradient sum: the loss
+    (a code of :data:`LOSSES`), the Huber width, the clipping norm, the sampling rate as
+    (rate_num, rate_bits) or None for every record, the step's 4-word key (with a rate) and,
+    for one binary head, the class index scored +1."""
+
+    loss: int
+    h: float
+    clip: float
+    rate: tuple[int, int] | None
+    key: np.ndarray | None
+    positive: int
+
+
+@functools.lru_cache(maxsize=64)
+def _poisson_rate(num, bits):
+    from dpcore import _sgd   # the kernel is imported on first use, as the other learners do
+
+    return _sgd.PoissonRate(num, bits)
+
+
+def chunk_lattice_sum(Z, target, offset, W, step):
+    """The integer lattice sum (int64, W.size) of one step over rows Z (global indices offset,
+    offset + 1, ...) with targets ``target``: the kernel's sample of those rows, each record's
+    clipped gradient at W on the lattice (see :class:`SGDPlan`). Not a release."""
+    from dpcore import _sgd
+
+    out = np.zeros(W.size, dtype=np.int64)
+    rate = None if step.rate is None else _poisson_rate(*step.rate)
+    _sgd.lattice_gradient_sum(Z, target, np.ascontiguousarray(W, dtype=np.float64), step.loss,
+                              step.h, step.clip, LATTICE_BITS, rate, step.key, offset,
+                              step.positive, out)
+    return out
+
+
+class ArrayRows:
+    """Rows of norm <= 1 and their targets (class indices, or the regression target) in
+    memory: the source of the lattice gradient sums of ``sgd`` and ``gd``
+    (``dpcore.learn._dask.DaskRows`` is the same over the chunks of a Dask collection)."""
+
+    def __init__(self, Z, target):
+        self.Z = np.ascontiguousarray(Z, dtype=np.float64)
+        self.target = np.ascontiguousarray(target, dtype=np.float64)
+        self.n_rows, self.n_columns = self.Z.shape
+
+    def lattice_sum(self, W, step):
+        return chunk_lattice_sum(self.Z, self.target, 0, W, step)
+
+
+def class_targets(y, classes):
+    """Class indices of y in ``classes`` as float64 (the kernel's targets), and whether some
+    label is outside ``classes``."""
+    y = np.asarray(y)
+    target = np.zeros(y.shape[0])
+    for j in range(1, len(classes)):
+        target[y == classes[j]] = j
+    return target, not bool(np.all(np.isin(y, classes)))
+
+
 def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
     """DP-SGD on rows Z of norm <= 1: returns the average of the iterates of the last half of
     the steps, shape (n_outputs, Z.shape[1]).
 
-    ``target``: per row, the class index (0/1 for a binary model, 0..k-1 for softmax and
-    one-vs-rest heads) or the regression target; ``loss`` a key of :data:`LOSSES`. Each step
-    releases the lattice sum of the clipped gradients of a Poisson sample plus discrete
-    Gaussian noise (see :class:`SGDPlan`); the update w <- w - lr (g / (q n_hint) + alpha w)
-    and the averaging are post-processing.
+    ``Z``: the rows (an array, with ``target``) or a row source (:class:`ArrayRows`, or
+    ``dpcore.learn._dask.DaskRows``; ``target`` is then ignored). ``target``: per row, the
+    class index (0/1 for a binary model, 0..k-1 for softmax and one-vs-rest heads) or the
+    regression target; ``loss`` a key of :data:`LOSSES`. Each step draws a 4-word key from
+    the generator (the Poisson sample is a function of it and of the records' indices), and
+    releases the lattice sum of the clipped gradients of the sample plus discrete Gaussian
+    noise (see :class:`SGDPlan`); the update w <- w - lr (g / (q n_hint) + alpha w) and the
+    averaging are post-processing. The generator is read in the same order whatever the row
+    source, so a seeded fit on a Dask collection equals the in-memory one.
     """
-    from dpcore import _sgd   # the kernel is imported on first use, as the other learners do
+    from dpcore import _sgd
 
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    target = np.ascontiguousarray(target, dtype=np.float64)
-    d = Z.shape[1]
+    rows = Z if hasattr(Z, "lattice_sum") else ArrayRows(Z, target)
+    d = rows.n_columns
     W = np.zeros((n_outputs, d))
     total = np.zeros_like(W)
-    acc = np.zeros(n_outputs * d, dtype=np.int64)
     handle = bitgen_handle(rng)
     code = LOSSES[loss][0]
     units = plan.clip / 2.0**LATTICE_BITS / (plan.rate * plan.n_hint)
@@ -370,10 +442,11 @@ def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
     noise = None
     for t in range(plan.n_steps):
         if t % NOISE_CHUNK == 0:
-            rows = min(NOISE_CHUNK, plan.n_steps - t)
-            noise = discrete_gaussian(plan.sigma, size=(rows, n_outputs * d), random_state=rng)
-        _sgd.lattice_gradient_sum(Z, target, W, code, h, plan.clip, LATTICE_BITS, plan.rate_num,
-                                  plan.rate_bits, handle, acc)
+            count = min(NOISE_CHUNK, plan.n_steps - t)
+            noise = discrete_gaussian(plan.sigma, size=(count, n_outputs * d), random_state=rng)
+        step = LatticeStep(code, h, plan.clip, (plan.rate_num, plan.rate_bits),
+                           _sgd.draw_key(handle), 1)
+        acc = rows.lattice_sum(W, step)
         g = (acc + noise[t % NOISE_CHUNK]).reshape(n_outputs, d) * units
         W = W - plan.learning_rate * (g + alpha * W)
         if t >= start:

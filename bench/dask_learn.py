@@ -1,0 +1,93 @@
+"""The learners on Dask (issue 30 item 3): fit time with 2 local worker processes against 1, and
+the released model of both against each other (the same seed must give the same model).
+
+    PYTHONPATH=python python bench/dask_learn.py [--rows 10000000] [--repeats 2] [--gd-steps 10]
+
+Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10**6 rows
+(``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
+persisted on the cluster before the timing. Learners: ``LogisticRegression(method="gd",
+n_steps=--gd-steps)`` (each step one pass over every row: the lattice gradient sums per chunk)
+and ``GaussianNB`` (one pass: exact integer counts, sums, squares), both at epsilon 1 (gd:
+delta 1e-6), seed 0. For each worker count the cluster is started once
+(``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
+``--repeats`` times (wall time; the cluster counts alternate 1, 2, 1, 2, ...); reported: the min
+per learner and worker count, the ratio, the load average, and whether the models of 1 and 2
+workers are identical. Wall times on a shared machine overstate an idle one's and understate the
+ratio: rerun idle for a speed claim.
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+
+import dask.array as da
+from distributed import Client, LocalCluster
+
+from dpcore.learn import GaussianNB, LogisticRegression
+
+D = 20
+
+
+def data(rows):
+    rng = da.random.default_rng(2026)
+    X = rng.normal(size=(rows, D), chunks=(10**6, D))
+    w = np.linspace(-1.0, 1.0, D)
+    y = ((X @ w + rng.normal(size=rows, chunks=10**6)) > 0).astype(int)
+    return X, y
+
+
+def fits(gd_steps):
+    return {
+        "LogisticRegression(gd)": lambda: LogisticRegression(
+            epsilon=1.0, delta=1e-6, method="gd", n_steps=gd_steps, data_norm=6.0,
+            classes=[0, 1], random_state=0),
+        "GaussianNB": lambda: GaussianNB(epsilon=1.0, bounds=(-4, 4), classes=[0, 1],
+                                         random_state=0),
+    }
+
+
+def model(est):
+    if hasattr(est, "coef_"):
+        return np.concatenate([est.coef_.ravel(), est.intercept_])
+    return np.concatenate([est.theta_.ravel(), est.var_.ravel(), est.class_count_])
+
+
+def run(workers, rows, gd_steps):
+    times, models = {}, {}
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        X, y = data(rows)
+        X, y = X.persist(), y.persist()
+        for name, make in fits(gd_steps).items():
+            start = time.perf_counter()
+            est = make().fit(X, y)
+            times[name] = time.perf_counter() - start
+            models[name] = model(est)
+    return times, models
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10**7)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--gd-steps", type=int, default=10)
+    args = parser.parse_args(argv)
+    print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, rows {args.rows}")
+    best, models = {}, {}
+    for _ in range(args.repeats):
+        for workers in (1, 2):
+            times, fitted = run(workers, args.rows, args.gd_steps)
+            for name, t in times.items():
+                best[name, workers] = min(best.get((name, workers), np.inf), t)
+                models.setdefault(name, {})[workers] = fitted[name]
+    for name in fits(args.gd_steps):
+        one, two = best[name, 1], best[name, 2]
+        same = np.array_equal(models[name][1], models[name][2])
+        print(f"{name:24s} 1 worker {one:7.2f} s  2 workers {two:7.2f} s  ratio {one / two:.2f}x  "
+              f"same model: {same}")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

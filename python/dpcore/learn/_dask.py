@@ -1,0 +1,222 @@
+"""The learners on Dask collections (``fit(dask_array, ...)``, issue 30 item 3).
+
+A fit reads a Dask array, dataframe or series chunk by chunk on the workers and brings back to
+the calling process only exact integer sums (or integer sufficient statistics), never rows;
+the noise is drawn there, once per release, from the estimator's ``random_state``. Which
+learners and methods accept a Dask collection, and why the result has exactly the law of the
+in-memory fit, is said where each one is fitted: :class:`DaskRows` (``method="gd"`` and
+``"sgd"`` of the linear classifiers) and :func:`gaussian_nb_sums` (GaussianNB).
+
+Dask is optional (``pip install "dpcore[dask]"``) and imported only when a Dask collection is
+passed. Whatever scheduler is active is used (a ``dask.distributed.Client`` if one is the
+default, else Dask's local scheduler).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from dpcore.learn import _base
+from dpcore.learn._sgd import chunk_lattice_sum, class_targets
+
+__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks"]
+
+#: How many partial results one task of the reduction tree adds.
+SPLIT_EVERY = 8
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a Dask collection (array, dataframe, series); never imports Dask."""
+    return type(obj).__module__.partition(".")[0] in ("dask", "dask_expr") and hasattr(
+        obj, "__dask_graph__")
+
+
+def _dask():
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError('fitting on a Dask collection needs Dask: pip install "dpcore[dask]"'
+                          ) from exc
+    return dask, da
+
+
+def _dask_array(obj, da):
+    """A Dask array with known chunk sizes along the rows, or None for in-memory data (the
+    partition lengths of a dataframe are counted on the workers: used to place the chunks,
+    never released)."""
+    if hasattr(obj, "to_dask_array"):   # dataframe or series
+        with warnings.catch_warnings():   # string labels become an object array: fine here
+            warnings.filterwarnings("ignore", message=".*extension dtypes", category=UserWarning)
+            obj = obj.to_dask_array(lengths=True)
+    elif not is_dask_collection(obj) or not hasattr(obj, "chunks"):
+        return None
+    if any(math.isnan(c) for c in obj.chunks[0]):
+        obj = obj.compute_chunk_sizes()
+    return obj
+
+
+def aligned_chunks(X, y):
+    """(X, y) as Dask arrays whose row chunks coincide (X with all its columns in each chunk),
+    and the global index of each chunk's first row. Either may be in memory; both checked for
+    shape here (before anything is charged)."""
+    _, da = _dask()
+    Xd, yd = _dask_array(X, da), _dask_array(y, da)
+    if Xd is None:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError("X must be 2-d (n_samples, n_features)")
+        Xd = da.from_array(X, chunks=(yd.chunks[0] if yd is not None else -1, -1))
+    if Xd.ndim != 2:
+        raise ValueError("X must be 2-d (n_samples, n_features)")
+    Xd = Xd.rechunk({1: -1})
+    if yd is None:
+        yd = da.from_array(np.asarray(y), chunks=(Xd.chunks[0],))
+    if yd.ndim != 1:
+        raise ValueError("y must be 1-d")
+    if yd.shape[0] != Xd.shape[0]:
+        raise ValueError("X and y must have the same number of rows")   # the counts are private
+    if yd.chunks[0] != Xd.chunks[0]:
+        yd = yd.rechunk((Xd.chunks[0],))
+    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
+    return Xd, yd, offsets
+
+
+def _prepare_chunk(xb, yb, design, params, classes):
+    """On a worker: the chunk's rows of norm <= 1 and class-index targets, and whether it holds
+    a non-finite value or a label outside ``classes`` (checked on the client before any
+    charge; the flags are the only thing read back)."""
+    x = np.asarray(xb, dtype=np.float64)
+    bad_values = not bool(np.isfinite(x).all())
+    with np.errstate(invalid="ignore", over="ignore"):
+        Z = np.ascontiguousarray(design(x, *params))
+    target, bad_labels = class_targets(yb, classes)
+    return Z, target, bad_values, bad_labels
+
+
+def _flags(part):
+    return part[2], part[3]
+
+
+def _chunk_sum(part, offset, W, step):
+    return chunk_lattice_sum(part[0], part[1], offset, W, step)
+
+
+def _client():
+    """The default dask.distributed Client, or None (then Dask's local scheduler runs in this
+    process)."""
+    try:
+        from distributed import default_client
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+class DaskRows:
+    """The rows of a Dask collection, designed (clipped and scaled to norm <= 1) and kept on
+    the workers: the row source of ``method="gd"`` and ``"sgd"`` (the in-memory one is
+    :class:`dpcore.learn._sgd.ArrayRows`).
+
+    :meth:`lattice_sum` sends the model and the step (its key) to every chunk; each returns the
+    int64 lattice sum of its records (``dpcore._sgd``: the Poisson sample of a record is a
+    function of the step's key and the record's global index, so a chunk draws exactly its part
+    of the in-memory sample), and the client adds them exactly. With a ``dask.distributed``
+    Client the designed chunks stay on the workers (futures) and each step is one round of
+    tasks; with Dask's local scheduler (no Client) the chunks already live in this process and
+    are summed in a loop, without a task graph per step.
+
+    Privacy
+    -------
+    That of the in-memory fit, with the same law and, for the same seed, the same released
+    model (whatever the chunking or the scheduler): the integer sum is identical bit for bit
+    (exact int64 addition of the same per-record integer vectors), the generator of the
+    calling process is read in the same order (step keys and noise), and every rounding after
+    the release happens on the client as in memory. Nothing but the chunks' integer sums and
+    two validity flags per chunk leaves the workers; the partition lengths of a dataframe are
+    counted to place the chunks (not released). Parameters, shapes, values and labels are all
+    checked before the estimator charges its accountant.
+    """
+
+    def __init__(self, parts, offsets, n_rows, n_columns, client):
+        self.parts = parts
+        self.client = client
+        self.offsets = offsets
+        self.n_rows = n_rows
+        self.n_columns = n_columns
+
+    @classmethod
+    def for_classifier(cls, est, X, y, classes, design, params):
+        """The rows of a linear classifier's fit: ``design(x, *params)`` maps a chunk of X to
+        rows of norm <= 1 (``params`` public), y to class indices of ``classes``. Refuses what
+        the Dask path does not support before anything is charged."""
+        if est.method not in ("gd", "sgd"):
+            raise ValueError("a Dask collection is fitted with method='gd' or 'sgd' only (the "
+                             f"other methods need the rows in memory), got {est.method!r}")
+        if classes is None:
+            raise ValueError("classes is required to fit a Dask collection: give the public "
+                             "label set")
+        dask, _ = _dask()
+        Xd, yd, offsets = aligned_chunks(X, y)
+        n, width = int(Xd.shape[0]), int(Xd.shape[1])
+        if n < 1:
+            raise ValueError("X has no rows")
+        _base.check_n(n)
+        prepare = dask.delayed(_prepare_chunk, pure=True)
+        parts = [prepare(xb, yb, design, params, classes)
+                 for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
+        client = _client()
+        if client is not None:   # futures: the chunks stay on the workers
+            parts = client.compute(parts)
+            flags = client.gather(client.map(_flags, parts))
+        else:
+            parts = list(dask.compute(*parts))
+            flags = [_flags(p) for p in parts]
+        if any(f[0] for f in flags):
+            raise ValueError("X must not contain NaN or infinite values")
+        if any(f[1] for f in flags):
+            raise ValueError("y contains labels outside classes")
+        est.n_features_in_ = width
+        return cls(parts, offsets, n, width + (params[-1] is not None), client)
+
+    def lattice_sum(self, W, step):
+        """The int64 lattice sum of one step over all chunks (added exactly on the client)."""
+        if self.client is not None:
+            sums = self.client.gather(self.client.map(_chunk_sum, self.parts, self.offsets,
+                                                      W=W, step=step))
+        else:
+            sums = [_chunk_sum(p, off, W, step) for p, off in zip(self.parts, self.offsets)]
+        total = np.zeros(W.size, dtype=np.int64)
+        for s in sums:
+            total += s
+        return total
+
+
+def _add_parts(parts):
+    """Exact elementwise sum of (arrays, flag, flag, ...) partials: int64 arrays added, flags
+    or-ed."""
+    arrays = [np.array(a, copy=True) for a in parts[0][0]]
+    flags = list(parts[0][1:])
+    for part in parts[1:]:
+        for total, a in zip(arrays, part[0]):
+            total += a
+        flags = [f or g for f, g in zip(flags, part[1:])]
+    return (tuple(arrays), *flags)
+
+
+def sum_chunks(Xd, yd, chunk_fn, params):
+    """Sufficient statistics on the workers: ``chunk_fn(x, y, *params)`` on every aligned chunk
+    (from :func:`aligned_chunks`) returns (tuple of int64 arrays, flags...); the arrays are added
+    exactly in a tree of fan-in SPLIT_EVERY and the flags or-ed, and only that total comes back
+    to the calling process. Integer addition is exact and associative, so the total is the
+    in-memory one bit for bit whatever the chunking."""
+    dask, _ = _dask()
+    chunk = dask.delayed(chunk_fn, pure=True)
+    parts = [chunk(xb, yb, *params)
+             for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
+    add = dask.delayed(_add_parts, pure=True)
+    while len(parts) > 1:
+        parts = [add(parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
+    (total,) = dask.compute(parts[0])
+    return total

@@ -1,0 +1,175 @@
+"""The learners on Dask collections (dpcore.learn._dask): the same released model as the
+in-memory fit for the same seed, whatever the chunking and the scheduler (the law is then the
+in-memory one, tested in test_learn_sgd.py / test_learn_linear.py / test_learn_naive_bayes.py),
+one charge, and every bad input refused before it."""
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+pd = pytest.importorskip("pandas")
+
+import dpcore  # noqa: E402
+from dpcore.learn import LinearSVC, LogisticRegression  # noqa: E402
+
+
+def _data(n=3000, d=4, k=2, seed=0):
+    rng = np.random.default_rng(seed)  # test data, not noise
+    X = rng.normal(size=(n, d))
+    score = X[:, 0] + 0.5 * X[:, 1]
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
+    return X, y
+
+
+def _fit(est, X, y):
+    return est.fit(X, y)
+
+
+CASES = [
+    (LogisticRegression, dict(method="sgd", n_hint=70), 2),
+    (LinearSVC, dict(method="sgd", n_hint=70), 2),
+    (LogisticRegression, dict(method="sgd", n_hint=70), 3),
+    (LogisticRegression, dict(method="gd", n_steps=20), 2),
+    (LinearSVC, dict(method="gd", n_steps=20), 3),
+    (LogisticRegression, dict(method="gd", n_steps=20, multi_class="ovr"), 3),
+    (LogisticRegression, dict(method="gd", n_steps=20, fit_intercept=False), 3),
+]
+
+
+def _make(cls, kw, k, seed=5, accountant=None):
+    return cls(epsilon=1.0, delta=1e-6, data_norm=3.0, classes=list(range(k)), random_state=seed,
+               accountant=accountant, **kw)
+
+
+@pytest.mark.parametrize("cls, kw, k", CASES)
+def test_dask_array_fit_equals_the_in_memory_fit(cls, kw, k):
+    """Same seed: the same coefficients bit for bit, for chunkings that cut the rows anywhere
+    (also inside a 2**16-record stream block) and whose X and y chunks differ."""
+    X, y = _data(k=k)
+    ref = _make(cls, kw, k).fit(X, y)
+    for rows, ychunks in [(700, 1100), (3000, 3000), (257, 1500)]:
+        Xd = da.from_array(X, chunks=(rows, 2))
+        yd = da.from_array(y, chunks=ychunks)
+        est = _make(cls, kw, k).fit(Xd, yd)
+        assert np.array_equal(est.coef_, ref.coef_)
+        assert np.array_equal(est.intercept_, ref.intercept_)
+        assert est.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+
+
+def test_dask_dataframe_fit_equals_the_in_memory_fit():
+    X, y = _data(k=3)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame["label"] = np.array(["u", "v", "w"])[y]
+    ddf = dd.from_pandas(frame, npartitions=4)
+    kw = dict(epsilon=1.0, delta=1e-6, data_norm=3.0, classes=["u", "v", "w"], random_state=2,
+              method="sgd", n_hint=70)
+    ref = LogisticRegression(**kw).fit(X, frame["label"].to_numpy())
+    est = LogisticRegression(**kw).fit(ddf[list("abcd")], ddf["label"])
+    assert np.array_equal(est.coef_, ref.coef_)
+    assert list(est.classes_) == ["u", "v", "w"]
+
+
+def test_in_memory_labels_with_a_dask_X():
+    X, y = _data()
+    ref = _make(LogisticRegression, dict(method="gd", n_steps=10), 2).fit(X, y)
+    est = _make(LogisticRegression, dict(method="gd", n_steps=10), 2).fit(
+        da.from_array(X, chunks=(500, 4)), y)
+    assert np.array_equal(est.coef_, ref.coef_)
+
+
+def test_dask_fit_charges_the_in_memory_cost_once():
+    X, y = _data()
+    costs = []
+    for data in [(X, y), (da.from_array(X, chunks=(400, 4)), da.from_array(y, chunks=400))]:
+        acc = dpcore.Accountant(2.0, 1e-5)
+        _make(LogisticRegression, dict(method="sgd", n_hint=70), 2, accountant=acc).fit(*data)
+        assert len(acc.history) == 1
+        costs.append(acc.spent)
+    assert costs[0] == costs[1]
+
+
+def _bad_cases():
+    X, y = _data()
+    Xnan = X.copy()
+    Xnan[2500, 1] = np.nan
+    yout = y.copy()
+    yout[10] = 7
+    Xd = da.from_array(X, chunks=(500, 4))
+    yd = da.from_array(y, chunks=500)
+    sgd = dict(method="sgd", n_hint=70)
+    return [
+        (dict(classes=[0, 1], **sgd), da.from_array(Xnan, chunks=(500, 4)), yd, "NaN or infinite"),
+        (dict(classes=[0, 1], **sgd), Xd, da.from_array(yout, chunks=500), "outside classes"),
+        (dict(classes=None, **sgd), Xd, yd, "classes is required"),
+        (dict(classes=[0, 1]), Xd, yd, "method='gd' or 'sgd' only"),
+        (dict(classes=[0, 1], **sgd), Xd[:-1], yd, "same number of rows"),
+        (dict(classes=[0, 1], **sgd), Xd[:, 0], yd, "2-d"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_bad_dask_input_is_refused_before_the_charge(case):
+    kw, Xd, yd, match = _bad_cases()[case]
+    acc = dpcore.Accountant(5.0, 1e-5)
+    delta = {"delta": 1e-6} if kw.get("method") else {}
+    est = LogisticRegression(epsilon=1.0, data_norm=3.0, random_state=0, accountant=acc,
+                             **delta, **kw)
+    with pytest.raises(ValueError, match=match):
+        est.fit(Xd, yd)
+    assert acc.history == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["sgd", "gd"])
+def test_local_cluster_fit_equals_the_in_memory_fit(method):
+    """Two worker processes of a dask.distributed LocalCluster: the same released model as in
+    memory for the same seed."""
+    distributed = pytest.importorskip("distributed")
+    X, y = _data(n=20_000, k=2)
+    kw = dict(method="sgd", n_hint=70) if method == "sgd" else dict(method="gd", n_steps=30)
+    ref = _make(LogisticRegression, kw, 2).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        Xd = da.from_array(X, chunks=(5000, 4)).persist()
+        yd = da.from_array(y, chunks=5000).persist()
+        est = _make(LogisticRegression, kw, 2).fit(Xd, yd)
+    assert np.array_equal(est.coef_, ref.coef_)
+
+
+# ------------------------------------------------------------------------------------------------
+# GaussianNB: exact integer sufficient statistics per chunk
+
+
+@pytest.mark.parametrize("chunks", [(500, 1000), (3000, 3000), (257, 128)])
+def test_gaussian_nb_dask_fit_equals_the_in_memory_fit(chunks):
+    from dpcore.learn import GaussianNB
+
+    X, y = _data(k=3)
+    kw = dict(epsilon=1.0, bounds=(-3, 3), classes=[0, 1, 2], random_state=4)
+    ref = GaussianNB(**kw).fit(X, y)
+    est = GaussianNB(**kw).fit(da.from_array(X, chunks=(chunks[0], 2)),
+                               da.from_array(y, chunks=chunks[1]))
+    for name in ("class_count_", "theta_", "var_", "class_prior_"):
+        assert np.array_equal(getattr(est, name), getattr(ref, name)), name
+    assert est.n_features_in_ == 4
+
+
+@pytest.mark.parametrize("case", ["nan", "label", "classes"])
+def test_gaussian_nb_bad_dask_input_is_refused_before_the_charge(case):
+    from dpcore.learn import GaussianNB
+
+    X, y = _data()
+    if case == "nan":
+        X[1234, 2] = np.inf
+    if case == "label":
+        y[99] = 5
+    acc = dpcore.Accountant(5.0)
+    est = GaussianNB(epsilon=1.0, bounds=(-3, 3), classes=None if case == "classes" else [0, 1],
+                     accountant=acc)
+    match = {"nan": "NaN or infinite", "label": "outside classes", "classes": "classes is"}[case]
+    with pytest.raises(ValueError, match=match):
+        est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
+    assert acc.history == []
