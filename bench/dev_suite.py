@@ -91,6 +91,7 @@ from dpcore.learn import (  # noqa: E402
     auto_alpha,
 )
 from dpcore.learn import _naive_bayes, _ssp  # noqa: E402
+from dpcore.learn._erm import INTERCEPT_SCALING_RATIO  # noqa: E402
 from dpcore.learn._erm_calibration import WEIGHT_NORM_PRIOR_SQ  # noqa: E402
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -431,32 +432,76 @@ def _tree_like_cells(sets, seeds, model, est, rules, epsilons=None):
             yield (s.name, model, eps), row
 
 
-def scaling_cells(sets, seeds):
+def _scaling_kwargs(rule, est, n, d, eps, data_norm, k):
+    """Keyword arguments of a ``scaling`` rule: "auto" is the library's default; "C=1 in the
+    caller's units" the rule before issue 28 (the C = 1 term at the rows' own scale
+    sqrt(data_norm^2 + t^2)); "t=R" puts the intercept column at R data_norm."""
+    if rule.startswith("t="):
+        num, _, den = rule[2:].partition("/")
+        return {"intercept_scaling": data_norm * float(num) / float(den or 1)}
+    if rule == "auto":
+        return {}
+    model = est(epsilon=eps, data_norm=data_norm)
+    multinomial = model._multinomial(k)
+    eps_model = eps if multinomial or k <= 2 else eps / k
+    if rule == "C=1 in the caller's units":
+        scale = model._row_scale(data_norm)
+    else:   # "C=1 at X": C = 1 where the rows' bound is X (with the auto intercept column)
+        scale = {"sqrt(d)": math.sqrt(d), "d^1/4": d ** 0.25}[rule[len("C=1 at "):]] * math.hypot(
+            1.0, INTERCEPT_SCALING_RATIO)
+    return {"alpha": auto_alpha("objective", n, d + 1, eps_model, row_scale=scale,
+                                curvature=model._curvature(), k=k if multinomial else 1)}
+
+
+SCALING_RULES = ("auto", "C=1 in the caller's units", "C=1 at sqrt(d)", "C=1 at d^1/4")
+SCALING_OUTPUT = True   # also method="output", for reference
+
+
+def scaling_cells(sets, seeds, epsilons=None):
+    """LogisticRegression and LinearSVC (objective perturbation) under the ``SCALING_RULES``,
+    with ``method="output"`` and diffprivlib's LogisticRegression for reference, under the four
+    preprocessings of learn_accuracy.py (public inputs from the whole table, as there) on the
+    trees' development sets (:func:`tree_data_sets`: none of them is a reporting set)."""
+    import warnings
+
     peer = _peer("LogisticRegression")
     for s in sets:
-        if s.name.startswith("adult"):
-            continue
         Xtr, Xte, (lo, hi) = s.raw
-        sd = Xtr.std(axis=0)
-        lo = np.asarray(lo, dtype=float)
-        pub = la.Public(lo, np.where(np.asarray(hi) > lo, hi, lo + 1.0), Xtr.mean(axis=0),
-                        np.where(sd > 0, sd, 1.0))
+        X = np.vstack([Xtr, Xte])
+        pub = la.public_inputs(X)   # as learn_accuracy.py: from the whole table
         classes = np.unique(s.ytr)
+        n, d = Xtr.shape
         for kind in la.PREPROCESSINGS:
             Ztr, data_norm, _ = la.preprocess(kind, Xtr, pub)
             Zte = la.preprocess(kind, Xte, pub)[0]
-            for eps in (0.1,) + EPSILONS:
-                row = {}
-                for rule, kw in (("objective", {}), ("output", {"method": "output"})):
-                    def make(seed, eps=eps, kw=kw):
-                        return LogisticRegression(epsilon=eps, data_norm=data_norm,
-                                                  classes=classes, random_state=seed, **kw)
-                    row[rule] = _median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+            for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
+                peer_row = {}
                 if peer is not None:
                     def make_peer(seed, eps=eps):
                         return peer(epsilon=eps, data_norm=data_norm, random_state=seed)
-                    row["diffprivlib"] = _median_score(make_peer, Ztr, s.ytr, Zte, s.yte, seeds)
-                yield (f"{s.name} / {kind}", "LogisticRegression", eps), row
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        peer_row["diffprivlib"] = _median_score(make_peer, Ztr, s.ytr, Zte,
+                                                                s.yte, seeds)
+                for model, est in (("LogisticRegression", LogisticRegression),
+                                   ("LinearSVC", LinearSVC)):
+                    row = {}
+                    for rule in SCALING_RULES:
+                        kw = _scaling_kwargs(rule, est, n, d, eps, data_norm, classes.size)
+
+                        def make(seed, eps=eps, kw=kw, est=est):
+                            return est(epsilon=eps, data_norm=data_norm, classes=classes,
+                                       random_state=seed, **kw)
+                        row[rule] = _median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+                    if model == "LogisticRegression" and SCALING_OUTPUT:
+                        def make_output(seed, eps=eps):
+                            return LogisticRegression(epsilon=eps, data_norm=data_norm,
+                                                      classes=classes, random_state=seed,
+                                                      method="output")
+                        row["output"] = _median_score(make_output, Ztr, s.ytr, Zte, s.yte,
+                                                      seeds)
+                    row.update(peer_row)
+                    yield (f"{s.name} / {kind}", model, eps), row
 
 
 def main(argv=None):
@@ -471,19 +516,41 @@ def main(argv=None):
     cells = {}
     if args.study == "regression":
         cells_iter = regression_cells(args.seeds)
+    elif args.study == "scaling":
+        cells_iter = scaling_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     elif args.study in ("tree", "forest", "tree-prep"):
         study = {"tree": tree_cells, "forest": forest_cells,
                  "tree-prep": tree_prep_cells}[args.study]
         cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
-                 "intercept": intercept_cells, "scaling": scaling_cells}[args.study]
+                 "intercept": intercept_cells}[args.study]
         cells_iter = study(data_sets(), args.seeds)
     for (name, model, eps), row in cells_iter:
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
     summarise(cells)
+    if args.study == "scaling":
+        scaling_summary(cells)
+
+
+def scaling_summary(cells, margin=0.02):
+    """Per model, rule and preprocessing: the mean difference of medians from diffprivlib and
+    the cells whose median is more than ``margin`` below it."""
+    for model in ("LogisticRegression", "LinearSVC"):
+        rows = {key: row for key, row in cells.items() if key[1] == model}
+        rules = [r for r in next(iter(rows.values())) if r != "diffprivlib"]
+        print(f"\n{model}: rule / preprocessing: mean difference from diffprivlib, cells more "
+              f"than {margin} below it")
+        for rule in rules:
+            parts = []
+            for kind in la.PREPROCESSINGS:
+                diff = np.array([row[rule] - row["diffprivlib"] for key, row in rows.items()
+                                 if key[0].endswith(" / " + kind)])
+                parts.append(f"{kind}: {diff.mean():+.3f}, {int((diff < -margin).sum())}/"
+                             f"{diff.size}")
+            print(f"  {rule:28s} " + "; ".join(parts))
 
 
 def summarise(cells, floor=-1.0):

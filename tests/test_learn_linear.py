@@ -583,10 +583,11 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
                   **kw).fit(X, y)
     n, d = X.shape[0], X.shape[1] + 1
     c = 0.25 if make is LogisticRegression else 1.0     # LinearSVC: h = 0.5
-    # objective: intercept column data_norm / 8 ("auto"); else the column 1
+    # objective: intercept column data_norm / 8 ("auto"), C = 1 on the unit-ball rows (the
+    # row scale at data_norm = 1); else the column 1
     t = 3.0 * _erm.INTERCEPT_SCALING_RATIO if method == "objective" else 1.0
-    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=math.hypot(3.0, t),
-                                       curvature=c)
+    scale = math.hypot(3.0, t) / 3.0
+    assert fitted.alpha_ == auto_alpha(method, n, d, 2.0, row_scale=scale, curvature=c)
     # the same model as the explicit value, draw for draw
     explicit = make(epsilon=2.0, data_norm=3.0, method=method, alpha=fitted.alpha_,
                     classes=[0, 1], random_state=5, **kw).fit(X, y)
@@ -595,6 +596,27 @@ def test_auto_alpha_is_the_public_rule(make, method, cancer):
     other = make(epsilon=2.0, data_norm=3.0, method=method, classes=[0, 1], random_state=5,
                  **kw).fit(-X[::-1], 1 - y)
     assert other.alpha_ == fitted.alpha_
+
+
+@pytest.mark.parametrize("make", [LogisticRegression, LinearSVC])
+def test_auto_default_does_not_depend_on_the_units_of_x(make, cancer):
+    # Issue 28 item 2: min-max rows with data_norm = sqrt(d) and the same rows divided by
+    # sqrt(d) with data_norm = 1 got ridges d times apart (C = 1 in the caller's units). Now
+    # the default model is the same up to the units: same alpha, same noise draw, the same
+    # coefficients on the unit-ball rows (raw coefficients scale by 1 / c), same predictions.
+    X, y = cancer
+    X = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    root_d = math.sqrt(X.shape[1])
+    models = []
+    for c in (1.0, 1.0 / root_d, 7.5):
+        models.append(make(epsilon=1.0, data_norm=root_d * c, classes=[0, 1],
+                           random_state=11).fit(X * c, y))
+    base = models[0]
+    for c, other in zip((1.0 / root_d, 7.5), models[1:]):
+        assert other.alpha_ == pytest.approx(base.alpha_, rel=1e-12)
+        np.testing.assert_allclose(other.coef_ * c, base.coef_, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(other.intercept_, base.intercept_, rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(other.predict(X * c), base.predict(X))
 
 
 def test_auto_alpha_values():
@@ -637,7 +659,7 @@ def test_auto_alpha_multiclass_uses_the_per_model_epsilon():
     soft = LogisticRegression(epsilon=3.0, data_norm=3.0, classes=[0, 1, 2],
                               random_state=0).fit(X, y)
     assert soft.multi_class_ == "multinomial"
-    row_scale = math.hypot(3.0, 3.0 * _erm.INTERCEPT_SCALING_RATIO)
+    row_scale = math.hypot(1.0, _erm.INTERCEPT_SCALING_RATIO)   # C = 1 on unit-ball rows
     assert soft.alpha_ == auto_alpha("objective", 600, 5, 3.0, row_scale=row_scale, k=3)
     soft_out = LogisticRegression(epsilon=3.0, data_norm=3.0, method="output",
                                   multi_class="multinomial", classes=[0, 1, 2],
@@ -957,7 +979,8 @@ def test_unrepresentable_auto_alpha_and_calibration_are_refused_before_the_charg
     y = np.arange(50) % 2
     for est in (_erm.LogisticRegression(epsilon=1e-160, data_norm=1.0, classes=[0, 1]),
                 # c / (n alpha) so large that no epsilon is left, and exp(epsilon/2) overflows
-                _erm.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, classes=[0, 1])):
+                _erm.LinearSVC(h=1e-300, epsilon=2000.0, data_norm=1e5, alpha=1e-12,
+                               classes=[0, 1])):
         acc = dpcore.Accountant(epsilon=1e4)
         est.set_params(accountant=acc)
         with pytest.raises(ValueError, match="alpha"):

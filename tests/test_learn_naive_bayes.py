@@ -277,3 +277,43 @@ def test_gaussian_nb_uses_the_exact_sums():
     lo, hi = X.min(axis=0), X.max(axis=0)
     nb = GaussianNB(epsilon=1.0, bounds=(lo, hi), classes=[0, 1], random_state=5).fit(X, y)
     assert nb.grid_ == GaussianNBSums(1.0, X.shape[1]).grid
+
+
+def test_gaussian_nb_auto_variance_floor_is_the_noise_level(cancer):
+    """issue 28 item 2: var_floor="auto" floors each class's variances at NOISE_VAR_FLOOR times
+    the standard deviation of one released sum of squares' noise over the released class count
+    (and at MIN_VAR_FLOOR): post-processing of released and public values only. Checks: the
+    released means and counts are those of a fixed floor under the same seed; every variance
+    is at least its class's floor, exactly where the fixed floor leaves it lower; the floor is
+    computed from the plan's public noise law."""
+    from dpcore.learn import _naive_bayes
+    X, y, bounds = cancer
+    lo, hi = bounds
+    half = (hi - lo) / 2.0
+    auto = GaussianNB(epsilon=1.0, bounds=bounds, classes=[0, 1], random_state=3).fit(X, y)
+    fixed = GaussianNB(epsilon=1.0, bounds=bounds, classes=[0, 1], var_floor=1e-3,
+                       random_state=3).fit(X, y)
+    np.testing.assert_array_equal(auto.theta_, fixed.theta_)
+    np.testing.assert_array_equal(auto.class_count_, fixed.class_count_)
+    plan = _naive_bayes.GaussianNBSums(1.0, X.shape[1])
+    sd = math.sqrt(2.0 * math.exp(-1.0 / plan.squares.scale)
+                   / (1.0 - math.exp(-1.0 / plan.squares.scale)) ** 2) * plan.grid
+    assert plan.squares_noise_sd == pytest.approx(sd, rel=1e-12)
+    floor = np.maximum(_naive_bayes.MIN_VAR_FLOOR,
+                       _naive_bayes.NOISE_VAR_FLOOR * sd / auto.class_count_)
+    z_auto, z_fixed = auto.var_ / half ** 2, fixed.var_ / half ** 2
+    assert np.all(z_auto >= floor[:, None] * (1 - 1e-12))
+    raised = z_fixed < floor[:, None]
+    assert raised.any()                                  # epsilon 1, d = 30: the floor binds
+    np.testing.assert_allclose(z_auto[raised], np.broadcast_to(floor[:, None], z_auto.shape)[raised],
+                               rtol=1e-12)
+    np.testing.assert_allclose(z_auto[~raised], z_fixed[~raised], rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", ["Auto", "", "noise"])
+def test_gaussian_nb_var_floor_string_must_be_auto(cancer, bad):
+    X, y, bounds = cancer
+    acc = dpcore.Accountant(1.0)
+    with pytest.raises(ValueError, match="var_floor"):
+        GaussianNB(bounds=bounds, var_floor=bad, accountant=acc).fit(X, y)
+    assert acc.spent[0] == 0.0

@@ -198,6 +198,14 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             return data_norm
         return math.hypot(data_norm, self._intercept_column(data_norm))
 
+    def _ridge_scale(self, data_norm):
+        """The row scale at which ``alpha="auto"`` applies scikit-learn's C = 1: that of the
+        design rows had data_norm been 1, sqrt(1 + (t / data_norm)^2), i.e. C = 1 on the
+        unit-ball rows. C = 1 in the caller's own units made the default depend on how the
+        rows were scaled (issue 28): the same rows divided by sqrt(d) with data_norm = 1 got a
+        ridge d times stronger than with data_norm = sqrt(d). Public values only."""
+        return self._row_scale(data_norm) / data_norm
+
     def _cost(self):
         epsilon = self._check_params()[0]
         if self.method == "gd":
@@ -249,7 +257,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         if alpha == "auto" and self.method == "sgd":   # n is not public: C = 1 at n_hint
             alpha = 1.0 / self.n_hint
         elif alpha == "auto":
-            alpha = auto_alpha(self.method, n, d, eps_model, row_scale=self._row_scale(data_norm),
+            alpha = auto_alpha(self.method, n, d, eps_model,
+                               row_scale=self._ridge_scale(data_norm),
                                curvature=c, k=k if multinomial else 1)
         # Calibrate everything before charging or drawing.
         if self.method == "gd":
@@ -401,9 +410,11 @@ class LogisticRegression(_PrivateERMClassifier):
         intercept).
         Larger alpha means less noise (the sensitivity is 2 / (n alpha)) but more bias.
         ``"auto"``: :func:`auto_alpha` from public values only (n, the number of weights, the
-        method, epsilon, ``data_norm``): for ``"objective"``, C = 1 in the caller's units
-        plus a ridge term against the perturbation that fades as 1 / n^2; the value used is
-        ``alpha_``. It never looks at the data, so it costs no privacy.
+        method, epsilon, the intercept column's ratio t / ``data_norm``): for
+        ``"objective"``, C = 1 on the unit-ball rows, 1 / (n (1 + (t / data_norm)^2)),
+        whatever the caller's units (rescaling X and ``data_norm`` together leaves the model
+        unchanged), plus a ridge term against the perturbation that fades as 1 / n^2; the
+        value used is ``alpha_``. It never looks at the data, so it costs no privacy.
     method : {"objective", "output", "gd", "sgd"}, default="objective"
         CMS 2011 Algorithm 2 (objective perturbation) or Algorithm 1 (output perturbation), both
         pure epsilon-DP; or ``"gd"``: noisy projected gradient descent (Bassily-Smith-Thakurta

@@ -181,8 +181,14 @@ def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
     """The regularisation ``alpha="auto"`` picks, from public values only (no data).
 
     ``"objective"``: alpha = 1 / (n s^2) + E||b||^2 / (n^2 4 m). The first term is
-    scikit-learn's default C = 1 (penalty (1/2)||w||^2 against the summed loss) in the caller's
-    units, s being ``row_scale``, the public factor that maps rows to the unit ball. The
+    scikit-learn's default C = 1 (penalty (1/2)||w||^2 against the summed loss) in the units
+    where rows are divided by s = ``row_scale`` to reach the unit ball. The learners pass
+    s = sqrt(1 + (t / data_norm)^2) for the intercept column t (1 without it): C = 1 on the
+    unit-ball rows, so that alpha does not depend on the caller's units (issue 28: C = 1 in
+    the caller's own units, s = sqrt(data_norm^2 + t^2), gave min-max rows divided by sqrt(d)
+    with data_norm = 1 a ridge d times stronger than the same rows with data_norm = sqrt(d);
+    on `bench/dev_suite.py scaling` this rule led C = 1 at data_norm = sqrt(d) and at d^(1/4)
+    by +0.004 and +0.003 mean accuracy). The
     second is the ridge shrinkage against the perturbation: the noise adds b^T w / n to the
     averaged objective, a per-coordinate variance sigma^2 = E||b||^2 / (p n^2) over p
     coordinates, and for a prior of variance tau^2 per coordinate the risk-minimising ridge is
@@ -210,8 +216,8 @@ def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
     epsilon : float
         Epsilon of one model (epsilon / k for k one-vs-rest models).
     row_scale : float, default=1.0
-        The public factor s the rows are divided by (sqrt(data_norm^2 + t^2) with an
-        intercept column t).
+        The public row scale s of the C = 1 term (the learners: sqrt(1 + (t / data_norm)^2),
+        see above).
     curvature : float, default=0.25
         Bound c on the loss's second derivative (1/4 logistic, 1/(2h) Huber); binary only.
     k : int, default=1
