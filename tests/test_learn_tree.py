@@ -739,3 +739,113 @@ def test_base_offsets_keep_integer_utilities_exact(scale):
         ratio = scale * offsets[used] + np.log(per_feature[used])
         assert np.all(np.abs(ratio) <= scale * 2.0**-15 + 1e-9)
     assert not _base_offsets(np.array([[3, 5]]), 2.0**-40).any()   # too small a scale: uniform
+
+
+# ------------------------------------------------------------------------------------------------
+# Threads (issue 29): the binning and level-counting passes cut the records into runs set by the
+# input's shape; integer counts, so every thread count gives the same output
+
+THREAD_COUNTS = (1, 2, 8)
+
+
+@pytest.fixture
+def threads():
+    before = dpcore.get_num_threads()
+    yield dpcore.set_num_threads
+    dpcore.set_num_threads(before)
+
+
+def _big_tables(wide):
+    """Records enough for several runs (n d = 30000 x 20 values, runs of >= 2**17), with NaN-free
+    data, one bin per code (wide: 300 bins, uint16 codes)."""
+    rng = np.random.default_rng(5)  # insecure-ok: test data
+    n, d, k = 30011, 20, 3
+    B = 300 if wide else 32
+    X = rng.normal(0.5, 0.3, (n, d))     # some values beyond the bounds: the end bins
+    y = rng.integers(0, k, n).astype(np.int32)
+    return X, y, k, B
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_threaded_binning_and_level_counts_match_numpy(threads, wide):
+    X, y, k, B = _big_tables(wide)
+    n, d = X.shape
+    lo, inv, top = np.zeros(d), np.full(d, float(B)), np.full(d, B - 1.0)
+    expected_codes = np.clip(np.floor(X * B), 0, B - 1).astype(np.int64)
+    expected_root = np.zeros((d, k, B), dtype=np.int64)
+    for f in range(d):
+        np.add.at(expected_root[f], (y, expected_codes[:, f]), 1)
+    # one level below a root split on feature 3 at code 10; the left child (node 0) counted
+    node0 = np.zeros(n, dtype=np.int32)
+    feature, split, left = (np.array([3], np.int32), np.array([10], np.int32),
+                            np.zeros(1, np.int32))
+    row = np.array([0, -1], dtype=np.int32)
+    go_right = expected_codes[:, 3] >= 10
+    expected_level = np.zeros((1, d, k, B), dtype=np.int64)
+    for f in range(d):
+        np.add.at(expected_level[0, f], (y[~go_right], expected_codes[~go_right, f]), 1)
+    for t in THREAD_COUNTS:
+        threads(t)
+        codes = np.empty((n, d), dtype=np.uint16 if wide else np.uint8)
+        root = np.zeros((d, k, B), dtype=np.int64)
+        assert _tree.bin_codes(X, lo, inv, top, y, codes, root) == 0
+        assert np.array_equal(codes, expected_codes)
+        assert np.array_equal(root, expected_root)
+        node = node0.copy()
+        counts = np.zeros((1, d, k, B), dtype=np.int64)
+        _tree.level_counts(codes, y, node, feature, split, left, row, counts)
+        assert np.array_equal(node, go_right.astype(np.int32))
+        assert np.array_equal(counts, expected_level)
+
+
+def test_threaded_binning_finds_non_finite_values_in_any_run(threads):
+    X, y, k, B = _big_tables(False)
+    n, d = X.shape
+    X[n - 1, 7] = np.nan          # in the last run
+    X[0, 2] = np.inf              # in the first
+    X[n // 2, 2] = -np.inf
+    for t in THREAD_COUNTS:
+        threads(t)
+        codes = np.empty((n, d), dtype=np.uint8)
+        root = np.zeros((d, k, B), dtype=np.int64)
+        assert _tree.bin_codes(X, np.zeros(d), np.full(d, float(B)), np.full(d, B - 1.0), y,
+                               codes, root) == 2
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1, 2],
+                                   random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [DecisionTreeClassifier, RandomForestClassifier])
+def test_seeded_fits_identical_for_any_thread_count(threads, cls):
+    rng = np.random.default_rng(6)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (40000, 12))
+    y = (X[:, 0] + X[:, 1] > 1).astype(int) + (X[:, 2] > 0.8)
+    kw = {"epsilon": 2.0, "bounds": (0, 1), "classes": [0, 1, 2], "max_depth": 4}
+    if cls is RandomForestClassifier:
+        kw["n_estimators"] = 3
+    fits = []
+    for t in THREAD_COUNTS:
+        threads(t)
+        tree = cls(random_state=11, **kw).fit(X, y).tree_
+        fits.append((tree.feature, tree.threshold, tree.values))
+    for other in fits[1:]:
+        for a, b in zip(fits[0], other):
+            assert np.array_equal(a, b)
+
+
+def test_threaded_level_counts_give_the_majority_labels(threads):
+    # several runs at every level: at a huge epsilon each leaf's label is the majority class of
+    # the records routed there (a naive walk), so the summed run tables are right
+    rng = np.random.default_rng(7)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (30000, 10))
+    y = (X[:, 0] > 0.4).astype(int) ^ (X[:, 2] > 0.7)
+    threads(2)
+    tree = DecisionTreeClassifier(epsilon=1e6, bounds=(0, 1), classes=[0, 1], max_depth=5,
+                                  random_state=0).fit(X, y)
+    t = tree.tree_
+    reached = t.slot[t.apply(X)[:, 0]]
+    exact = np.zeros((t.n_leaves, 2))
+    np.add.at(exact, (reached, y), 1)
+    strict = exact.max(axis=1) > exact.min(axis=1)
+    assert strict.sum() >= 16
+    assert np.array_equal(np.argmax(t.values[strict], axis=1), np.argmax(exact[strict], axis=1))
