@@ -124,7 +124,9 @@ def naive_tree(X, y, *, epsilon, bounds, classes, seed=0):
 
     rng = np.random.default_rng(seed)  # insecure-ok: benchmark twin, not a release
     d, k = X.shape[1], len(classes)
-    depth, n_bins, share = tree_defaults(epsilon, k)
+    depth, n_bins, share, levels = tree_defaults(epsilon, k, d)
+    if levels < depth:   # the twin grows trees whose every level looks at the data
+        raise NotImplementedError("naive_tree: split_levels below max_depth")
     lower, upper = (np.broadcast_to(np.asarray(b, float), (d,)) for b in bounds)
     grid = lower[:, None] + (upper - lower)[:, None] * (np.arange(1, n_bins) / n_bins)[None, :]
     codes = np.stack([np.searchsorted(grid[f], X[:, f], side="right") for f in range(d)],

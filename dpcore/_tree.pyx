@@ -12,6 +12,13 @@ neighbours).
 
 A record goes right at a node when x[feature] >= threshold, everywhere (binning, routing and
 prediction), so the cell of a record during the fit and at prediction time is the same.
+
+Threads (issue 29): ``bin_codes`` and ``level_counts`` cut the records into equal runs whose
+number depends on the input's shape only (``_n_blocks``: at least 2**17 values a run), run them
+on up to ``dpcore.get_num_threads()`` threads (dpcore._dpcore_threads, GIL released), each busy
+thread counting into a table of its own; the tables are added afterwards. Codes and node moves
+depend on their record only and counts are integers, so the output is the same for every
+thread count. Nothing here is random.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
 from libc.stdlib cimport calloc, free, malloc

@@ -373,6 +373,51 @@ def test_split_selection_law_gini():
     assert chisquare_pvalue(np.bincount(picks, minlength=2), p) > ALPHA
 
 
+def test_split_levels_root_law_gets_the_whole_split_budget():
+    # max_depth=2, split_levels=1, split_share=0.25, epsilon=4: the root's split alone looks at
+    # the data, at epsilon * 0.25 / 1 = 1 (scale 1, monotone); power: the law of 1 / 2, which
+    # a budget shared by both levels would give
+    X, y = split_case()
+    u = np.array([200.0, 199.0])
+    gen = np.random.default_rng(16)  # insecure-ok: test seeds
+    picks = np.array([DecisionTreeClassifier(epsilon=4.0, bounds=(0, 1), classes=[0, 1],
+                                             max_depth=2, n_bins=2, split_share=0.25,
+                                             split_levels=1, random_state=gen)
+                      .fit(X, y).tree_.feature[0] for _ in range(3000)])
+    observed = np.bincount(picks, minlength=2)
+    for scale, fits in ((1.0, True), (0.5, False)):
+        w = np.exp(scale * (u - u.max()))
+        assert (chisquare_pvalue(observed, w / w.sum()) > ALPHA) == fits
+
+
+def test_levels_below_split_levels_draw_from_the_base_measure():
+    # y = [x0 high and x1 high], three features with one threshold each (every root split
+    # scores 150). When the root cuts x0 or x1, its right child (mixed classes) has two
+    # candidates, the other informative feature and x2. With split_levels=1 it draws them from
+    # the base measure (1/2 each, whatever the data); power: split_levels=2 at the same budget
+    # prefers the informative one
+    X = np.array([[a, b, c] for a in (0.25, 0.75) for b in (0.25, 0.75) for c in (0.25, 0.75)]
+                 * 25)
+    y = ((X[:, 0] > 0.5) & (X[:, 1] > 0.5)).astype(int)
+    gen = np.random.default_rng(17)  # insecure-ok: test seeds
+    for levels, uniform in ((1, True), (2, False)):
+        informative = cut = 0
+        for _ in range(1500):
+            t = DecisionTreeClassifier(epsilon=8.0, bounds=(0, 1), classes=[0, 1], max_depth=2,
+                                       n_bins=2, split_share=0.5, split_levels=levels,
+                                       random_state=gen).fit(X, y).tree_
+            root = t.feature[0]
+            child = t.feature[t.right[0]]
+            assert child != root
+            cut += root in (0, 1)
+            informative += root in (0, 1) and child == 1 - root
+        observed = np.array([informative, cut - informative])
+        if uniform:
+            assert chisquare_pvalue(observed, [0.5, 0.5]) > ALPHA
+        else:
+            assert chisquare_pvalue(observed, [0.5, 0.5]) < ALPHA
+
+
 @pytest.mark.parametrize("criterion", ["gini", "max"])
 def test_split_utility_sensitivity_by_enumeration(criterion):
     # every (left, right) table with counts <= 6 and 3 classes, every record added anywhere
@@ -481,7 +526,7 @@ def test_fitted_state_is_released_output_only(cls, cancer):
     X, y, bounds = cancer
     est = cls(bounds=bounds, classes=[0, 1], random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
-    resolved = {"max_depth_", "n_bins_", "split_share_"}   # public: "auto" resolved
+    resolved = {"max_depth_", "n_bins_", "split_share_", "split_levels_"}   # public: "auto"
     if cls is RandomForestClassifier:
         resolved.add("n_estimators_")
     assert fitted == {"classes_", "tree_", "n_features_in_"} | resolved
@@ -608,14 +653,20 @@ def test_privacy_section(cls):
 def test_defaults_read_public_inputs_only():
     import inspect
 
-    assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
-    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes"]
+    assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes",
+                                                                 "n_features"]
+    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes",
+                                                                   "n_features"]
     assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10, 19) == (5, 32, 0.1, 5)
+    assert tree_defaults(0.1, 3, 20) == tree_defaults(0.19, 2, 64) == (4, 32, 0.5, 1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
-    for e, k in ((0.1, 3), (1, 2), (5, 10)):
-        assert forest_defaults(e, k) == (1,) + tree_defaults(e, k)
+    for e in (0.2, 0.5, 1, 2, 5, 100):   # from 0.2 on every level looks at the data
+        depth, _, _, levels = tree_defaults(e, 3)
+        assert levels == depth and tree_defaults(e, 3, 64) == tree_defaults(e, 3, 4)
+    for e, k, d in ((0.1, 3, None), (0.1, 3, 30), (1, 2, 30), (5, 10, 4)):
+        assert forest_defaults(e, k, d) == (1,) + tree_defaults(e, k, d)
     assert [random_forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
         (5, 3), (10, 5), (14, 5), (22, 5), (25, 6), (25, 7), (25, 8), (25, 8)]
     # the same public inputs give the same resolved parameters, whatever the number of records
