@@ -3,6 +3,10 @@
 
     PYTHONPATH=python /work/benchenv/bin/python bench/tree_accuracy.py [--splits 5] [--seeds 8]
         [--data iris wine] [--prep minmax] [--eps 0.1 0.5] [--bonferroni 200]
+        [--save part.pkl] [--load part1.pkl part2.pkl ...]
+
+On a shared machine run it in pieces (``--data X --save X.pkl``, niced), then print the whole
+table, with Holm's adjustment over all the cells, from ``--load *.pkl``.
 
 Data: breast cancer, digits, wine, iris (stratified 70/30 splits, random_state 0 .. splits - 1)
 and a 10^5-row synthetic problem (``make_classification``, 20 features, 3 classes; its own
@@ -24,6 +28,7 @@ and 0.5 (dpcore's median at least diffprivlib's).
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
 import time
 import warnings
@@ -162,6 +167,11 @@ def report(cells, n_splits, seeds, bonferroni=None):
             print(f"  - FAIL {name} / {prep} / eps={e:g}: {ours:.3f} vs {theirs:.3f}")
 
 
+def _table_order(item):
+    (learner, name, prep, e), _ = item
+    return (LEARNERS.index(learner), DATA.index(name), PREPROCESSINGS.index(prep), e)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", type=int, default=5)
@@ -171,11 +181,24 @@ def main(argv=None):
     parser.add_argument("--eps", type=float, nargs="*", default=list(EPSILONS))
     parser.add_argument("--bonferroni", type=int, default=None,
                         help="bounds at level 0.05 / N (re-running part of an N-cell table)")
+    parser.add_argument("--save", default=None, help="pickle the scores here (a piece)")
+    parser.add_argument("--load", nargs="*", default=None,
+                        help="report the pieces saved with --save instead of running")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cells = scores(args.data, args.prep, args.eps, args.splits, args.seeds)
+    if args.load:
+        cells = {}
+        for path in args.load:
+            with open(path, "rb") as f:
+                cells.update(pickle.load(f))
+        cells = dict(sorted(cells.items(), key=_table_order))
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cells = scores(args.data, args.prep, args.eps, args.splits, args.seeds)
+        if args.save:
+            with open(args.save, "wb") as f:
+                pickle.dump(cells, f)
     report(cells, args.splits, args.seeds, args.bonferroni)
     print(f"\n(tree_accuracy: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 

@@ -12,14 +12,26 @@ neighbours).
 
 A record goes right at a node when x[feature] >= threshold, everywhere (binning, routing and
 prediction), so the cell of a record during the fit and at prediction time is the same.
+
+Threads (issue 29): ``bin_codes`` and ``level_counts`` cut the records into equal runs whose
+number depends on the input's shape only (``_n_blocks``: at least 2**17 values a run), run them
+on up to ``dpcore.get_num_threads()`` threads (dpcore._dpcore_threads, GIL released), each busy
+thread counting into a table of its own; the tables are added afterwards. Codes and node moves
+depend on their record only and counts are integers, so the output is the same for every
+thread count. Nothing here is random.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
 from libc.stdlib cimport calloc, free, malloc
+
+import numpy as np
+
+from dpcore._dpcore_threads import get_limit, run_blocks
 
 
 cdef enum:
     BLOCK = 64    # records per block of the tree-walking loops
     CHUNK = 512   # records per chunk of level_counts (their list stays in the first-level cache)
+    THREAD_VALUES = 1 << 17   # values (records x features) per block of a threaded pass, at least
 
 
 ctypedef fused code_t:   # a bin: uint8 when every feature has <= 256 bins, else uint16
@@ -27,12 +39,100 @@ ctypedef fused code_t:   # a bin: uint8 when every feature has <= 256 bins, else
     uint16_t
 
 
+cdef Py_ssize_t _n_blocks(Py_ssize_t n, Py_ssize_t d, Py_ssize_t table):
+    """Blocks of a threaded pass over n records of d features whose blocks each count into a
+    private table of ``table`` cells: as many as leave every block THREAD_VALUES values and 8
+    values per cell of its table (adding the tables up stays a small part of the work); at
+    least 1. A function of the input only, never of the thread count."""
+    cdef Py_ssize_t rows = max((<Py_ssize_t>THREAD_VALUES + d - 1) // max(d, 1),
+                               8 * table // max(d, 1), 1)
+    return max(n // rows, 1)
+
+
+cdef int _bin_rows(const double *X, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
+                   const double *low, const double *scale, const double *last,
+                   const int32_t *y, code_t *codes, int64_t *root, Py_ssize_t B,
+                   Py_ssize_t stride, double *nan) noexcept nogil:
+    """bin_codes on records i0 .. i1 - 1, counting into root (d, k, B) and storing the sum of
+    x - x of each feature to nan (d). Returns -1 when out of memory. The scratch arrays are
+    the function's own (malloc): the compiler then knows they alias nothing and vectorises."""
+    cdef Py_ssize_t i, f
+    cdef const double *x
+    cdef code_t *out
+    cdef int64_t *cell
+    cdef double q
+    cdef int32_t *b = <int32_t *>malloc(max(d, 1) * sizeof(int32_t))
+    cdef double *acc = <double *>calloc(max(d, 1), sizeof(double))
+    if b == NULL or acc == NULL:
+        free(b)
+        free(acc)
+        return -1
+    for i in range(i0, i1):
+        x = X + i * d
+        for f in range(d):   # branch-free: the compiler vectorises it
+            acc[f] += x[f] - x[f]
+            q = (x[f] - low[f]) * scale[f]
+            q = q if q > 0.0 else 0.0            # also maps NaN to 0 (then rejected)
+            q = q if q < last[f] else last[f]
+            b[f] = <int32_t>q
+        out = codes + i * d
+        cell = root + y[i] * B
+        for f in range(d):
+            out[f] = <code_t>b[f]
+            cell[b[f]] += 1
+            cell += stride
+    for f in range(d):
+        nan[f] += acc[f]
+    free(b)
+    free(acc)
+    return 0
+
+
+cdef class _BinBlocks:
+    """bin_codes over ``nblocks`` equal runs of records. A run takes a free slot while it
+    counts (the free list is a Python list: pop and append are atomic under the GIL, which
+    each call holds for them): slot 0 is the caller's table, slot s > 0 the table private[s - 1];
+    x - x is summed into nan[s]. The caller adds the slots up (one slot per thread at most, so
+    the adding does not grow with the number of runs)."""
+    cdef const double[:, ::1] X
+    cdef const double[::1] lo, inv, top
+    cdef const int32_t[::1] y
+    cdef uint8_t[:, ::1] codes8
+    cdef uint16_t[:, ::1] codes16
+    cdef bint wide
+    cdef int64_t[:, :, ::1] root
+    cdef int64_t[:, :, :, ::1] private
+    cdef double[:, ::1] nan
+    cdef Py_ssize_t nblocks
+    cdef list idle
+
+    def __call__(self, Py_ssize_t j):
+        cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
+        cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
+        cdef Py_ssize_t B = self.root.shape[2], stride = self.root.shape[1] * B
+        cdef Py_ssize_t slot = self.idle.pop()
+        cdef int64_t *table = &self.root[0, 0, 0] if slot == 0 else &self.private[slot - 1, 0, 0, 0]
+        cdef int status
+        with nogil:
+            if self.wide:
+                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
+                                   &self.top[0], &self.y[0], &self.codes16[0, 0], table, B,
+                                   stride, &self.nan[slot, 0])
+            else:
+                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
+                                   &self.top[0], &self.y[0], &self.codes8[0, 0], table, B,
+                                   stride, &self.nan[slot, 0])
+        self.idle.append(slot)
+        if status:
+            raise MemoryError()
+
+
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
               const double[::1] lo,              # IN  (d,) public lower bounds
               const double[::1] inv,             # IN  (d,) public n_bins[f] / (upper - lower)
               const double[::1] top,             # IN  (d,) n_bins[f] - 1, the last bin
               const int32_t[::1] y,              # IN  (n,) class index 0..k-1
-              code_t[:, ::1] codes,              # OUT (n, d) bin of each value
+              codes,                             # OUT (n, d) uint8 or uint16: bin of each value
               int64_t[:, :, ::1] root):          # OUT (d, k, B) counts, zeroed by the caller
     """codes[i, f] = floor(fl(fl(X[i, f] - lo[f]) * inv[f])) clamped to [0, top[f]]: the
     bins of a public grid (values beyond the bounds land in the end bins: clipping), stored a
@@ -44,48 +144,108 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     Each operation is one IEEE rounding (no contraction: the build flags), so the code is a
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
-    exactly."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, f
-    cdef Py_ssize_t stride = root.shape[1] * root.shape[2]
-    cdef const double *x
-    cdef const double *low = &lo[0]
-    cdef const double *scale = &inv[0]
-    cdef const double *last = &top[0]
-    cdef code_t *out
+    exactly.
+
+    Threads: the records are cut into equal runs (:func:`_n_blocks`, from the input's shape
+    only), binned at once on up to ``dpcore.get_num_threads()`` threads, each run counting
+    into its own table; the tables are added afterwards. Codes depend on their record only and
+    the counts are integers, so the output is the same for every thread count."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
+    if codes.shape != (n, d) or codes.dtype not in (np.uint8, np.uint16):
+        raise ValueError("codes must be a uint8 or uint16 array of X's shape")
+    if y.shape[0] != n or lo.shape[0] != d or inv.shape[0] != d or top.shape[0] != d:
+        raise ValueError("y, lo, inv and top must match X's shape")
+    cdef _BinBlocks job = _BinBlocks()
+    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
+    if n == 0 or d == 0:
+        return 0
+    job.X, job.lo, job.inv, job.top, job.y, job.root = X, lo, inv, top, y, root
+    job.wide = codes.dtype == np.uint16
+    if job.wide:
+        job.codes16 = codes
+    else:
+        job.codes8 = codes
+    cdef Py_ssize_t slots = min(get_limit(), job.nblocks)
+    job.idle = list(range(slots))
+    job.private = np.zeros((slots - 1, root.shape[0], root.shape[1], root.shape[2]),
+                           dtype=np.int64)
+    job.nan = np.zeros((slots, d))
+    run_blocks(job, job.nblocks)
+    if slots > 1:
+        np.add(root, np.sum(job.private, axis=0), out=np.asarray(root))
+    return int(np.count_nonzero(np.any(np.asarray(job.nan) != 0.0, axis=0)))
+
+
+cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
+                      const int32_t *y, int32_t *node, const int32_t *feature,
+                      const int32_t *split, const int32_t *left, const int32_t *row,
+                      int64_t *table, Py_ssize_t B, Py_ssize_t stride) noexcept nogil:
+    """level_counts on records i0 .. i1 - 1, counting into table (rows, d, k, B)."""
+    cdef Py_ssize_t i, t, j, f, m, r, i2
+    cdef int32_t u, v, g, gg
     cdef int64_t *cell
-    cdef double q
-    cdef Py_ssize_t bad = 0
-    # per feature: the bins of the current record, and the sum of x - x over the records
-    # (0 while every value is finite, NaN for good after a NaN or an infinity)
-    cdef int32_t *b = <int32_t *>malloc(max(d, 1) * sizeof(int32_t))
-    cdef double *nan = <double *>calloc(max(d, 1), sizeof(double))
-    if b == NULL or nan == NULL:
-        free(b)
-        free(nan)
-        raise MemoryError()
-    with nogil:
-        for i in range(n):
-            x = &X[i, 0]
-            for f in range(d):   # branch-free: the compiler vectorises it
-                nan[f] += x[f] - x[f]
-                q = (x[f] - low[f]) * scale[f]
-                q = q if q > 0.0 else 0.0            # also maps NaN to 0 (then rejected)
-                q = q if q < last[f] else last[f]
-                b[f] = <int32_t>q
-            out = &codes[i, 0]
-            cell = &root[0, y[i], 0]
+    cdef const code_t *c
+    cdef Py_ssize_t sel[CHUNK]
+    cdef Py_ssize_t off[CHUNK]
+    for t in range((i1 - i0 + CHUNK - 1) // CHUNK):
+        m = 0
+        i2 = i0 + t * CHUNK
+        for i in range(i2, min(i2 + CHUNK, i1)):
+            u = node[i]
+            u = u if u >= 0 else 0          # (-1: settled, the result is discarded)
+            g = feature[u]
+            gg = g if g >= 0 else 0
+            v = left[u] + (codes[i * d + gg] >= split[u])
+            v = v if node[i] >= 0 and g >= 0 else -1
+            node[i] = v
+            r = row[v if v >= 0 else 0]
+            r = r if v >= 0 else -1
+            sel[m] = i
+            off[m] = r * d * stride + y[i] * B
+            m += r >= 0
+        for j in range(m):
+            c = codes + sel[j] * d
+            cell = table + off[j]
             for f in range(d):
-                out[f] = <code_t>b[f]
-                cell[b[f]] += 1
+                cell[c[f]] += 1
                 cell += stride
-        for f in range(d):
-            bad += nan[f] != 0.0
-    free(b)
-    free(nan)
-    return bad
 
 
-def level_counts(const code_t[:, ::1] codes,     # IN  (n, d) bins, a record per row
+cdef class _LevelBlocks:
+    """level_counts over ``nblocks`` equal runs of records, each counting into the table of a
+    free slot as in _BinBlocks (slot 0: the caller's table, s > 0: private[s - 1]); the nodes
+    each run moves are its own records'."""
+    cdef uint8_t[:, ::1] codes8
+    cdef uint16_t[:, ::1] codes16
+    cdef bint wide
+    cdef const int32_t[::1] y, feature, split, left, row
+    cdef int32_t[::1] node
+    cdef int64_t[:, :, :, ::1] counts
+    cdef int64_t[:, :, :, :, ::1] private
+    cdef Py_ssize_t n, d, nblocks
+    cdef list idle
+
+    def __call__(self, Py_ssize_t j):
+        cdef Py_ssize_t i0 = self.n * j // self.nblocks, i1 = self.n * (j + 1) // self.nblocks
+        cdef Py_ssize_t B = self.counts.shape[3], stride = self.counts.shape[2] * B
+        cdef Py_ssize_t slot = self.idle.pop()
+        cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
+        if self.counts.shape[0]:
+            table = (&self.counts[0, 0, 0, 0] if slot == 0
+                     else &self.private[slot - 1, 0, 0, 0, 0])
+        with nogil:
+            if self.wide:
+                _level_rows(&self.codes16[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
+                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
+                            table, B, stride)
+            else:
+                _level_rows(&self.codes8[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
+                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
+                            table, B, stride)
+        self.idle.append(slot)
+
+
+def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bins, a record a row
                  const int32_t[::1] y,           # IN  (n,) class index 0..k-1
                  int32_t[::1] node,              # IN/OUT (n,) node of the level above -> of this
                  const int32_t[::1] feature,     # IN  (nodes above,) split feature, -1: a leaf
@@ -100,40 +260,37 @@ def level_counts(const code_t[:, ::1] codes,     # IN  (n, d) bins, a record per
 
     A chunk of records at a time: the records are moved and those to count listed without
     branches, with the offset of their (row, class) table, then each listed record adds its d
-    features (d independent increments, in d different tables)."""
-    cdef Py_ssize_t n = codes.shape[0], d = codes.shape[1], i, i0, j, f, m, r, t
-    cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
-    cdef int32_t u, v, g, gg
-    cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
-    cdef int64_t *cell
-    cdef const code_t *c
-    cdef Py_ssize_t sel[CHUNK]
-    cdef Py_ssize_t off[CHUNK]
-    if counts.shape[0]:
-        table = &counts[0, 0, 0, 0]
-    with nogil:
-        for t in range((n + CHUNK - 1) // CHUNK):
-            i0 = t * CHUNK
-            m = 0
-            for i in range(i0, min(i0 + CHUNK, n)):
-                u = node[i]
-                u = u if u >= 0 else 0          # (-1: settled, the result is discarded)
-                g = feature[u]
-                gg = g if g >= 0 else 0
-                v = left[u] + (codes[i, gg] >= split[u])
-                v = v if node[i] >= 0 and g >= 0 else -1
-                node[i] = v
-                r = row[v if v >= 0 else 0]
-                r = r if v >= 0 else -1
-                sel[m] = i
-                off[m] = r * d * stride + y[i] * B
-                m += r >= 0
-            for j in range(m):
-                c = &codes[sel[j], 0]
-                cell = table + off[j]
-                for f in range(d):
-                    cell[c[f]] += 1
-                    cell += stride
+    features (d independent increments, in d different tables).
+
+    Threads: as :func:`bin_codes`, equal runs of records (:func:`_n_blocks`: from the input's
+    shape and the table's size only), each counting into its own table, added afterwards
+    (integers: the same output for every thread count)."""
+    cdef Py_ssize_t n = codes.shape[0], d = codes.shape[1]
+    if codes.dtype not in (np.uint8, np.uint16) or not codes.flags.c_contiguous:
+        raise ValueError("codes must be a C-contiguous uint8 or uint16 array")
+    if y.shape[0] != n or node.shape[0] != n or (counts.shape[0] and counts.shape[1] != d):
+        raise ValueError("y, node and counts must match codes' shape")
+    if n == 0 or d == 0:
+        return
+    cdef _LevelBlocks job = _LevelBlocks()
+    cdef Py_ssize_t cells = counts.shape[0] * counts.shape[1] * counts.shape[2] * counts.shape[3]
+    job.n, job.d = n, d
+    job.nblocks = _n_blocks(n, d, cells) if cells else 1
+    job.wide = codes.dtype == np.uint16
+    if job.wide:
+        job.codes16 = codes
+    else:
+        job.codes8 = codes
+    job.y, job.node, job.feature, job.split, job.left, job.row = y, node, feature, split, left, row
+    job.counts = counts
+    cdef Py_ssize_t slots = min(get_limit(), job.nblocks)
+    job.idle = list(range(slots))
+    if cells:
+        job.private = np.zeros((slots - 1, counts.shape[0], counts.shape[1], counts.shape[2],
+                                counts.shape[3]), dtype=np.int64)
+    run_blocks(job, job.nblocks)
+    if cells and slots > 1:
+        np.add(counts, np.sum(job.private, axis=0), out=np.asarray(counts))
 
 
 # Trees are walked a block of records at a time, tree by tree and level by level: the steps of

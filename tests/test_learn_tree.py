@@ -373,6 +373,51 @@ def test_split_selection_law_gini():
     assert chisquare_pvalue(np.bincount(picks, minlength=2), p) > ALPHA
 
 
+def test_split_levels_root_law_gets_the_whole_split_budget():
+    # max_depth=2, split_levels=1, split_share=0.25, epsilon=4: the root's split alone looks at
+    # the data, at epsilon * 0.25 / 1 = 1 (scale 1, monotone); power: the law of 1 / 2, which
+    # a budget shared by both levels would give
+    X, y = split_case()
+    u = np.array([200.0, 199.0])
+    gen = np.random.default_rng(16)  # insecure-ok: test seeds
+    picks = np.array([DecisionTreeClassifier(epsilon=4.0, bounds=(0, 1), classes=[0, 1],
+                                             max_depth=2, n_bins=2, split_share=0.25,
+                                             split_levels=1, random_state=gen)
+                      .fit(X, y).tree_.feature[0] for _ in range(3000)])
+    observed = np.bincount(picks, minlength=2)
+    for scale, fits in ((1.0, True), (0.5, False)):
+        w = np.exp(scale * (u - u.max()))
+        assert (chisquare_pvalue(observed, w / w.sum()) > ALPHA) == fits
+
+
+def test_levels_below_split_levels_draw_from_the_base_measure():
+    # y = [x0 high and x1 high], three features with one threshold each (every root split
+    # scores 150). When the root cuts x0 or x1, its right child (mixed classes) has two
+    # candidates, the other informative feature and x2. With split_levels=1 it draws them from
+    # the base measure (1/2 each, whatever the data); power: split_levels=2 at the same budget
+    # prefers the informative one
+    X = np.array([[a, b, c] for a in (0.25, 0.75) for b in (0.25, 0.75) for c in (0.25, 0.75)]
+                 * 25)
+    y = ((X[:, 0] > 0.5) & (X[:, 1] > 0.5)).astype(int)
+    gen = np.random.default_rng(17)  # insecure-ok: test seeds
+    for levels, uniform in ((1, True), (2, False)):
+        informative = cut = 0
+        for _ in range(1500):
+            t = DecisionTreeClassifier(epsilon=8.0, bounds=(0, 1), classes=[0, 1], max_depth=2,
+                                       n_bins=2, split_share=0.5, split_levels=levels,
+                                       random_state=gen).fit(X, y).tree_
+            root = t.feature[0]
+            child = t.feature[t.right[0]]
+            assert child != root
+            cut += root in (0, 1)
+            informative += root in (0, 1) and child == 1 - root
+        observed = np.array([informative, cut - informative])
+        if uniform:
+            assert chisquare_pvalue(observed, [0.5, 0.5]) > ALPHA
+        else:
+            assert chisquare_pvalue(observed, [0.5, 0.5]) < ALPHA
+
+
 @pytest.mark.parametrize("criterion", ["gini", "max"])
 def test_split_utility_sensitivity_by_enumeration(criterion):
     # every (left, right) table with counts <= 6 and 3 classes, every record added anywhere
@@ -481,7 +526,7 @@ def test_fitted_state_is_released_output_only(cls, cancer):
     X, y, bounds = cancer
     est = cls(bounds=bounds, classes=[0, 1], random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
-    resolved = {"max_depth_", "n_bins_", "split_share_"}   # public: "auto" resolved
+    resolved = {"max_depth_", "n_bins_", "split_share_", "split_levels_"}   # public: "auto"
     if cls is RandomForestClassifier:
         resolved.add("n_estimators_")
     assert fitted == {"classes_", "tree_", "n_features_in_"} | resolved
@@ -608,14 +653,20 @@ def test_privacy_section(cls):
 def test_defaults_read_public_inputs_only():
     import inspect
 
-    assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes"]
-    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes"]
+    assert list(inspect.signature(tree_defaults).parameters) == ["epsilon", "n_classes",
+                                                                 "n_features"]
+    assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes",
+                                                                   "n_features"]
     assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10) == (5, 32, 0.1)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10, 19) == (5, 32, 0.1, 5)
+    assert tree_defaults(0.1, 3, 20) == tree_defaults(0.19, 2, 64) == (4, 32, 0.5, 1)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
     assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
-    for e, k in ((0.1, 3), (1, 2), (5, 10)):
-        assert forest_defaults(e, k) == (1,) + tree_defaults(e, k)
+    for e in (0.2, 0.5, 1, 2, 5, 100):   # from 0.2 on every level looks at the data
+        depth, _, _, levels = tree_defaults(e, 3)
+        assert levels == depth and tree_defaults(e, 3, 64) == tree_defaults(e, 3, 4)
+    for e, k, d in ((0.1, 3, None), (0.1, 3, 30), (1, 2, 30), (5, 10, 4)):
+        assert forest_defaults(e, k, d) == (1,) + tree_defaults(e, k, d)
     assert [random_forest_defaults(e) for e in (0.1, 1, 2, 5, 10, 20, 50, 1e6)] == [
         (5, 3), (10, 5), (14, 5), (22, 5), (25, 6), (25, 7), (25, 8), (25, 8)]
     # the same public inputs give the same resolved parameters, whatever the number of records
@@ -739,3 +790,113 @@ def test_base_offsets_keep_integer_utilities_exact(scale):
         ratio = scale * offsets[used] + np.log(per_feature[used])
         assert np.all(np.abs(ratio) <= scale * 2.0**-15 + 1e-9)
     assert not _base_offsets(np.array([[3, 5]]), 2.0**-40).any()   # too small a scale: uniform
+
+
+# ------------------------------------------------------------------------------------------------
+# Threads (issue 29): the binning and level-counting passes cut the records into runs set by the
+# input's shape; integer counts, so every thread count gives the same output
+
+THREAD_COUNTS = (1, 2, 8)
+
+
+@pytest.fixture
+def threads():
+    before = dpcore.get_num_threads()
+    yield dpcore.set_num_threads
+    dpcore.set_num_threads(before)
+
+
+def _big_tables(wide):
+    """Records enough for several runs (n d = 30000 x 20 values, runs of >= 2**17), with NaN-free
+    data, one bin per code (wide: 300 bins, uint16 codes)."""
+    rng = np.random.default_rng(5)  # insecure-ok: test data
+    n, d, k = 30011, 20, 3
+    B = 300 if wide else 32
+    X = rng.normal(0.5, 0.3, (n, d))     # some values beyond the bounds: the end bins
+    y = rng.integers(0, k, n).astype(np.int32)
+    return X, y, k, B
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_threaded_binning_and_level_counts_match_numpy(threads, wide):
+    X, y, k, B = _big_tables(wide)
+    n, d = X.shape
+    lo, inv, top = np.zeros(d), np.full(d, float(B)), np.full(d, B - 1.0)
+    expected_codes = np.clip(np.floor(X * B), 0, B - 1).astype(np.int64)
+    expected_root = np.zeros((d, k, B), dtype=np.int64)
+    for f in range(d):
+        np.add.at(expected_root[f], (y, expected_codes[:, f]), 1)
+    # one level below a root split on feature 3 at code 10; the left child (node 0) counted
+    node0 = np.zeros(n, dtype=np.int32)
+    feature, split, left = (np.array([3], np.int32), np.array([10], np.int32),
+                            np.zeros(1, np.int32))
+    row = np.array([0, -1], dtype=np.int32)
+    go_right = expected_codes[:, 3] >= 10
+    expected_level = np.zeros((1, d, k, B), dtype=np.int64)
+    for f in range(d):
+        np.add.at(expected_level[0, f], (y[~go_right], expected_codes[~go_right, f]), 1)
+    for t in THREAD_COUNTS:
+        threads(t)
+        codes = np.empty((n, d), dtype=np.uint16 if wide else np.uint8)
+        root = np.zeros((d, k, B), dtype=np.int64)
+        assert _tree.bin_codes(X, lo, inv, top, y, codes, root) == 0
+        assert np.array_equal(codes, expected_codes)
+        assert np.array_equal(root, expected_root)
+        node = node0.copy()
+        counts = np.zeros((1, d, k, B), dtype=np.int64)
+        _tree.level_counts(codes, y, node, feature, split, left, row, counts)
+        assert np.array_equal(node, go_right.astype(np.int32))
+        assert np.array_equal(counts, expected_level)
+
+
+def test_threaded_binning_finds_non_finite_values_in_any_run(threads):
+    X, y, k, B = _big_tables(False)
+    n, d = X.shape
+    X[n - 1, 7] = np.nan          # in the last run
+    X[0, 2] = np.inf              # in the first
+    X[n // 2, 2] = -np.inf
+    for t in THREAD_COUNTS:
+        threads(t)
+        codes = np.empty((n, d), dtype=np.uint8)
+        root = np.zeros((d, k, B), dtype=np.int64)
+        assert _tree.bin_codes(X, np.zeros(d), np.full(d, float(B)), np.full(d, B - 1.0), y,
+                               codes, root) == 2
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1, 2],
+                                   random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [DecisionTreeClassifier, RandomForestClassifier])
+def test_seeded_fits_identical_for_any_thread_count(threads, cls):
+    rng = np.random.default_rng(6)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (40000, 12))
+    y = (X[:, 0] + X[:, 1] > 1).astype(int) + (X[:, 2] > 0.8)
+    kw = {"epsilon": 2.0, "bounds": (0, 1), "classes": [0, 1, 2], "max_depth": 4}
+    if cls is RandomForestClassifier:
+        kw["n_estimators"] = 3
+    fits = []
+    for t in THREAD_COUNTS:
+        threads(t)
+        tree = cls(random_state=11, **kw).fit(X, y).tree_
+        fits.append((tree.feature, tree.threshold, tree.values))
+    for other in fits[1:]:
+        for a, b in zip(fits[0], other):
+            assert np.array_equal(a, b)
+
+
+def test_threaded_level_counts_give_the_majority_labels(threads):
+    # several runs at every level: at a huge epsilon each leaf's label is the majority class of
+    # the records routed there (a naive walk), so the summed run tables are right
+    rng = np.random.default_rng(7)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (30000, 10))
+    y = (X[:, 0] > 0.4).astype(int) ^ (X[:, 2] > 0.7)
+    threads(2)
+    tree = DecisionTreeClassifier(epsilon=1e6, bounds=(0, 1), classes=[0, 1], max_depth=5,
+                                  random_state=0).fit(X, y)
+    t = tree.tree_
+    reached = t.slot[t.apply(X)[:, 0]]
+    exact = np.zeros((t.n_leaves, 2))
+    np.add.at(exact, (reached, y), 1)
+    strict = exact.max(axis=1) > exact.min(axis=1)
+    assert strict.sum() >= 16
+    assert np.array_equal(np.argmax(t.values[strict], axis=1), np.argmax(exact[strict], axis=1))

@@ -226,7 +226,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth, over the
     base measure that gives every feature with candidates the same weight, shared equally by
     its thresholds (so a feature already cut keeps its chance to be cut again where the records
-    are); ``split_share=0`` draws from that base measure, without looking at the data. Every
+    are); ``split_share=0`` draws from that base measure, without looking at the data, and so
+    do the levels below the first ``split_levels`` (which then share the splits' budget, at
+    ``split_share`` * epsilon / split_levels each). Every
     leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
     the budget; it predicts that class. No node count is released, so a small node costs
     nothing more than a large one (there is no stopping rule that the noise could trip at the
@@ -236,7 +238,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     ----------
     epsilon : float, default=1.0
         Privacy parameter, > 0: ``split_share`` of it for the splits (epsilon * split_share /
-        max_depth per level), the rest for the leaf labels.
+        min(max_depth, split_levels) per level that looks at the data), the rest for the leaf
+        labels.
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required.
     classes : array_like, default=None
@@ -244,7 +247,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         of labels present is then not protected).
     max_depth : int or "auto", default="auto"
         Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
-        epsilon and the number of classes (5 below epsilon 0.2, else 2 .. 6).
+        epsilon, the number of classes and of features (5 below epsilon 0.2, 4 there with 20
+        features or more, else 2 .. 6).
     n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
@@ -252,7 +256,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (32).
     split_share : float or "auto", default="auto"
         Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.1
-        below epsilon 0.2, else 0.7).
+        below epsilon 0.2, 0.5 there with 20 features or more, else 0.7).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
         (Friedman-Schuster's max operator: an exact integer, monotone, sensitivity 1, so the
@@ -264,6 +268,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     accountant : dpcore.Accountant, default=None
         Charged ``epsilon`` once, after every argument has been checked and before anything is
         drawn.
+    split_levels : int or "auto", default="auto"
+        Number of levels, from the root, whose splits are drawn from the data (0 .. 20;
+        max_depth or more: all); the levels below split at random (the base measure, no
+        budget). ``"auto"``: :func:`tree_defaults` (1 below epsilon 0.2 with 20 features or
+        more: the root's split only; else every level).
 
     Attributes
     ----------
@@ -271,7 +280,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     tree_ : Trees
         The released tree: split features and thresholds, and the leaves' released labels as
         one-hot rows (``tree_.values``).
-    max_depth_, n_bins_, split_share_ : the values used (``"auto"`` resolved).
+    max_depth_, n_bins_, split_share_, split_levels_ : the values used (``"auto"`` resolved).
     n_features_in_ : int
 
     Warns
@@ -284,11 +293,13 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     epsilon-DP under add/remove neighbours (2 epsilon under replace-one), for features clipped
     to the public bounds and labels in the public set. The records of the nodes of one level are
     disjoint, so the releases of a level compose in parallel: a record takes part in one split
-    choice per level (exponential mechanism, method "exact", at epsilon_s = split_share *
-    epsilon / max_depth rounded down, sensitivities in :func:`split_sensitivity`, the Gini one
-    including a floating-point rounding allowance) and in one leaf label (exact
+    choice per level of the first L = min(max_depth, split_levels) (exponential mechanism,
+    method "exact", at epsilon_s = split_share * epsilon / L rounded down, sensitivities in
+    :func:`split_sensitivity`, the Gini one including a floating-point rounding allowance; the
+    levels below draw from the public base measure, a function of the released splits above
+    only, and cost nothing) and in one leaf label (exact
     permute-and-flip, :func:`permute_and_flip_labels`, one record changes one count by 1, at
-    epsilon minus the splits' effective epsilons, rounded down). The levels compose
+    epsilon minus the L splits' effective epsilons, rounded down). The levels compose
     sequentially: epsilon in all, charged once. A node's candidates and base measure depend
     only on the released splits above (post-processing; the base measure enters as a public
     offset of each utility, -log(n_f) / c on a 2**-14 grid, c the mechanism's scale, which
@@ -319,23 +330,24 @@ class DecisionTreeClassifier(_TreeClassifierBase):
 
     def __init__(self, *, epsilon=1.0, bounds=None, classes=None, max_depth="auto",
                  n_bins="auto", split_share="auto", criterion="max", random_state=None,
-                 accountant=None):
+                 accountant=None, split_levels="auto"):
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
         self.max_depth = max_depth
         self.n_bins = n_bins
         self.split_share = split_share
+        self.split_levels = split_levels
         self.criterion = criterion
         self.random_state = random_state
         self.accountant = accountant
 
-    def _resolved(self, epsilon, classes):
-        """(max_depth, n_bins, split_share) with "auto" resolved (2 classes when unknown)."""
-        depth, bins, share = tree_defaults(epsilon, 2 if classes is None else classes.size)
-        return (depth if _is_auto(self.max_depth) else self.max_depth,
-                bins if _is_auto(self.n_bins) else self.n_bins,
-                share if _is_auto(self.split_share) else self.split_share)
+    def _resolved(self, epsilon, classes, n_features):
+        """(max_depth, n_bins, split_share, split_levels) with "auto" resolved (2 classes when
+        unknown; n_features None before the fit)."""
+        auto = tree_defaults(epsilon, 2 if classes is None else classes.size, n_features)
+        given = (self.max_depth, self.n_bins, self.split_share, self.split_levels)
+        return tuple(a if _is_auto(g) else g for a, g in zip(auto, given))
 
     def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
@@ -343,8 +355,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         the leaves' epsilon)."""
         epsilon, bounds, classes_given = _check_common(self, n_features)
         classes = classes_given if classes is None else classes
-        plan = _private_plan(epsilon, bounds, classes, *self._resolved(epsilon, classes),
-                             self.criterion, n_features)
+        depth, bins, share, levels = self._resolved(epsilon, classes, n_features)
+        plan = _private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
+                             n_features, split_levels=levels)
         _base.check_n(n_samples)
         return (epsilon, bounds, classes_given) + plan
 
@@ -359,31 +372,38 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
                                   "DecisionTreeClassifier")
         self.classes_ = classes
-        self.max_depth_, self.n_bins_, self.split_share_ = self._resolved(epsilon, classes)
+        (self.max_depth_, self.n_bins_, self.split_share_,
+         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
         _warn_if_one_class(self.tree_.values, "tree")
         return self
 
 
 def _private_plan(epsilon, bounds, classes, depth, n_bins, share, criterion, n_features,
-                  n_trees=1):
-    """(max_depth, n_bins, the splits' exponential mechanism or None, the leaves' epsilon) of
-    private trees, every parameter checked (before anything is charged)."""
+                  n_trees=1, split_levels=None):
+    """(max_depth, n_bins, the splits' exponential mechanism of each level (None: random
+    splits), the leaves' epsilon) of private trees, every parameter checked (before anything
+    is charged). The first ``split_levels`` levels (None: all) share the splits' budget; the
+    levels below split at random."""
     depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
     n_bins = _check_bins(n_bins, n_features)
     share = check.probability(share, "split_share", open_low=False)
+    if split_levels is not None:
+        split_levels = check.integer(split_levels, "split_levels", minimum=0, maximum=20)
+    looking = depth if split_levels is None else min(depth, split_levels)
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
     k = 2 if classes is None else classes.size
     mech = None
-    if share > 0 and depth:
-        split_eps = round_down(Fraction(epsilon) * Fraction(share) / depth)
+    if share > 0 and looking:
+        split_eps = round_down(Fraction(epsilon) * Fraction(share) / looking)
         if split_eps <= 0:
             raise ValueError("epsilon, max_depth and split_share leave no budget per level: use "
                              "a larger epsilon")
         sensitivity, monotonic = split_sensitivity(criterion, k)
         mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
                                               monotonic=monotonic, method="exact")
-    spent = depth * Fraction(mech.epsilon_effective) if mech is not None else Fraction(0)
+    mechs = tuple(mech if level < looking else None for level in range(depth))
+    spent = sum((Fraction(m.epsilon_effective) for m in mechs if m is not None), Fraction(0))
     leaf_eps = round_down(Fraction(epsilon) - spent)
     if leaf_eps <= 0:
         raise ValueError("epsilon, max_depth and split_share leave no budget for the leaves")
@@ -398,13 +418,13 @@ def _private_plan(epsilon, bounds, classes, depth, n_bins, share, criterion, n_f
                 f"be <= 2**26 (the count table of a level), got max_depth={depth}, "
                 f"n_bins={n_bins}, n_features={n_features}"
             )
-    return depth, n_bins, mech, leaf_eps
+    return depth, n_bins, mechs, leaf_eps
 
 
 def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
     """Bin X on the public grid and release ``n_trees`` private trees (one per random part of
     the records when n_trees > 1), charging ``epsilon`` once."""
-    depth, n_bins, mech, leaf_eps = plan
+    depth, n_bins, mechs, leaf_eps = plan
     lower, upper = bounds
     n, d = X.shape
     n_bins = np.broadcast_to(n_bins, (d,))
@@ -418,7 +438,7 @@ def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
 
     def draw(rng):
         if n_trees == 1:
-            return _grow(codes, yi, root[None], (lower, inv), k, depth, n_bins, mech, leaf_eps,
+            return _grow(codes, yi, root[None], (lower, inv), k, depth, n_bins, mechs, leaf_eps,
                          criterion, rng)
         # each record joins one tree, uniformly at random and independently of the data
         node = rng.integers(0, n_trees, n, dtype=np.int32)
@@ -426,7 +446,7 @@ def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
         through = np.arange(n_trees, dtype=np.int32)   # a pass-through level: node u stays u
         _tree.level_counts(codes, yi, node, np.zeros(n_trees, dtype=np.int32),
                            np.full(n_trees, 2**31 - 1, dtype=np.int32), through, through, roots)
-        return _grow(codes, yi, roots, (lower, inv), k, depth, n_bins, mech, leaf_eps,
+        return _grow(codes, yi, roots, (lower, inv), k, depth, n_bins, mechs, leaf_eps,
                      criterion, rng, node)
 
     return release(draw, cost=Cost(epsilon), accountant=est.accountant,
@@ -449,7 +469,7 @@ def _warn_if_one_class(values, what):
             f"more records", SingleLeafWarning, stacklevel=3)
 
 
-def _grow(codes, yi, roots, grid, k, depth, bins, mech, leaf_eps, criterion, rng, node=None):
+def _grow(codes, yi, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, rng, node=None):
     """Complete trees of depth ``depth``, one per row of ``roots`` (the root tables (T, d, k, B)),
     grown together level by level inside the release (draws with ``rng``); ``node`` (None: every
     record in tree 0) is the tree of each record, an int32 array the growth overwrites.
@@ -483,6 +503,7 @@ def _grow(codes, yi, roots, grid, k, depth, bins, mech, leaf_eps, criterion, rng
     parents = None                          # the tables of the level above
     routing = None                          # the level above's splits, to move the records down
     for level in range(depth):
+        mech = mechs[level]
         width = 2**level
         m = n_trees * width
         if parents is None:
@@ -608,7 +629,7 @@ class RandomForestClassifier(_TreeClassifierBase):
         or :func:`random_forest_defaults` (``"random"``: 5 .. 25 trees from epsilon).
     max_depth : int or "auto", default="auto"
         Depth of every tree, 0 .. 20. ``"auto"``: as ``n_estimators``.
-    n_bins, split_share, criterion :
+    n_bins, split_share, criterion, split_levels :
         As in :class:`DecisionTreeClassifier`, for every tree (``"partition"`` only;
         ``"auto"``: :func:`forest_defaults`).
     algorithm : {"partition", "random"}, default="partition"
@@ -632,9 +653,9 @@ class RandomForestClassifier(_TreeClassifierBase):
     tree_ : Trees
         All trees in flat node arrays; ``tree_.values`` holds the leaves' released values
         (one-hot labels, or noisy counts for ``"random"``).
-    n_estimators_, max_depth_, n_bins_, split_share_ :
-        The values used (``"auto"`` resolved; n_bins_ and split_share_ are None for
-        ``"random"``).
+    n_estimators_, max_depth_, n_bins_, split_share_, split_levels_ :
+        The values used (``"auto"`` resolved; n_bins_, split_share_ and split_levels_ are None
+        for ``"random"``).
     n_features_in_ : int
 
     Warns
@@ -648,9 +669,10 @@ class RandomForestClassifier(_TreeClassifierBase):
     to the public bounds and labels in the public set. ``"partition"``: the part each record
     joins is drawn independently of the data and of the other records (it is not released);
     given the parts, each tree is :class:`DecisionTreeClassifier`'s epsilon-DP release on its
-    own records (see its Privacy section: splits at split_share * epsilon / max_depth per
-    level, rounded down, leaves at the rest), and a record added or removed changes the
-    records of one tree only, so the trees compose in parallel: epsilon in all, charged once.
+    own records (see its Privacy section: splits at split_share * epsilon / min(max_depth,
+    split_levels) per level that looks at the data, rounded down, leaves at the rest), and a
+    record added or removed changes the records of one tree only, so the trees compose in
+    parallel: epsilon in all, charged once.
     ``"random"``: the structure of the trees is drawn independently of the data (no budget).
     Within a tree the leaves hold disjoint records (parallel composition: the vector of a
     tree's leaf counts has L1 sensitivity 1); across the n_estimators trees the releases
@@ -680,7 +702,8 @@ class RandomForestClassifier(_TreeClassifierBase):
 
     def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators="auto",
                  max_depth="auto", n_bins="auto", split_share="auto", criterion="max",
-                 algorithm="partition", voting="proba", random_state=None, accountant=None):
+                 algorithm="partition", voting="proba", random_state=None, accountant=None,
+                 split_levels="auto"):
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -688,6 +711,7 @@ class RandomForestClassifier(_TreeClassifierBase):
         self.max_depth = max_depth
         self.n_bins = n_bins
         self.split_share = split_share
+        self.split_levels = split_levels
         self.criterion = criterion
         self.algorithm = algorithm
         self.voting = voting
@@ -704,7 +728,7 @@ class RandomForestClassifier(_TreeClassifierBase):
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.voting not in VOTING:
             raise ValueError(f"voting must be one of {VOTING}, got {self.voting!r}")
-        trees, depth, bins, share = self._resolved(epsilon, classes)
+        trees, depth, bins, share, levels = self._resolved(epsilon, classes, n_features)
         trees = check.integer(trees, "n_estimators", minimum=1, maximum=10000)
         depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
         if trees * 2 ** (depth + 1) > _MAX_NODES:
@@ -712,7 +736,7 @@ class RandomForestClassifier(_TreeClassifierBase):
                              f"n_estimators={trees}, max_depth={depth}")
         if self.algorithm == "partition":
             plan = _private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
-                                 n_features, trees)
+                                 n_features, trees, levels)
         else:
             if n_features is not None and trees * 2**depth * n_features > 2**27:
                 raise ValueError(f"n_estimators * 2**max_depth * n_features must be <= 2**27, "
@@ -726,15 +750,17 @@ class RandomForestClassifier(_TreeClassifierBase):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def _resolved(self, epsilon, classes):
-        """(n_estimators, max_depth, n_bins, split_share) with "auto" resolved (2 classes when
-        unknown; n_bins and split_share None for random trees)."""
+    def _resolved(self, epsilon, classes, n_features):
+        """(n_estimators, max_depth, n_bins, split_share, split_levels) with "auto" resolved (2
+        classes when unknown; n_features None before the fit; the last three None for random
+        trees)."""
         if self.algorithm == "partition":
-            auto = forest_defaults(epsilon, 2 if classes is None else classes.size)
-            given = (self.n_estimators, self.max_depth, self.n_bins, self.split_share)
+            auto = forest_defaults(epsilon, 2 if classes is None else classes.size, n_features)
+            given = (self.n_estimators, self.max_depth, self.n_bins, self.split_share,
+                     self.split_levels)
         else:
-            auto = random_forest_defaults(epsilon) + (None, None)
-            given = (self.n_estimators, self.max_depth, None, None)
+            auto = random_forest_defaults(epsilon) + (None, None, None)
+            given = (self.n_estimators, self.max_depth, None, None, None)
         return tuple(a if _is_auto(g) or g is None else g for a, g in zip(auto, given))
 
     def fit(self, X, y):
@@ -748,8 +774,8 @@ class RandomForestClassifier(_TreeClassifierBase):
         else:
             self.tree_ = self._fit_random(X, yi, classes.size, bounds, trees, *plan, epsilon)
         self.classes_ = classes
-        self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_ = \
-            self._resolved(epsilon, classes)
+        (self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_,
+         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
         _warn_if_one_class(self.tree_.values, "forest")
         return self
 

@@ -144,24 +144,41 @@ def _base_offsets(per_feature, scale):
 # Defaults from public inputs (chosen on bench/dev_suite.py, study "tree")
 
 SMALL_EPSILON = 0.2
+# From this many features a random split rarely falls on an informative one, so below
+# SMALL_EPSILON the root's split is drawn from the data (WIDE_ROOT_SHARE of epsilon)
+WIDE = 20
+WIDE_ROOT_SHARE = 0.5
 
 
-def tree_defaults(epsilon, n_classes):
-    """(max_depth, n_bins, split_share) of :class:`DecisionTreeClassifier` from public inputs.
+def tree_defaults(epsilon, n_classes, n_features=None):
+    """(max_depth, n_bins, split_share, split_levels) of :class:`DecisionTreeClassifier` from
+    public inputs (``n_features`` None: not known yet, as before the fit).
 
     Below ``SMALL_EPSILON`` (0.2) the splits barely see the data on small sets, so the tree is
-    close to a random one and the leaves get most of the budget: depth 5, 32 bins, a tenth of
-    epsilon for the splits (bench/dev_suite.py tree-prep, epsilon 0.1, 40 seeds: ahead of depth
-    6 with 16 bins by +0.013 / -0.004 / -0.005 in mean accuracy with min-max bounds /
-    standardised / unit-norm rows). From 0.2 on: 32 bins, 70% for the splits, and a depth that
-    grows with epsilon and with the number of classes (more classes need more leaves):
-    ceil(log2 n_classes) + round(log2 epsilon), clipped to 2 .. 6. The number of records is
-    private under add/remove neighbours and is not used.
+    close to a random one and the leaves get most of the budget. With fewer than ``WIDE`` (20)
+    features: depth 5, 32 bins, a tenth of epsilon for the splits shared by the 5 levels
+    (bench/dev_suite.py tree-prep, epsilon 0.1, 40 seeds: ahead of depth 6 with 16 bins by
+    +0.013 / -0.004 / -0.005 in mean accuracy with min-max bounds / standardised / unit-norm
+    rows). With ``WIDE`` features or more a random split rarely cuts an informative feature,
+    and one split drawn from the data is worth more than the budget it takes from the leaves:
+    depth 4, 32 bins, ``WIDE_ROOT_SHARE`` (half) of epsilon for the root's split alone
+    (``split_levels=1``), random splits below (bench/dev_suite.py tree-small: on the 12
+    development cells with 20 to 64 features x 3 preprocessings, +0.078 / +0.109 mean accuracy
+    over the narrow rule at epsilon 0.1 / 0.15, behind it in 4 / 0 of 36 cells, by 0.008 at
+    most; on the sets of 150 to 180 records and 4 or 13 features a data-driven root lost
+    0.01 to 0.09, so the narrow rule stays there). From 0.2 on: 32
+    bins, 70% for the splits of every level, and a depth that grows with epsilon and with the
+    number of classes (more classes need more leaves): ceil(log2 n_classes) +
+    round(log2 epsilon), clipped to 2 .. 6. The number of records is private under add/remove
+    neighbours and is not used.
     """
     if epsilon < SMALL_EPSILON:
-        return 5, 32, 0.1
+        if n_features is not None and n_features >= WIDE:
+            return 4, 32, WIDE_ROOT_SHARE, 1
+        return 5, 32, 0.1, 5
     depth = math.ceil(math.log2(n_classes)) + round(math.log2(epsilon))
-    return min(max(depth, 2), 6), 32, 0.7
+    depth = min(max(depth, 2), 6)
+    return depth, 32, 0.7, depth
 
 
 def random_forest_defaults(epsilon):
@@ -182,10 +199,10 @@ def random_forest_defaults(epsilon):
     return trees, min(8, 5 + max(0, round(math.log2(epsilon / 5.0))))
 
 
-def forest_defaults(epsilon, n_classes):
-    """(n_estimators, max_depth, n_bins, split_share) of :class:`RandomForestClassifier` (trees
-    on a random partition of the records) from public inputs: one tree, grown with
-    :func:`tree_defaults`.
+def forest_defaults(epsilon, n_classes, n_features=None):
+    """(n_estimators, max_depth, n_bins, split_share, split_levels) of
+    :class:`RandomForestClassifier` (trees on a random partition of the records) from public
+    inputs: one tree, grown with :func:`tree_defaults`.
 
     Chosen on bench/dev_suite.py (study "forest": 30 development sets of 150 to 5000 records,
     epsilon 0.1 to 5, 7 noise seeds): one tree led 2, 3, 5, 10 and 20 trees at every epsilon
@@ -195,4 +212,4 @@ def forest_defaults(epsilon, n_classes):
     records loses more than the vote of T of them wins back on sets of this size. The number
     of records is private and not used; on much larger data, give ``n_estimators``.
     """
-    return (1,) + tree_defaults(epsilon, n_classes)
+    return (1,) + tree_defaults(epsilon, n_classes, n_features)
