@@ -1,7 +1,7 @@
 """Development data for the defaults of dpcore.stats, disjoint from what bench/utility_stats.py
 reports (lognormal and normal data there; gamma, uniform, bimodal and exponential here).
 
-    PYTHONPATH=python python bench/dev_stats.py [--releases 150] [--part histograms|quantiles]
+    PYTHONPATH=python python bench/dev_stats.py [--releases 150] [--part histograms|quantiles|levels]
 
 Histogram post-processing (``nonnegative=``): mean L1 error of the raw noisy counts, clamping
 at 0, the least-squares projection with the noisy total, and with the true total (a public n),
@@ -15,6 +15,13 @@ permute-and-flip over evenly spaced grids of 2**10 + 1, 2**13 + 1 and 2**16 + 1 
 the same 4 data sets x n in {300, 3000, 30000, 100000} x epsilon in {0.1, 0.5, 2, 5} on [0, 1]
 (``--releases`` per cell, 100 by default there). Prints each rule's RMSE relative to the
 default per cell, and its median, min and max.
+
+Several levels (``--part levels``): RMSE over releases and levels of ``split="equal"`` (each
+level an independent release with epsilon / m) and ``split="recursive"`` (the middle level
+first, each half within the records between its released neighbours, epsilon / depth per
+round), for the levels (0.25, 0.5, 0.75), (0.1, 0.25, 0.5, 0.75, 0.9) and nine deciles, over
+the same data sets, sizes and epsilons, on the default grid; prints each cell's ratio
+recursive / equal and its median, min and max per level set.
 
 The model behind it (``--part flip-model``): utility -|y - t| in units of the noise scale 1/c,
 grid step a (in those units) at a uniformly random offset to t; RMSE of permute-and-flip
@@ -97,6 +104,36 @@ def quantile_cells(releases, rng):
     return results
 
 
+LEVEL_SETS = {"3 levels": (0.25, 0.5, 0.75), "5 levels": (0.1, 0.25, 0.5, 0.75, 0.9),
+              "9 deciles": tuple(np.round(np.arange(0.1, 0.91, 0.1), 1))}
+
+
+def level_cells(releases, rng):
+    """RMSE of split="recursive" relative to split="equal" per cell and level set."""
+    ratios = {name: [] for name in LEVEL_SETS}
+    for name, make in data_sets(rng).items():
+        for n in (300, 3000, 30000, 100000):
+            x = np.clip(make(n), 0, 1)
+            for eps in (0.1, 0.5, 2, 5):
+                for label, levels in LEVEL_SETS.items():
+                    exact = np.quantile(x, levels)
+                    rmse = {}
+                    for split in ("equal", "recursive"):
+                        out = np.array([stats.quantile(x, levels, epsilon=eps, bounds=(0, 1),
+                                                       split=split,
+                                                       random_state=int(rng.integers(2**62)))
+                                        for _ in range(releases)])
+                        rmse[split] = float(np.sqrt(np.mean((out - exact) ** 2)))
+                    ratios[label].append(rmse["recursive"] / rmse["equal"])
+                    print(name, n, eps, label, f"recursive / equal {ratios[label][-1]:.3f}",
+                          flush=True)
+    for label, r in ratios.items():
+        print(f"{label:>9}: RMSE recursive / equal median {np.median(r):.3f}, min "
+              f"{np.min(r):.3f}, max {np.max(r):.3f}, cells below 1: "
+              f"{sum(v < 1 for v in r)} of {len(r)}")
+    return ratios
+
+
 def flip_model(draws=40000, seed=0):
     gen = np.random.default_rng(seed)  # insecure-ok: a model, not a release
     for a in (0.25, 0.5, 1, 1.5, 2, 3, 5):
@@ -111,11 +148,14 @@ def flip_model(draws=40000, seed=0):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--releases", type=int, default=None)
-    parser.add_argument("--part", choices=("histograms", "quantiles", "flip-model"),
+    parser.add_argument("--part", choices=("histograms", "quantiles", "levels", "flip-model"),
                         default="histograms")
     args = parser.parse_args()
     if args.part == "flip-model":
         flip_model()
+        return
+    if args.part == "levels":
+        level_cells(args.releases or 100, np.random.default_rng(2026))
         return
     if args.part == "quantiles":
         quantile_cells(args.releases or 100, np.random.default_rng(2025))

@@ -488,7 +488,14 @@ def private_n_table(x, n, eps):
 # ------------------------------------------------------------------------------------------------
 
 
-def run(quick, seed, cell_seconds, only=None):
+def save(cells, path):
+    """The cells so far as JSON (rewritten after every cell, so a stopped run leaves them)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump([{k: v for k, v in vars(c).items()} for c in cells], f, default=float)
+
+
+def run(quick, seed, cell_seconds, only=None, json_path=None):
     contenders = {"dpcore": dpcore_contenders(), "OpenDP": opendp_contenders(),
                   "diffprivlib": diffprivlib_contenders()}
     sizes = (1_000,) if quick else SIZES
@@ -519,6 +526,7 @@ def run(quick, seed, cell_seconds, only=None):
         print(f"[{i + 1}/{len(cells)}] {cell_name(cell)}: {math.exp(cell.log_ratio):.3f} "
               f"p={cell.p_value:.2g} {cell.releases}/{cell.extra['peer_releases']} releases, "
               f"{cell.looks} looks ({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
+        save(cells[:i + 1], json_path)
     holm(cells, m)
     failed = [c for c in cells if c.verdict and not c.passed]
     for j, cell in enumerate(failed):  # once, with new seeds: looks 4 to 6 of the cell
@@ -530,19 +538,25 @@ def run(quick, seed, cell_seconds, only=None):
               f"{math.exp(cell.log_ratio):.3f} p={cell.p_value:.2g} "
               f"{cell.releases}/{cell.extra['peer_releases']} releases, {cell.looks} looks "
               f"({cell.seconds:.1f} s)", file=sys.stderr, flush=True)
+        save(cells, json_path)
     if failed:
         holm(cells, m)
     return cells, data, sizes, epsilons
 
 
 def merge(paths):
-    """The cells of subset runs (``--json`` files of ``--only`` runs that together cover every
-    cell once), with Holm over all of them."""
-    cells = []
+    """The cells of subset runs (``--json`` files of ``--only`` runs, or of a stopped run), with
+    Holm over all of them. A cell in a later file replaces the same cell of an earlier one (a
+    subset re-run with new seeds after a change of dpcore's default)."""
+    by_name = {}
     for path in paths:
         with open(path) as f:
-            cells += [Cell(**row) for row in json.load(f)]
-    holm(cells)
+            for row in json.load(f):
+                cell = Cell(**row)
+                by_name[cell_name(cell)] = cell
+    cells = list(by_name.values())
+    # Holm at the full run's m: a missing cell counts as a p-value of 1 (valid for a partial set)
+    holm(cells, m=2 * len(SIZES) * len(EPSILONS) * sum(p[-1] for p in PAIRINGS))
     sizes = tuple(sorted({c.n for c in cells}))
     data = {(d, n): make_data(d, n) for d in ("skewed", "symmetric") for n in sizes}
     return cells, data, sizes, tuple(sorted({c.epsilon for c in cells}))
@@ -611,7 +625,8 @@ def main(argv=None):
                         help="CPU-time cap of one run of a cell (both sides) for further looks")
     parser.add_argument("--only", default=None,
                         help="regular expression on 'data n=N eps=E variant vs peer' (a subset)")
-    parser.add_argument("--json", default=None, help="also write the cells to this JSON file")
+    parser.add_argument("--json", default=None,
+                        help="also write the cells to this JSON file (after every cell)")
     parser.add_argument("--merge", nargs="+", default=None,
                         help="JSON files of subset runs: Holm over all their cells, the tables")
     args = parser.parse_args(argv)
@@ -619,12 +634,11 @@ def main(argv=None):
     if args.merge:
         cells, data, sizes, epsilons = merge(args.merge)
     else:
-        cells, data, sizes, epsilons = run(args.quick, args.seed, args.cell_seconds, args.only)
+        cells, data, sizes, epsilons = run(args.quick, args.seed, args.cell_seconds, args.only,
+                                           args.json)
     print_tables(cells, data, sizes, epsilons, args.quick)
     print(f"\n({time.process_time() - start:.0f} s of CPU)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in vars(c).items()} for c in cells], f, default=float)
+    save(cells, args.json)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,10 @@ RELEASES = {
         [dict(sensitivity=0.0), dict(sensitivity=math.inf), dict(monotonic=1)]),
     "synth.AIM": (lambda **o: synth.AIM(**_kw(dict(domain=SYNTH_DOMAIN, epsilon=EPS), o)).fit(
         SYNTH_DATA), (EPS, 0.0), [dict(rounds=1), dict(max_model_size=0.0), dict(degree=0)]),
+    "stats.quantile/recursive": (lambda **o: stats.quantile(
+        X1, **_kw(dict(q=[0.1, 0.5, 0.9], bounds=(0, 10), epsilon=EPS), o)), (EPS, 0.0),
+        [dict(split="tree"), dict(grid="continuous", split="recursive"), dict(q=[0.1, 0.1, 0.5],
+                                                                           split="recursive")]),
 }
 
 # Arguments every release must reject before charging.

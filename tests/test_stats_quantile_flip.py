@@ -18,7 +18,11 @@ def flip_law(x, q, scale, bounds, points):
     recursion; independent of the implementation (which draws a uniform head)."""
     z = np.clip(x, *bounds)
     ranks = np.array([np.sum(z < g) for g in points])
-    u = -np.abs(ranks - rounded_level(q) * len(z))
+    return flip_law_of_utilities(-np.abs(ranks - rounded_level(q) * len(z)), scale)
+
+
+def flip_law_of_utilities(u, scale):
+    """Permute-and-flip's law over candidates with utilities u (see :func:`flip_law`)."""
     p = np.exp(scale * (u - u.max()))
     law = np.empty(len(p))
     for j in range(len(p)):

@@ -28,7 +28,9 @@ Sampling machinery; :func:`dpcore.stats.quantile` states the guarantee.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -37,10 +39,16 @@ from dpcore import _validation as check
 from dpcore._crlog import log as correctly_rounded_log
 from dpcore.random import Words64
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore.selection import ExponentialMechanism
+
 __all__ = ["DEFAULT_GRID", "GRID_CHUNK", "GRID_METHODS", "INTERVAL_METHODS", "MAX_QUANTILE_GRID",
            "MAX_QUANTILE_RECORDS", "QUANTILE_BITS", "CandidateGrid", "RunSampler",
            "default_grid_size", "grid_points", "quantile_levels", "rank_utility",
-           "FLIP_METHOD", "MAX_FLIP_GRID", "PointUtilities"]
+           "FLIP_METHOD", "MAX_FLIP_GRID", "PointUtilities", "GridWindow", "scaled_rank_utility",
+           "LevelTree"]
 
 #: Quantile levels are used as the nearest multiple of 2**-QUANTILE_BITS, so utilities are exact.
 QUANTILE_BITS = 20
@@ -60,7 +68,7 @@ GRID_METHODS = ("exact", "gumbel", "inverse-cdf", FLIP_METHOD)
 MAX_FLIP_GRID = 2**22 + 1
 
 
-def quantile_levels(q):
+def quantile_levels(q: ArrayLike) -> tuple[tuple[int, ...], np.ndarray]:
     """q as an array of exact multiples of 2**-QUANTILE_BITS, plus their integer numerators."""
     if isinstance(q, (str, bytes)):
         raise TypeError(f"q must be a number or an array of numbers in [0, 1], got {type(q).__name__}")
@@ -76,7 +84,7 @@ def quantile_levels(q):
     return levels.shape, numerators.reshape(-1)
 
 
-def rank_utility(ranks, numerator, n):
+def rank_utility(ranks: ArrayLike, numerator: int, n: int) -> np.ndarray:
     """-|r - q n| for integer ranks r, q = numerator / 2**QUANTILE_BITS, exactly (n < 2**33):
     2**20 r and numerator n are integers below 2**53, so their difference is exact in
     doubles, and so is its division by 2**20."""
@@ -84,7 +92,17 @@ def rank_utility(ranks, numerator, n):
     return np.abs(scaled) * -(2.0**-QUANTILE_BITS)
 
 
-def default_grid_size(lower, upper):
+def scaled_rank_utility(ranks: ArrayLike, numerator: int, denominator: int, n: int
+                        ) -> np.ndarray:
+    """-|D r - N n| for integer ranks r (target rank q n, q = N / D), exactly: D <= 2**20 and
+    r, n < 2**33 keep both products and their difference integers below 2**53. It is D times
+    the utility -|r - q n|, with sensitivity max(N, D - N) (add/remove one record)."""
+    scaled = (np.asarray(ranks, dtype=np.float64) * float(denominator)
+              - float(numerator * n))
+    return -np.abs(scaled)
+
+
+def default_grid_size(lower: float, upper: float) -> int:
     """2**k + 1 evenly spaced points, k <= 52 the largest whose spacing (upper - lower) / 2**k is
     at least the spacing of doubles at the larger |bound|: as fine as doubles allow, a function
     of the public bounds only."""
@@ -94,7 +112,7 @@ def default_grid_size(lower, upper):
     return 2 ** min(max(k, 1), 52) + 1
 
 
-def grid_points(lower, upper, size, index):
+def grid_points(lower: float, upper: float, size: int, index: ArrayLike) -> np.ndarray:
     """The points of the evenly spaced grid of ``size`` points from lower to upper at the
     integer positions ``index`` (array): lower + j step, the last one exactly upper."""
     index = np.asarray(index)
@@ -112,7 +130,9 @@ class CandidateGrid:
     """The public candidate points: an explicit increasing array, or ``size`` evenly spaced
     points (never materialised)."""
 
-    def __init__(self, grid, lower, upper):
+    points: np.ndarray | None
+
+    def __init__(self, grid: int | ArrayLike | None, lower: float, upper: float) -> None:
         self.lower, self.upper = lower, upper
         if grid is None:
             grid = default_grid_size(lower, upper)
@@ -135,24 +155,25 @@ class CandidateGrid:
         self.size = points.size
         self.points = np.ascontiguousarray(points)
 
-    def all_points(self):
+    def all_points(self) -> np.ndarray:
         """Every grid point (materialised: for grids of moderate size)."""
         if self.points is not None:
             return self.points
         return grid_points(self.lower, self.upper, self.size, np.arange(self.size))
 
-    def point(self, index):
+    def point(self, index: int) -> float:
+        """The point at ``index``."""
         if self.points is not None:
             return float(self.points[index])
         return float(grid_points(self.lower, self.upper, self.size, [index])[0])
 
-    def count_at_most(self, values):
+    def count_at_most(self, values: np.ndarray) -> np.ndarray:
         """#{j : g_j <= v} for every v of a sorted array of values within the bounds."""
         if self.points is not None:
             return np.searchsorted(self.points, values, side="right").astype(np.int64)
         size, lower, upper = self.size, self.lower, self.upper
 
-        def at(j):
+        def at(j: np.ndarray) -> np.ndarray:
             return grid_points(lower, upper, size, np.minimum(j, size - 1))
 
         # the arithmetic guess is almost always the answer; bisection settles the rest
@@ -173,7 +194,8 @@ class CandidateGrid:
         return result
 
 
-def _bisect(at, values, lo, hi):
+def _bisect(at: Callable[[np.ndarray], np.ndarray], values: np.ndarray, lo: np.ndarray,
+            hi: np.ndarray) -> np.ndarray:
     """The largest j in [lo, hi) with at(j) <= value, given at(lo) <= value < at(hi)."""
     while values.size and np.any(hi - lo > 1):
         mid = (lo + hi) // 2
@@ -182,12 +204,12 @@ def _bisect(at, values, lo, hi):
     return lo
 
 
-def run_logs(counts):
+def run_logs(counts: np.ndarray) -> np.ndarray:
     """RN(ln m) (correctly rounded) for each run size m >= 1."""
-    return correctly_rounded_log(counts.astype(np.float64))
+    return np.asarray(correctly_rounded_log(counts.astype(np.float64)))
 
 
-def _utility_offsets(logs, scale):
+def _utility_offsets(logs: np.ndarray, scale: float) -> np.ndarray:
     """u' - u >= ln(m) / c for each run size m >= 1 (0 for m = 1), as doubles, from
     logs = RN(ln m).
 
@@ -200,7 +222,7 @@ def _utility_offsets(logs, scale):
     return offsets
 
 
-def _accept(m, log_m, gamma, word):
+def _accept(m: int, log_m: float, gamma: Fraction, word: Words64) -> bool:
     """Whether a real uniform U is below m exp(-gamma) (<= 1), exactly.
 
     Fast path: with l = log_m = RN(ln m) (so ln m >= l (1 - 2**-53)), the loss
@@ -213,10 +235,22 @@ def _accept(m, log_m, gamma, word):
     return _exact.uniform_below_exp(lo / m, hi / m, gamma, word)
 
 
+class Grid(Protocol):
+    """What the samplers need of a grid: :class:`CandidateGrid` or :class:`GridWindow`."""
+
+    size: int
+
+    def all_points(self) -> np.ndarray: ...
+
+    def point(self, index: int) -> float: ...
+
+    def count_at_most(self, values: np.ndarray) -> np.ndarray: ...
+
+
 class RunSampler:
     """The exponential mechanism over a public grid, drawn through the runs of equal rank."""
 
-    def __init__(self, grid, sorted_records):
+    def __init__(self, grid: Grid, sorted_records: np.ndarray) -> None:
         self.grid = grid
         n = sorted_records.size
         starts = np.empty(n + 2, dtype=np.int64)
@@ -228,27 +262,36 @@ class RunSampler:
         self.counts = counts[self.ranks]
         self.logs = run_logs(self.counts)
         self.n = n
-        self._proposals = {}
+        self._proposals: dict[tuple[float, int, int | None], tuple[Any, ...]] = {}
 
-    def _proposal(self, scale, numerator):
+    def _proposal(self, scale: float, numerator: int, denominator: int | None
+                  ) -> tuple[Any, ...]:
         """(u, u', pivot, candidates in selection order) for one level: public arithmetic on
         the runs, cached per (scale, level)."""
-        key = (scale, numerator)
+        key = (scale, numerator, denominator)
         if key not in self._proposals:
-            u = rank_utility(self.ranks, numerator, self.n)
+            if denominator is None:
+                u = rank_utility(self.ranks, numerator, self.n)
+                target = self.n * numerator / 2.0**QUANTILE_BITS
+            else:
+                u = scaled_rank_utility(self.ranks, numerator, denominator, self.n)
+                target = self.n * numerator / denominator
             proposal = u + _utility_offsets(self.logs, scale)
             proposal = np.where(self.counts > 1, np.nextafter(proposal, np.inf), u)
             # The order does not change the law. From the best rank outwards (first up, then
             # down), later candidates are mostly rejected by the selection's cheapest test.
-            pivot = int(np.searchsorted(self.ranks, self.n * numerator / 2.0**QUANTILE_BITS))
+            pivot = int(np.searchsorted(self.ranks, target))
             ordered = np.concatenate([proposal[pivot:], proposal[:pivot][::-1]])
             source = ordered if ordered.size <= GRID_CHUNK else self._chunks(ordered)
             self._proposals[key] = (u, proposal, pivot, source)
         return self._proposals[key]
 
-    def draw(self, mech, numerator, rng):
-        """One grid index with probability proportional to exp(mech.scale u(j))."""
-        u, proposal, pivot, source = self._proposal(mech.scale, numerator)
+    def draw(self, mech: ExponentialMechanism, numerator: int, rng: np.random.Generator,
+             denominator: int | None = None) -> int:
+        """One grid index with probability proportional to exp(mech.scale u(j)): u the rank
+        utility of the level numerator / 2**QUANTILE_BITS, or (``denominator`` given)
+        :func:`scaled_rank_utility` of numerator / denominator."""
+        u, proposal, pivot, source = self._proposal(mech.scale, numerator, denominator)
         above = u.size - pivot
         word = Words64(rng)
         scale = Fraction(mech.scale)
@@ -263,8 +306,8 @@ class RunSampler:
             return int(self.starts[r]) + (_exact.uniform_integer(m, word) if m > 1 else 0)
 
     @staticmethod
-    def _chunks(utilities):
-        def chunks():
+    def _chunks(utilities: np.ndarray) -> Callable[[], Iterator[np.ndarray]]:
+        def chunks() -> Iterator[np.ndarray]:
             for start in range(0, utilities.size, GRID_CHUNK):
                 yield utilities[start:start + GRID_CHUNK]
         return chunks
@@ -276,12 +319,65 @@ class PointUtilities:
     candidates of permute-and-flip, which (unlike the exponential mechanism) does not reduce
     to the runs of equal rank, so it visits the points themselves."""
 
-    def __init__(self, grid, sorted_records):
+    def __init__(self, grid: Grid, sorted_records: np.ndarray) -> None:
         self.ranks = np.searchsorted(sorted_records, grid.all_points(), side="left")
         self.n = sorted_records.size
-        self._levels = {}
+        self._levels: dict[tuple[int, int | None], np.ndarray] = {}
 
-    def of(self, numerator):
-        if numerator not in self._levels:
-            self._levels[numerator] = rank_utility(self.ranks, numerator, self.n)
-        return self._levels[numerator]
+    def of(self, numerator: int, denominator: int | None = None) -> np.ndarray:
+        """The points' utilities for the level numerator / 2**QUANTILE_BITS (or, with
+        ``denominator``, :func:`scaled_rank_utility` of numerator / denominator)."""
+        key = (numerator, denominator)
+        if key not in self._levels:
+            self._levels[key] = (
+                rank_utility(self.ranks, numerator, self.n) if denominator is None
+                else scaled_rank_utility(self.ranks, numerator, denominator, self.n))
+        return self._levels[key]
+
+
+class GridWindow:
+    """The points ``first`` .. ``last`` (indices, both included) of a :class:`CandidateGrid`:
+    the candidates of one node of :class:`LevelTree`, with the grid's interface (indices
+    relative to ``first``)."""
+
+    def __init__(self, grid: CandidateGrid, first: int, last: int) -> None:
+        self.grid, self.first = grid, first
+        self.size = last - first + 1
+
+    def all_points(self) -> np.ndarray:
+        """Every point of the window."""
+        if self.grid.points is not None:
+            return self.grid.points[self.first:self.first + self.size]
+        return grid_points(self.grid.lower, self.grid.upper, self.grid.size,
+                           np.arange(self.first, self.first + self.size))
+
+    def point(self, index: int) -> float:
+        """The point at ``index`` (relative to the window)."""
+        return self.grid.point(self.first + index)
+
+    def count_at_most(self, values: np.ndarray) -> np.ndarray:
+        """#{j in the window : g_j <= v} for sorted values."""
+        return np.clip(self.grid.count_at_most(values) - self.first, 0, self.size)
+
+
+class LevelTree:
+    """The order in which the recursive scheme releases m distinct sorted levels: the middle
+    one of a segment first, then each half within the records between the released
+    neighbours; depth ceil(log2(m + 1)).
+
+    ``nodes`` lists (level index, depth, index of the lower neighbour or -1, of the upper one
+    or m) in an order where every node comes after its neighbours."""
+
+    def __init__(self, m: int) -> None:
+        self.m = m
+        self.nodes: list[tuple[int, int, int, int]] = []
+        segments = [(0, m, 0)]  # [lo, hi) of level indices, depth
+        while segments:
+            lo, hi, depth = segments.pop(0)  # breadth first: parents before children
+            mid = (lo + hi) // 2
+            self.nodes.append((mid, depth, lo - 1, hi))
+            if lo < mid:
+                segments.append((lo, mid, depth + 1))
+            if mid + 1 < hi:
+                segments.append((mid + 1, hi, depth + 1))
+        self.depth = 1 + max(depth for _, depth, _, _ in self.nodes)
