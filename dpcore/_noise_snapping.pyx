@@ -61,9 +61,13 @@ cdef inline double snap_finish(double x, double log_u, int negative, double lam,
     return y
 
 
-cdef Py_ssize_t snap_fill(Source *s, const double *x, double lam, double grid, double bound,
-                          double *out, Py_ssize_t start, Py_ssize_t n, Pending *pend,
+cdef Py_ssize_t snap_fill(Source *s, const double *x, double unit, double lam, double grid,
+                          double bound, double *out, Py_ssize_t start, Py_ssize_t n, Pending *pend,
                           Py_ssize_t *npend) noexcept nogil:
+    """out[i] = snap_finish(x[i] / unit, ...) * unit from start until n, or until PENDING_CAPACITY
+    logarithms are undecided; returns the index reached. Dividing by the power of two unit and
+    multiplying back are the caller's scaling into sensitivity-1 units (each one IEEE operation,
+    exact barring overflow and underflow; unit = 1 changes nothing)."""
     cdef Py_ssize_t i = start
     cdef double u, log_u
     cdef int negative, nextra
@@ -73,7 +77,7 @@ cdef Py_ssize_t snap_fill(Source *s, const double *x, double lam, double grid, d
         u = dpc_ustar(&s.words, &extra, &nextra)
         negative = take_bit(s)
         if not s.exact and dp_log_cr_fast(u, &log_u):
-            out[i] = snap_finish(x[i], log_u, negative, lam, grid, bound)
+            out[i] = snap_finish(x[i] / unit, log_u, negative, lam, grid, bound) * unit
         else:
             pend[npend[0]].index = i
             pend[npend[0]].kind = SNAP_LOG
@@ -93,7 +97,7 @@ cdef class _SnapJob:
     cdef StreamKey key
     cdef double *out
     cdef const double *x
-    cdef double lam, grid, bound
+    cdef double unit, lam, grid, bound
     cdef object keep  # the arrays behind the pointers
 
     def __call__(self, Py_ssize_t b):
@@ -103,14 +107,17 @@ cdef class _SnapJob:
         cdef Py_ssize_t lo = b * THREAD_BLOCK, hi = min(self.n, lo + THREAD_BLOCK)
         stream_open(&st, self.key, <uint64_t>b)
         source_init(&s, &st.bitgen, exact_path_forced())
-        _snap_range(&s, self.x, self.lam, self.grid, self.bound, self.out, lo, hi, pend)
+        _snap_range(&s, self.x, self.unit, self.lam, self.grid, self.bound, self.out, lo, hi, pend)
 
 
 def snapping_into(double[::1] out, const double[::1] x, double lam, double grid, double bound,
-                  random_state=None):
+                  random_state=None, double unit=1.0):
     """Mironov's snapping mechanism, elementwise, in sensitivity-1 units (calibrated by the caller).
 
-    out[i] = clamp_B(round_grid(clamp_B(x[i]) + S * lam * ln(U*))) with ln correctly rounded.
+    out[i] = clamp_B(round_grid(clamp_B(x[i] / unit) + S * lam * ln(U*))) * unit with ln correctly
+    rounded; lam, grid and bound are in units of the power of two `unit` (the sensitivity rounded
+    up: dpcore.mechanisms), and the division and the product are single IEEE operations (x / unit
+    may overflow to +-inf, which the clamp maps to +-bound).
     """
     cdef BitgenHandle h
     cdef Pending pend[PENDING_CAPACITY]
@@ -124,27 +131,27 @@ def snapping_into(double[::1] out, const double[::1] x, double lam, double grid,
     if n >= THREAD_MIN:
         job = _SnapJob.__new__(_SnapJob)
         job.n, job.keep, job.out, job.x = n, (out, x), &out[0], &x[0]
-        job.lam, job.grid, job.bound = lam, grid, bound
+        job.unit, job.lam, job.grid, job.bound = unit, lam, grid, bound
         job.key = stream_key(bitgen_handle(random_state))
         run_blocks(job, (n + THREAD_BLOCK - 1) // THREAD_BLOCK)
         return
     h = bitgen_handle(random_state)
     with h.lock:
         source_init(&s, h.bitgen, exact_path_forced())
-        _snap_range(&s, &x[0], lam, grid, bound, &out[0], 0, n, pend)
+        _snap_range(&s, &x[0], unit, lam, grid, bound, &out[0], 0, n, pend)
 
 
-cdef _snap_range(Source *s, const double *x, double lam, double grid, double bound, double *out,
-                 Py_ssize_t start, Py_ssize_t stop, Pending *pend):
+cdef _snap_range(Source *s, const double *x, double unit, double lam, double grid, double bound,
+                 double *out, Py_ssize_t start, Py_ssize_t stop, Pending *pend):
     """Snapping on out[start:stop] from s (GIL held; the exact logarithms with it)."""
     cdef Py_ssize_t npend = 0, j
     while start < stop:
         with nogil:
-            start = snap_fill(s, x, lam, grid, bound, out, start, stop, pend, &npend)
+            start = snap_fill(s, x, unit, lam, grid, bound, out, start, stop, pend, &npend)
         for j in range(npend):
             log_u = _exact.log_correctly_rounded(pend[j].u)
             out[pend[j].index] = snap_finish(
-                x[pend[j].index], log_u, pend[j].negative, lam, grid, bound)
+                x[pend[j].index] / unit, log_u, pend[j].negative, lam, grid, bound) * unit
 
 
 # ------------------------------------------------------------------------------------------

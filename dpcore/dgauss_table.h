@@ -205,7 +205,7 @@ static int64_t dpc_dgt_weights(dpc_dgt *t, double D, const double *f)
 /* Build the table for sigma (sigma >= 2^-4 and <= 2^40, so nothing over- or underflows) with
  * the tail cut at about tail_sigmas sigma (7.9 by default; smaller in tests, to exercise the
  * tail). Returns 0, or -1 if a bound could not be proven (not expected). */
-static int dpc_dgt_build(dpc_dgt *t, double sigma, double tail_sigmas)
+static inline int dpc_dgt_build(dpc_dgt *t, double sigma, double tail_sigmas)
 {
     const double unit = 536870912.0;  /* 2^29 */
     double s2 = sigma * sigma, s2_up, W, S, D, G, g1;

@@ -701,3 +701,25 @@ def test_every_kernel_sharing_the_neglog_decisions_fills_its_tables():
     # and the filled tables bracket -ln(u) (a table left at zero would give el = eu = k ln 2 + d)
     el, eu = _noise._neglog_bracket(0.3)
     assert el < -math.log(0.3) < eu and eu - el < 2.0**-7
+
+
+@pytest.mark.parametrize("n", [1000, BIG])
+@pytest.mark.parametrize("unit", [4.0, 2.0**-20])
+def test_snapping_unit_scaling_in_the_kernel(n, unit, threads):
+    """snapping_into(unit=u) is snapping of x / u in sensitivity-1 units, multiplied back by u,
+    as one IEEE division and one product per value (no scaled copy); x / u may overflow to inf,
+    which the clamp maps to the bound. For 1 and 2 threads."""
+    x = np.random.default_rng(8).uniform(-300.0, 300.0, n) * unit
+    x[::101] = 1.7e308
+    x[1::101] = -1.7e308
+    lam, grid, bound = 2.0, 0.25, 120.0
+    for count in (1, 2):
+        threads(count)
+        fused = np.empty(n)
+        _noise_snapping.snapping_into(fused, x, lam, grid, bound, 77, unit=unit)
+        with np.errstate(over="ignore"):
+            scaled = x / unit
+        ref = np.empty(n)
+        _noise_snapping.snapping_into(ref, scaled, lam, grid, bound, 77)
+        np.testing.assert_array_equal(fused, ref * unit)
+        assert np.all(np.abs(fused) <= bound * unit)

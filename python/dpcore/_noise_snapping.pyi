@@ -14,6 +14,7 @@ def snapping_into(
     grid: float,
     bound: float,
     random_state: RandomStateLike = ...,
+    unit: float = ...,
 ) -> None: ...
 
 # Test hooks: the pieces of the kernel.

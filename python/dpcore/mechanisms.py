@@ -326,18 +326,16 @@ class LaplaceMechanism(_GridNoise):
                 out = np.empty(flat.shape, dtype=np.float64)
                 _noise_grid.discrete_laplace_grid_into(out, flat, self.grid, bound, self.scale, rng)
         else:
-            # No np.clip pass: snapping_into clamps to bound/unit itself, and clamping commutes
-            # with dividing by the power of two unit (exact and monotone; an overflow to inf is
-            # clamped the same), so clip(x, -B, B) / unit == clamp(x / unit, -B/unit, B/unit).
-            with np.errstate(over="ignore"):  # |x| near DBL_MAX, unit < 1: inf, then clamped
-                scaled = flat / self.unit  # exact: unit is a power of two
-            out = np.empty_like(scaled)
+            # No np.clip pass and no scaled copy: snapping_into divides each value by the power
+            # of two unit (exact barring overflow: |x| near DBL_MAX, unit < 1 gives inf, then
+            # clamped) and clamps to bound/unit; clamping commutes with that division (exact and
+            # monotone), so this is clip(x, -B, B) / unit. It multiplies the result back by unit.
+            out = np.empty_like(flat)
             grid_units = self.grid / self.unit
             clamp = cast(float, self.bound) / self.unit  # snapping is always calibrated bounded
-            _noise_snapping.snapping_into(out, scaled, self.scale, grid_units, clamp, rng)
-            out *= self.unit
+            _noise_snapping.snapping_into(out, flat, self.scale, grid_units, clamp, rng,
+                                          unit=self.unit)
         return _shaped(out.reshape(values.shape), values.ndim == 0)
-
 
 
 def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: float | None = None,
