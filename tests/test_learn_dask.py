@@ -173,3 +173,38 @@ def test_gaussian_nb_bad_dask_input_is_refused_before_the_charge(case):
     with pytest.raises(ValueError, match=match):
         est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
     assert acc.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# LinearRegression(method="sgd")
+
+
+@pytest.mark.parametrize("kw", [dict(bounds_X=(-3, 3)), dict(data_norm=4.0),
+                                dict(bounds_X=(-3, 3), fit_intercept=False)])
+def test_linear_regression_sgd_dask_fit_equals_the_in_memory_fit(kw):
+    from dpcore.learn import LinearRegression
+
+    X, _ = _data()
+    y = X @ np.array([1.0, -0.5, 0.25, 0.0]) + 0.3
+    args = dict(epsilon=1.0, delta=1e-6, method="sgd", n_hint=70, bounds_y=(-4, 4),
+                random_state=6, **kw)
+    ref = LinearRegression(**args).fit(X, y)
+    est = LinearRegression(**args).fit(da.from_array(X, chunks=(700, 4)),
+                                       da.from_array(y, chunks=1000))
+    assert np.array_equal(est.coef_, ref.coef_) and est.intercept_ == ref.intercept_
+
+
+@pytest.mark.parametrize("case", ["nan y", "method"])
+def test_linear_regression_bad_dask_input_is_refused_before_the_charge(case):
+    from dpcore.learn import LinearRegression
+
+    X, _ = _data()
+    y = X[:, 0].copy()
+    if case == "nan y":
+        y[5] = np.nan
+    acc = dpcore.Accountant(5.0, 1e-3)
+    kw = dict(method="sgd", n_hint=70, delta=1e-6) if case != "method" else {}
+    est = LinearRegression(epsilon=1.0, bounds_X=(-3, 3), bounds_y=(-4, 4), accountant=acc, **kw)
+    with pytest.raises(ValueError, match="NaN or infinite" if case == "nan y" else "'sgd' only"):
+        est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
+    assert acc.history == []

@@ -21,7 +21,8 @@ import numpy as np
 from dpcore.learn import _base
 from dpcore.learn._sgd import chunk_lattice_sum, class_targets
 
-__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks"]
+__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks",
+           "regression_targets"]
 
 #: How many partial results one task of the reduction tree adds.
 SPLIT_EVERY = 8
@@ -84,16 +85,23 @@ def aligned_chunks(X, y):
     return Xd, yd, offsets
 
 
-def _prepare_chunk(xb, yb, design, params, classes):
-    """On a worker: the chunk's rows of norm <= 1 and class-index targets, and whether it holds
-    a non-finite value or a label outside ``classes`` (checked on the client before any
-    charge; the flags are the only thing read back)."""
+def _prepare_chunk(xb, yb, design, params, targets, target_params):
+    """On a worker: the chunk's rows of norm <= 1 and its targets, and whether it holds a
+    non-finite value or a bad target (a label outside the classes, a non-finite target),
+    checked on the client before any charge; the flags are the only thing read back."""
     x = np.asarray(xb, dtype=np.float64)
     bad_values = not bool(np.isfinite(x).all())
     with np.errstate(invalid="ignore", over="ignore"):
         Z = np.ascontiguousarray(design(x, *params))
-    target, bad_labels = class_targets(yb, classes)
-    return Z, target, bad_values, bad_labels
+    target, bad_targets = targets(yb, *target_params)
+    return Z, target, bad_values, bad_targets
+
+
+def regression_targets(y, low, high, centre, half):
+    """A regression target clipped to [low, high], then (y - centre) / half; and whether some
+    target is not finite."""
+    y = np.asarray(y, dtype=np.float64)
+    return (np.clip(y, low, high) - centre) / half, not bool(np.isfinite(y).all())
 
 
 def _flags(part):
@@ -157,14 +165,24 @@ class DaskRows:
         if classes is None:
             raise ValueError("classes is required to fit a Dask collection: give the public "
                              "label set")
-        dask, _ = _dask()
         Xd, yd, offsets = aligned_chunks(X, y)
-        n, width = int(Xd.shape[0]), int(Xd.shape[1])
+        width = int(Xd.shape[1])
+        return cls.make(est, Xd, yd, offsets, design, params, class_targets, (classes,),
+                        width + (params[-1] is not None), "y contains labels outside classes")
+
+    @classmethod
+    def make(cls, est, Xd, yd, offsets, design, params, targets, target_params, n_columns,
+             bad_target_message):
+        """The rows of aligned chunks (:func:`aligned_chunks`): ``design(x, *params)`` on the
+        workers gives rows of norm <= 1 (``n_columns`` wide), ``targets(y, *target_params)``
+        the targets and a flag; every flag checked here, before any charge."""
+        dask, _ = _dask()
+        n = int(Xd.shape[0])
         if n < 1:
             raise ValueError("X has no rows")
         _base.check_n(n)
         prepare = dask.delayed(_prepare_chunk, pure=True)
-        parts = [prepare(xb, yb, design, params, classes)
+        parts = [prepare(xb, yb, design, params, targets, target_params)
                  for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
         client = _client()
         if client is not None:   # futures: the chunks stay on the workers
@@ -176,9 +194,9 @@ class DaskRows:
         if any(f[0] for f in flags):
             raise ValueError("X must not contain NaN or infinite values")
         if any(f[1] for f in flags):
-            raise ValueError("y contains labels outside classes")
-        est.n_features_in_ = width
-        return cls(parts, offsets, n, width + (params[-1] is not None), client)
+            raise ValueError(bad_target_message)
+        est.n_features_in_ = int(Xd.shape[1])
+        return cls(parts, offsets, n, n_columns, client)
 
     def lattice_sum(self, W, step):
         """The int64 lattice sum of one step over all chunks (added exactly on the client)."""
