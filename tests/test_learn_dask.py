@@ -208,3 +208,35 @@ def test_linear_regression_bad_dask_input_is_refused_before_the_charge(case):
     with pytest.raises(ValueError, match="NaN or infinite" if case == "nan y" else "'sgd' only"):
         est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
     assert acc.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# KMeans: Lloyd counts and sums (and the histogram start) per chunk
+
+
+@pytest.mark.parametrize("init", ["auto", "sphere", [[-1.0, -1.0, 0.0, 0.0], [1.0, 1.0, 0, 0]]])
+def test_kmeans_dask_fit_equals_the_in_memory_fit(init):
+    from dpcore.learn import KMeans
+
+    X, _ = _data()
+    kw = dict(epsilon=1.0, bounds=(-3, 3), init=init, random_state=8)
+    ref = KMeans(2, **kw).fit(X)
+    est = KMeans(2, **kw).fit(da.from_array(X, chunks=(700, 2)))
+    assert np.array_equal(est.cluster_centers_, ref.cluster_centers_)
+    assert np.array_equal(est.cluster_count_, ref.cluster_count_)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=3)
+    assert np.array_equal(KMeans(2, **kw).fit(frame).cluster_centers_, ref.cluster_centers_)
+
+
+def test_kmeans_bad_dask_input_is_refused_before_the_charge():
+    from dpcore.learn import KMeans
+
+    X, _ = _data()
+    X[2999, 0] = np.nan
+    acc = dpcore.Accountant(5.0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        KMeans(2, epsilon=1.0, bounds=(-3, 3), accountant=acc).fit(da.from_array(X, chunks=500))
+    with pytest.raises(ValueError, match="'lloyd' only"):
+        KMeans(2, epsilon=1.0, bounds=(-3, 3), method="sample_aggregate",
+               accountant=acc).fit(da.from_array(X, chunks=500))
+    assert acc.history == []

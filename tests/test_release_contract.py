@@ -334,6 +334,8 @@ if _da is not None:
     ESTIMATORS["LinearRegression(sgd, Dask)"] = (
         ESTIMATORS["LinearRegression(sgd)"][0], _da.from_array(_Xc, chunks=(50, -1)),
         _da.from_array(_yr, chunks=50))
+    ESTIMATORS["KMeans(Dask)"] = (ESTIMATORS["KMeans"][0], _da.from_array(_Xc, chunks=(50, -1)),
+                                  None)
 
 
 @needs_learn

@@ -21,7 +21,7 @@ import numpy as np
 from dpcore.learn import _base
 from dpcore.learn._sgd import chunk_lattice_sum, class_targets
 
-__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks",
+__all__ = ["is_dask_collection", "DaskRows", "DaskChunks", "aligned_chunks", "sum_chunks",
            "regression_targets"]
 
 #: How many partial results one task of the reduction tree adds.
@@ -61,10 +61,10 @@ def _dask_array(obj, da):
 
 def aligned_chunks(X, y):
     """(X, y) as Dask arrays whose row chunks coincide (X with all its columns in each chunk),
-    and the global index of each chunk's first row. Either may be in memory; both checked for
-    shape here (before anything is charged)."""
+    and the global index of each chunk's first row. Either may be in memory (y may be None);
+    both checked for shape here (before anything is charged)."""
     _, da = _dask()
-    Xd, yd = _dask_array(X, da), _dask_array(y, da)
+    Xd, yd = _dask_array(X, da), (None if y is None else _dask_array(y, da))
     if Xd is None:
         X = np.asarray(X)
         if X.ndim != 2:
@@ -73,6 +73,9 @@ def aligned_chunks(X, y):
     if Xd.ndim != 2:
         raise ValueError("X must be 2-d (n_samples, n_features)")
     Xd = Xd.rechunk({1: -1})
+    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
+    if y is None:
+        return Xd, None, offsets
     if yd is None:
         yd = da.from_array(np.asarray(y), chunks=(Xd.chunks[0],))
     if yd.ndim != 1:
@@ -81,7 +84,6 @@ def aligned_chunks(X, y):
         raise ValueError("X and y must have the same number of rows")   # the counts are private
     if yd.chunks[0] != Xd.chunks[0]:
         yd = yd.rechunk((Xd.chunks[0],))
-    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
     return Xd, yd, offsets
 
 
@@ -238,3 +240,53 @@ def sum_chunks(Xd, yd, chunk_fn, params):
         parts = [add(parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
     (total,) = dask.compute(parts[0])
     return total
+
+
+class DaskChunks:
+    """Per-chunk data prepared once on the workers (``prepare(x, *params)`` returns (payload,
+    whether the chunk holds a non-finite value), checked here before any charge), then summed
+    over by :meth:`sum`: ``fn(payload, *args)`` per chunk returns int64 arrays (or a tuple of
+    them), added exactly on the client. The iterative fits whose every release is a sum over
+    the records (KMeans' Lloyd counts and sums) run on it; like :class:`DaskRows`, only those
+    integer totals leave the workers."""
+
+    def __init__(self, X, prepare, params):
+        dask, _ = _dask()
+        Xd, _, _ = aligned_chunks(X, None)
+        self.shape = tuple(int(v) for v in Xd.shape)
+        if self.shape[0] < 1:
+            raise ValueError("X has no rows")
+        _base.check_n(self.shape[0])
+        task = dask.delayed(prepare, pure=True)
+        parts = [task(xb, *params) for xb in Xd.to_delayed().ravel()]
+        self.client = _client()
+        if self.client is not None:
+            self.parts = self.client.compute(parts)
+            flags = self.client.gather(self.client.map(_second, self.parts))
+        else:
+            self.parts = list(dask.compute(*parts))
+            flags = [p[1] for p in self.parts]
+        if any(flags):
+            raise ValueError("X must not contain NaN or infinite values")
+
+    def sum(self, fn, *args):
+        """sum over chunks of fn(payload, *args) (int64 arrays or tuples of them), exact."""
+        if self.client is not None:
+            results = self.client.gather(self.client.map(_apply_payload, self.parts, fn=fn,
+                                                         args=args))
+        else:
+            results = [fn(p[0], *args) for p in self.parts]
+        single = not isinstance(results[0], tuple)
+        totals = [np.array(a, copy=True) for a in ((results[0],) if single else results[0])]
+        for r in results[1:]:
+            for total, a in zip(totals, (r,) if single else r):
+                total += a
+        return totals[0] if single else tuple(totals)
+
+
+def _second(part):
+    return part[1]
+
+
+def _apply_payload(part, fn, args):
+    return fn(part[0], *args)
