@@ -136,6 +136,13 @@ def test_local_cluster_fit_equals_the_in_memory_fit(method):
         Xd = da.from_array(X, chunks=(5000, 4)).persist()
         yd = da.from_array(y, chunks=5000).persist()
         est = _make(LogisticRegression, kw, 2).fit(Xd, yd)
+        if method == "gd":   # the sufficient-statistics fits too
+            from dpcore.learn import GaussianNB, KMeans
+
+            nb = GaussianNB(epsilon=1.0, bounds=(-3, 3), classes=[0, 1], random_state=3)
+            km = KMeans(3, epsilon=1.0, bounds=(-3, 3), random_state=3)
+            assert np.array_equal(nb.fit(Xd, yd).theta_, nb.fit(X, y).theta_)
+            assert np.array_equal(km.fit(Xd).cluster_centers_, km.fit(X).cluster_centers_)
     assert np.array_equal(est.coef_, ref.coef_)
 
 
