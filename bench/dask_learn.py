@@ -7,8 +7,9 @@ Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10
 (``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
 persisted on the cluster before the timing. Learners: ``LogisticRegression(method="gd",
 n_steps=--gd-steps)`` (each step one pass over every row: the lattice gradient sums per chunk)
-and ``GaussianNB`` (one pass: exact integer counts, sums, squares), both at epsilon 1 (gd:
-delta 1e-6), seed 0. For each worker count the cluster is started once
+and ``GaussianNB`` (one pass: exact integer counts, sums, squares), at epsilon 1 (gd:
+delta 1e-6), seed 0, and ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
+counts and sums per chunk). For each worker count the cluster is started once
 (``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
 ``--repeats`` times (wall time; the cluster counts alternate 1, 2, 1, 2, ...); reported: the min
 per learner and worker count, the ratio, the load average, and whether the models of 1 and 2
@@ -24,7 +25,7 @@ import numpy as np
 import dask.array as da
 from distributed import Client, LocalCluster
 
-from dpcore.learn import GaussianNB, LogisticRegression
+from dpcore.learn import GaussianNB, KMeans, LogisticRegression
 
 D = 20
 
@@ -44,12 +45,16 @@ def fits(gd_steps):
             classes=[0, 1], random_state=0),
         "GaussianNB": lambda: GaussianNB(epsilon=1.0, bounds=(-4, 4), classes=[0, 1],
                                          random_state=0),
+        "KMeans": lambda: KMeans(4, epsilon=1.0, bounds=(-4, 4), init="sphere",
+                                 random_state=0),
     }
 
 
 def model(est):
     if hasattr(est, "coef_"):
         return np.concatenate([est.coef_.ravel(), est.intercept_])
+    if hasattr(est, "cluster_centers_"):
+        return est.cluster_centers_.ravel()
     return np.concatenate([est.theta_.ravel(), est.var_.ravel(), est.class_count_])
 
 
@@ -61,7 +66,7 @@ def run(workers, rows, gd_steps):
         X, y = X.persist(), y.persist()
         for name, make in fits(gd_steps).items():
             start = time.perf_counter()
-            est = make().fit(X, y)
+            est = make().fit(X, y) if name != "KMeans" else make().fit(X)
             times[name] = time.perf_counter() - start
             models[name] = model(est)
     return times, models

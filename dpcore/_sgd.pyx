@@ -34,18 +34,8 @@ from dpcore._random cimport (BitgenHandle, BlockStream, StreamKey, dpc_rint, dpc
 cdef extern from "dpc_bits.h" nogil:
     int dpc_ctz64(uint64_t w)
 
-cdef extern from *:
-    """
-    static inline void dpc_sgd_prefetch(const void *p)
-    {
-    #if defined(__GNUC__) || defined(__clang__)
-        __builtin_prefetch(p);
-    #else
-        (void)p;
-    #endif
-    }
-    """
-    void dpc_sgd_prefetch(const void *p) noexcept nogil
+cdef extern from "sgd_prefetch.h" nogil:
+    void dpc_sgd_prefetch(const void *p)
 
 
 cpdef enum Loss:

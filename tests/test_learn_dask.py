@@ -136,6 +136,13 @@ def test_local_cluster_fit_equals_the_in_memory_fit(method):
         Xd = da.from_array(X, chunks=(5000, 4)).persist()
         yd = da.from_array(y, chunks=5000).persist()
         est = _make(LogisticRegression, kw, 2).fit(Xd, yd)
+        if method == "gd":   # the sufficient-statistics fits too
+            from dpcore.learn import GaussianNB, KMeans
+
+            nb = GaussianNB(epsilon=1.0, bounds=(-3, 3), classes=[0, 1], random_state=3)
+            km = KMeans(3, epsilon=1.0, bounds=(-3, 3), random_state=3)
+            assert np.array_equal(nb.fit(Xd, yd).theta_, nb.fit(X, y).theta_)
+            assert np.array_equal(km.fit(Xd).cluster_centers_, km.fit(X).cluster_centers_)
     assert np.array_equal(est.coef_, ref.coef_)
 
 
@@ -172,4 +179,71 @@ def test_gaussian_nb_bad_dask_input_is_refused_before_the_charge(case):
     match = {"nan": "NaN or infinite", "label": "outside classes", "classes": "classes is"}[case]
     with pytest.raises(ValueError, match=match):
         est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
+    assert acc.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# LinearRegression(method="sgd")
+
+
+@pytest.mark.parametrize("kw", [dict(bounds_X=(-3, 3)), dict(data_norm=4.0),
+                                dict(bounds_X=(-3, 3), fit_intercept=False)])
+def test_linear_regression_sgd_dask_fit_equals_the_in_memory_fit(kw):
+    from dpcore.learn import LinearRegression
+
+    X, _ = _data()
+    y = X @ np.array([1.0, -0.5, 0.25, 0.0]) + 0.3
+    args = dict(epsilon=1.0, delta=1e-6, method="sgd", n_hint=70, bounds_y=(-4, 4),
+                random_state=6, **kw)
+    ref = LinearRegression(**args).fit(X, y)
+    est = LinearRegression(**args).fit(da.from_array(X, chunks=(700, 4)),
+                                       da.from_array(y, chunks=1000))
+    assert np.array_equal(est.coef_, ref.coef_) and est.intercept_ == ref.intercept_
+
+
+@pytest.mark.parametrize("case", ["nan y", "method"])
+def test_linear_regression_bad_dask_input_is_refused_before_the_charge(case):
+    from dpcore.learn import LinearRegression
+
+    X, _ = _data()
+    y = X[:, 0].copy()
+    if case == "nan y":
+        y[5] = np.nan
+    acc = dpcore.Accountant(5.0, 1e-3)
+    kw = dict(method="sgd", n_hint=70, delta=1e-6) if case != "method" else {}
+    est = LinearRegression(epsilon=1.0, bounds_X=(-3, 3), bounds_y=(-4, 4), accountant=acc, **kw)
+    with pytest.raises(ValueError, match="NaN or infinite" if case == "nan y" else "'sgd' only"):
+        est.fit(da.from_array(X, chunks=(500, 4)), da.from_array(y, chunks=500))
+    assert acc.history == []
+
+
+# ------------------------------------------------------------------------------------------------
+# KMeans: Lloyd counts and sums (and the histogram start) per chunk
+
+
+@pytest.mark.parametrize("init", ["auto", "sphere", [[-1.0, -1.0, 0.0, 0.0], [1.0, 1.0, 0, 0]]])
+def test_kmeans_dask_fit_equals_the_in_memory_fit(init):
+    from dpcore.learn import KMeans
+
+    X, _ = _data()
+    kw = dict(epsilon=1.0, bounds=(-3, 3), init=init, random_state=8)
+    ref = KMeans(2, **kw).fit(X)
+    est = KMeans(2, **kw).fit(da.from_array(X, chunks=(700, 2)))
+    assert np.array_equal(est.cluster_centers_, ref.cluster_centers_)
+    assert np.array_equal(est.cluster_count_, ref.cluster_count_)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=3)
+    assert np.array_equal(KMeans(2, **kw).fit(frame).cluster_centers_, ref.cluster_centers_)
+
+
+def test_kmeans_bad_dask_input_is_refused_before_the_charge():
+    from dpcore.learn import KMeans
+
+    X, _ = _data()
+    X[2999, 0] = np.nan
+    acc = dpcore.Accountant(5.0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        KMeans(2, epsilon=1.0, bounds=(-3, 3), accountant=acc).fit(da.from_array(X, chunks=500))
+    with pytest.raises(ValueError, match="'lloyd' only"):
+        KMeans(2, epsilon=1.0, bounds=(-3, 3), method="sample_aggregate",
+               accountant=acc).fit(da.from_array(X, chunks=500))
     assert acc.history == []

@@ -335,6 +335,11 @@ if _da is not None:
     ESTIMATORS["GaussianNB(Dask)"] = (ESTIMATORS["GaussianNB"][0],
                                       _da.from_array(_Xc, chunks=(50, -1)),
                                       _da.from_array(_yc, chunks=50))
+    ESTIMATORS["LinearRegression(sgd, Dask)"] = (
+        ESTIMATORS["LinearRegression(sgd)"][0], _da.from_array(_Xc, chunks=(50, -1)),
+        _da.from_array(_yr, chunks=50))
+    ESTIMATORS["KMeans(Dask)"] = (ESTIMATORS["KMeans"][0], _da.from_array(_Xc, chunks=(50, -1)),
+                                  None)
 
 
 @needs_learn

@@ -21,7 +21,8 @@ import numpy as np
 from dpcore.learn import _base
 from dpcore.learn._sgd import chunk_lattice_sum, class_targets
 
-__all__ = ["is_dask_collection", "DaskRows", "aligned_chunks", "sum_chunks"]
+__all__ = ["is_dask_collection", "DaskRows", "DaskChunks", "aligned_chunks", "sum_chunks",
+           "regression_targets"]
 
 #: How many partial results one task of the reduction tree adds.
 SPLIT_EVERY = 8
@@ -60,10 +61,10 @@ def _dask_array(obj, da):
 
 def aligned_chunks(X, y):
     """(X, y) as Dask arrays whose row chunks coincide (X with all its columns in each chunk),
-    and the global index of each chunk's first row. Either may be in memory; both checked for
-    shape here (before anything is charged)."""
+    and the global index of each chunk's first row. Either may be in memory (y may be None);
+    both checked for shape here (before anything is charged)."""
     _, da = _dask()
-    Xd, yd = _dask_array(X, da), _dask_array(y, da)
+    Xd, yd = _dask_array(X, da), (None if y is None else _dask_array(y, da))
     if Xd is None:
         X = np.asarray(X)
         if X.ndim != 2:
@@ -72,6 +73,9 @@ def aligned_chunks(X, y):
     if Xd.ndim != 2:
         raise ValueError("X must be 2-d (n_samples, n_features)")
     Xd = Xd.rechunk({1: -1})
+    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
+    if y is None:
+        return Xd, None, offsets
     if yd is None:
         yd = da.from_array(np.asarray(y), chunks=(Xd.chunks[0],))
     if yd.ndim != 1:
@@ -80,20 +84,26 @@ def aligned_chunks(X, y):
         raise ValueError("X and y must have the same number of rows")   # the counts are private
     if yd.chunks[0] != Xd.chunks[0]:
         yd = yd.rechunk((Xd.chunks[0],))
-    offsets = np.concatenate([[0], np.cumsum(Xd.chunks[0])[:-1]]).astype(int).tolist()
     return Xd, yd, offsets
 
 
-def _prepare_chunk(xb, yb, design, params, classes):
-    """On a worker: the chunk's rows of norm <= 1 and class-index targets, and whether it holds
-    a non-finite value or a label outside ``classes`` (checked on the client before any
-    charge; the flags are the only thing read back)."""
+def _prepare_chunk(xb, yb, design, params, targets, target_params):
+    """On a worker: the chunk's rows of norm <= 1 and its targets, and whether it holds a
+    non-finite value or a bad target (a label outside the classes, a non-finite target),
+    checked on the client before any charge; the flags are the only thing read back."""
     x = np.asarray(xb, dtype=np.float64)
     bad_values = not bool(np.isfinite(x).all())
     with np.errstate(invalid="ignore", over="ignore"):
         Z = np.ascontiguousarray(design(x, *params))
-    target, bad_labels = class_targets(yb, classes)
-    return Z, target, bad_values, bad_labels
+    target, bad_targets = targets(yb, *target_params)
+    return Z, target, bad_values, bad_targets
+
+
+def regression_targets(y, low, high, centre, half):
+    """A regression target clipped to [low, high], then (y - centre) / half; and whether some
+    target is not finite."""
+    y = np.asarray(y, dtype=np.float64)
+    return (np.clip(y, low, high) - centre) / half, not bool(np.isfinite(y).all())
 
 
 def _flags(part):
@@ -157,14 +167,24 @@ class DaskRows:
         if classes is None:
             raise ValueError("classes is required to fit a Dask collection: give the public "
                              "label set")
-        dask, _ = _dask()
         Xd, yd, offsets = aligned_chunks(X, y)
-        n, width = int(Xd.shape[0]), int(Xd.shape[1])
+        width = int(Xd.shape[1])
+        return cls.make(est, Xd, yd, offsets, design, params, class_targets, (classes,),
+                        width + (params[-1] is not None), "y contains labels outside classes")
+
+    @classmethod
+    def make(cls, est, Xd, yd, offsets, design, params, targets, target_params, n_columns,
+             bad_target_message):
+        """The rows of aligned chunks (:func:`aligned_chunks`): ``design(x, *params)`` on the
+        workers gives rows of norm <= 1 (``n_columns`` wide), ``targets(y, *target_params)``
+        the targets and a flag; every flag checked here, before any charge."""
+        dask, _ = _dask()
+        n = int(Xd.shape[0])
         if n < 1:
             raise ValueError("X has no rows")
         _base.check_n(n)
         prepare = dask.delayed(_prepare_chunk, pure=True)
-        parts = [prepare(xb, yb, design, params, classes)
+        parts = [prepare(xb, yb, design, params, targets, target_params)
                  for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
         client = _client()
         if client is not None:   # futures: the chunks stay on the workers
@@ -176,9 +196,9 @@ class DaskRows:
         if any(f[0] for f in flags):
             raise ValueError("X must not contain NaN or infinite values")
         if any(f[1] for f in flags):
-            raise ValueError("y contains labels outside classes")
-        est.n_features_in_ = width
-        return cls(parts, offsets, n, width + (params[-1] is not None), client)
+            raise ValueError(bad_target_message)
+        est.n_features_in_ = int(Xd.shape[1])
+        return cls(parts, offsets, n, n_columns, client)
 
     def lattice_sum(self, W, step):
         """The int64 lattice sum of one step over all chunks (added exactly on the client)."""
@@ -220,3 +240,53 @@ def sum_chunks(Xd, yd, chunk_fn, params):
         parts = [add(parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
     (total,) = dask.compute(parts[0])
     return total
+
+
+class DaskChunks:
+    """Per-chunk data prepared once on the workers (``prepare(x, *params)`` returns (payload,
+    whether the chunk holds a non-finite value), checked here before any charge), then summed
+    over by :meth:`sum`: ``fn(payload, *args)`` per chunk returns int64 arrays (or a tuple of
+    them), added exactly on the client. The iterative fits whose every release is a sum over
+    the records (KMeans' Lloyd counts and sums) run on it; like :class:`DaskRows`, only those
+    integer totals leave the workers."""
+
+    def __init__(self, X, prepare, params):
+        dask, _ = _dask()
+        Xd, _, _ = aligned_chunks(X, None)
+        self.shape = tuple(int(v) for v in Xd.shape)
+        if self.shape[0] < 1:
+            raise ValueError("X has no rows")
+        _base.check_n(self.shape[0])
+        task = dask.delayed(prepare, pure=True)
+        parts = [task(xb, *params) for xb in Xd.to_delayed().ravel()]
+        self.client = _client()
+        if self.client is not None:
+            self.parts = self.client.compute(parts)
+            flags = self.client.gather(self.client.map(_second, self.parts))
+        else:
+            self.parts = list(dask.compute(*parts))
+            flags = [p[1] for p in self.parts]
+        if any(flags):
+            raise ValueError("X must not contain NaN or infinite values")
+
+    def sum(self, fn, *args):
+        """sum over chunks of fn(payload, *args) (int64 arrays or tuples of them), exact."""
+        if self.client is not None:
+            results = self.client.gather(self.client.map(_apply_payload, self.parts, fn=fn,
+                                                         args=args))
+        else:
+            results = [fn(p[0], *args) for p in self.parts]
+        single = not isinstance(results[0], tuple)
+        totals = [np.array(a, copy=True) for a in ((results[0],) if single else results[0])]
+        for r in results[1:]:
+            for total, a in zip(totals, (r,) if single else r):
+                total += a
+        return totals[0] if single else tuple(totals)
+
+
+def _second(part):
+    return part[1]
+
+
+def _apply_payload(part, fn, args):
+    return fn(part[0], *args)

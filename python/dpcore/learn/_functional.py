@@ -21,7 +21,8 @@ from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
-from dpcore.learn._sgd import noisy_sgd, regression_rows, sgd_plan
+from dpcore.learn._dask import DaskRows, aligned_chunks, is_dask_collection, regression_targets
+from dpcore.learn._sgd import ArrayRows, noisy_sgd, regression_design, regression_rows, sgd_plan
 from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
 from dpcore.mechanisms import LaplaceMechanism
 
@@ -327,8 +328,12 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         return Cost(epsilon)
 
     def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
+        """Fit the private model (see the class docstring). Returns self. With
+        ``method="sgd"``, X and y may be Dask collections (``dpcore.learn._dask``): the
+        same model as in memory for the same seed."""
         self._check_params()
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_sgd_dask(X, y)
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         epsilon, alpha, eigen_floor, bx, by, delta, data_norm = self._check_params(*X.shape)
         self.method_ = self.method
@@ -382,13 +387,33 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.intercept_ = float(my + hy * (sol.intercept - np.sum(sol.coef * mx / hx)))
         return self
 
-    def _fit_sgd(self, X, y, epsilon, alpha, delta, data_norm, bx, by):
-        """DP-SGD on the squared loss (dpcore.learn._sgd), rows of norm <= 1, target in [-1, 1]."""
+    def _fit_sgd_dask(self, X, y):
+        """``method="sgd"`` on Dask chunks: rows and targets prepared on the workers
+        (:class:`dpcore.learn._dask.DaskRows`), checked before the charge."""
+        if self.method != "sgd":
+            raise ValueError("a Dask collection is fitted with method='sgd' only (the other "
+                             f"methods need the rows in memory), got {self.method!r}")
+        Xd, yd, offsets = aligned_chunks(X, y)
+        epsilon, alpha, _, bx, by, delta, data_norm = self._check_params(*map(int, Xd.shape))
+        my, hy = self._target_scale(by)
+        d = int(Xd.shape[1])
+        rows = DaskRows.make(self, Xd, yd, offsets, regression_design,
+                             (bx, data_norm, self.fit_intercept), regression_targets,
+                             (by[0], by[1], my, hy), d + bool(self.fit_intercept),
+                             "y must not contain NaN or infinite values")
+        self.method_ = self.method
+        return self._fit_sgd(np.zeros((0, d)), None, epsilon, alpha, delta, data_norm, bx, by,
+                             rows=rows)
+
+    def _fit_sgd(self, X, y, epsilon, alpha, delta, data_norm, bx, by, rows=None):
+        """DP-SGD on the squared loss (dpcore.learn._sgd), rows of norm <= 1, target in [-1, 1]
+        (``rows``: a Dask row source; X is then an empty array of the public width)."""
         my, hy = self._target_scale(by)
         Z, mx, hx, scale = regression_rows(X, bx, data_norm, self.fit_intercept)
-        target = (np.clip(y, *by) - my) / hy
+        if rows is None:
+            rows = ArrayRows(Z, (np.clip(y, *by) - my) / hy)
         plan = sgd_plan(Z.shape[1], epsilon, delta, self.n_hint, smoothness=1.0, loss="squared")
-        w = release(lambda rng: noisy_sgd(Z, target, 1, "squared", plan, alpha / self.n_hint,
+        w = release(lambda rng: noisy_sgd(rows, None, 1, "squared", plan, alpha / self.n_hint,
                                           rng)[0],
                     cost=plan.cost, accountant=self.accountant, random_state=self.random_state,
                     label="LinearRegression(sgd)")

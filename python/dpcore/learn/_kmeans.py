@@ -13,6 +13,7 @@ from dpcore._floats import round_down
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore._release.sums import IntegerNoise, split_budget
 from dpcore.learn import _base
+from dpcore.learn._dask import DaskChunks, is_dask_collection
 from dpcore.robust import sample_aggregate
 
 __all__ = ["KMeans", "MAX_CENTRE_VALUES", "MAX_HISTOGRAM_CELLS"]
@@ -157,7 +158,11 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     sensitivity / epsilon rounded up. The fit is epsilon-DP by sequential composition; the
     centres, clipping and the weighted k-means++ on the histogram are post-processing. Everything
     is counted in integers, so no floating-point slack is uncharged. The accountant is charged
-    ``epsilon`` once.
+    ``epsilon`` once. On a Dask collection the same integers (histogram counts, each
+    iteration's counts and sums) are computed per chunk on the workers and added exactly; only
+    those totals and one validity flag per chunk (checked before the charge) leave the
+    workers, and the noise is drawn once in the calling process: the same law and, for the
+    same seed, the same centres as in memory.
 
     ``method="sample_aggregate"``: epsilon-DP under **replace-one** neighbours only (n is
     public; see :func:`dpcore.robust.sample_aggregate`: replacing a record changes one block's
@@ -265,19 +270,47 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         return Cost(self._check_params()[0])
 
     def fit(self, X, y=None):
-        """Fit the private centres (see the class docstring); y is ignored. Returns self."""
+        """Fit the private centres (see the class docstring); y is ignored. Returns self.
+
+        X may be a Dask array or dataframe (``method="lloyd"``): the histogram counts and each
+        iteration's exact integer counts and sums are computed per chunk on the workers
+        (:class:`dpcore.learn._dask.DaskChunks`) and added exactly, the noise drawn once here:
+        the same centres as in memory for the same seed."""
         self._check_params()
-        X = _base.validate_data(self, X, reset=True, dtype=np.float64)
-        n, d = X.shape
-        epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(n, d)
-        if self.method == "sample_aggregate":
-            return self._fit_sample_aggregate(X, epsilon, k, lower, upper)
-        kind, bins, hist_noise, count_noise, sum_noise, g, max_iter = self._plan(
-            d, epsilon, k, max_iter, init, fraction)
+        chunks = None
+        if is_dask_collection(X):
+            if self.method != "lloyd":
+                raise ValueError("a Dask collection is fitted with method='lloyd' only, got "
+                                 f"{self.method!r}")
+            # bounds are checked against the public width before the chunks are read
+            width = int(X.shape[1]) if hasattr(X, "chunks") else len(X.columns)
+            epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(None, width)
+            kind, bins, hist_noise, count_noise, sum_noise, g, max_iter = self._plan(
+                width, epsilon, k, max_iter, init, fraction)
+            chunks = DaskChunks(X, kmeans_chunk, (lower, upper, g,
+                                                  bins if kind == "histogram" else 0))
+            n, d = chunks.shape
+            _base.check_n(n)
+            self.n_features_in_ = d
+        else:
+            X = _base.validate_data(self, X, reset=True, dtype=np.float64)
+            n, d = X.shape
+            epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(n, d)
+            if self.method == "sample_aggregate":
+                return self._fit_sample_aggregate(X, epsilon, k, lower, upper)
+            kind, bins, hist_noise, count_noise, sum_noise, g, max_iter = self._plan(
+                d, epsilon, k, max_iter, init, fraction)
         mid, half = lower / 2 + upper / 2, upper / 2 - lower / 2
-        Xc = np.clip(X, lower, upper)
-        Z = np.clip((Xc - mid) / half, -1.0, 1.0)
-        halves = _split_units(np.rint(Z * 2.0**g).astype(np.int64))   # |units| <= 2**g, exact
+        if chunks is None:
+            prepared, _ = kmeans_chunk(X, lower, upper, g, bins if kind == "histogram" else 0)
+
+            def totals(centers):
+                return kmeans_totals(prepared, centers, k)
+            hist_counts = prepared[2]
+        else:
+            def totals(centers):
+                return chunks.sum(kmeans_totals, centers, k)
+            hist_counts = chunks.sum(_histogram_of) if kind == "histogram" else None
         scale_z = 2.0**-g
         # a cluster's mean is updated only when its noisy count exceeds the standard deviation
         # of one coordinate of its sum noise (in the [-1, 1] units): public
@@ -286,7 +319,8 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
 
         def draw(rng):
             if kind == "histogram":
-                centers = _histogram_start(Xc, lower, upper, bins, k, hist_noise, rng)
+                centers = _histogram_start(hist_counts, d, lower, upper, bins, k, hist_noise,
+                                           rng)
             elif kind == "sphere":
                 centers = mid + half * _sphere_packing(k, d, rng)
             else:
@@ -294,8 +328,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
             start = centers.copy()
             counts = np.zeros(k, dtype=np.int64)
             for _ in range(max_iter):
-                labels = _assign(Xc, centers)
-                exact_counts, exact_sums = _cluster_totals(labels, halves, k)
+                exact_counts, exact_sums = totals(centers)
                 counts = exact_counts + count_noise.draw(k, rng)
                 sums = exact_sums + sum_noise.draw((k, d), rng)
                 z_old = (centers - mid) / half
@@ -406,7 +439,38 @@ def _cluster_totals(labels, halves, k):
     return counts, sums
 
 
-def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
+def kmeans_chunk(X, lower, upper, g, bins):
+    """Rows (a chunk of them on a Dask worker) prepared for the Lloyd iterations: ((clipped
+    rows, their grid integers as two exact float64 halves, the exact histogram counts on the
+    public grid of ``bins`` per feature or None), whether a value is not finite)."""
+    X = np.asarray(X, dtype=np.float64)
+    bad = not bool(np.isfinite(X).all())
+    if bad:
+        X = np.nan_to_num(X)
+    mid, half = lower / 2 + upper / 2, upper / 2 - lower / 2
+    Xc = np.clip(X, lower, upper)
+    Z = np.clip((Xc - mid) / half, -1.0, 1.0)
+    halves = _split_units(np.rint(Z * 2.0**g).astype(np.int64))   # |units| <= 2**g, exact
+    counts = None
+    if bins:
+        d = Xc.shape[1]
+        codes = np.minimum(np.floor((Xc - lower) / (upper - lower) * bins), bins - 1)
+        flat = codes.astype(np.int64) @ (bins ** np.arange(d, dtype=np.int64))
+        counts = np.bincount(flat, minlength=bins**d).astype(np.int64)
+    return (Xc, halves, counts), bad
+
+
+def kmeans_totals(prepared, centers, k):
+    """Exact int64 (counts, coordinate sums) per cluster of prepared rows at ``centers``."""
+    Xc, halves, _ = prepared
+    return _cluster_totals(_assign(Xc, centers), halves, k)
+
+
+def _histogram_of(prepared):
+    return prepared[2]
+
+
+def _histogram_start(counts, d, lower, upper, bins, k, noise, rng):
     """Initial centres from a noisy histogram of the (clipped) data on the public grid.
 
     Post-processing of the noisy counts only: the counts are summed into coarser grids (2**l
@@ -415,12 +479,9 @@ def _histogram_start(Xc, lower, upper, bins, k, noise, rng):
     cell reaches with chance 1/cells), and the finest level that keeps at least k cells gives
     the points, weighted by their noisy counts, for weighted k-means. When no level keeps k
     cells, the k largest cells of the coarsest level are used."""
-    d = Xc.shape[1]
     width = upper - lower
-    codes = np.minimum(np.floor((Xc - lower) / width * bins), bins - 1).astype(np.int64)
-    flat = codes @ (bins ** np.arange(d, dtype=np.int64))
     cells = bins ** d
-    noisy = np.bincount(flat, minlength=cells) + noise.draw(cells, rng)
+    noisy = counts + noise.draw(cells, rng)
     table = noisy.reshape((bins,) * d, order="F")
     level = 0
     while True:

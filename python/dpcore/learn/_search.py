@@ -3,6 +3,8 @@
 trials (Liu-Talwar 2019; Papernot-Steinke 2022)."""
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -15,11 +17,14 @@ from dpcore import _validation as check
 from dpcore._floats import round_down
 from dpcore._progress import Progress
 from dpcore._release import Cost
+from dpcore.calibration import zcdp_rho_for
+from dpcore.curves import DEFAULT_ORDERS, PrivacyCurve, ZCDP
 from dpcore.learn import _base
-from dpcore.mechanisms import discrete_laplace
+from dpcore.mechanisms import discrete_gaussian, discrete_laplace
 from dpcore.tuning import select_candidate, validation_errors
 
-__all__ = ["PrivateGridSearch", "SELECTIONS", "RANDOM_STOPPING_FACTOR"]
+__all__ = ["PrivateGridSearch", "SELECTIONS", "RANDOM_STOPPING_FACTOR", "RandomStopping",
+           "random_stopping_rho"]
 
 SELECTIONS = ("exponential", "random_stopping")
 #: Random stopping with a geometric number of trials costs this many times a trial's epsilon
@@ -27,6 +32,89 @@ SELECTIONS = ("exponential", "random_stopping")
 RANDOM_STOPPING_FACTOR = 3
 #: Share of the records held out to score the trials of random stopping (public).
 VALIDATION_SHARE = Fraction(1, 5)
+
+
+@dataclass(frozen=True)
+class RandomStopping(PrivacyCurve):
+    """The RDP curve of random stopping: the best of K runs of a ``trial`` mechanism, K
+    geometric with mean ``n_trials`` (P(K = k) = g (1 - g)**(k - 1), g = 1 / n_trials).
+
+    Papernot-Steinke 2022, Theorem 2, with the truncated negative binomial's eta = 1 (the
+    geometric law, E[K] = 1 / g): if the trial is (lambda, e(lambda))-RDP at every order, the
+    best of K runs is (lambda, e')-RDP for every lambda > 1 and every lambda_hat >= 1, with
+
+        e' = e(lambda) + 2 (1 - 1/lambda_hat) e(lambda_hat) + 2 log(n_trials) / lambda_hat
+             + log(n_trials) / (lambda - 1).
+
+    :meth:`rdp` takes, at each order lambda, the smallest e' over lambda_hat in
+    {1} and :data:`dpcore.curves.DEFAULT_ORDERS` (each lambda_hat gives a valid bound, so the
+    minimum is one too); at lambda_hat = 1 the second term is 0 whatever e(1) is. With
+    n_trials = 1 (K = 1) it is the trial's curve. The relation is the trial's.
+    """
+
+    trial: PrivacyCurve
+    n_trials: int
+    relation: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_trials", check.integer(self.n_trials, "n_trials", minimum=1))
+        object.__setattr__(self, "relation", self.trial.relation)
+
+    def rdp(self, orders=DEFAULT_ORDERS):
+        orders = np.asarray(orders, dtype=np.float64)
+        hats = np.array((1.0,) + tuple(DEFAULT_ORDERS))
+        log_t = math.log(self.n_trials)
+        with np.errstate(invalid="ignore"):   # inf * 0 at lambda_hat = 1
+            hat_terms = np.where(hats == 1.0, 0.0,
+                                 2.0 * (1.0 - 1.0 / hats) * self.trial.rdp(hats)) + 2.0 * log_t / hats
+        bound = self.trial.rdp(orders) + float(np.min(hat_terms)) + log_t / (orders - 1.0)
+        # rounded up: every float operation above may round down by half an ulp
+        return np.nextafter(np.nextafter(bound, np.inf), np.inf)
+
+
+def _largest(ok, rel, cap=2.0**20):
+    """The largest x in (0, cap] with ok(x) (ok monotone: true below a threshold), to ``rel``
+    relative precision, by doubling or halving from 1 then bisection; 0.0 if ok(2**-40)
+    fails."""
+    lo, hi = 0.0, 1.0
+    while ok(hi) and hi < cap:
+        lo, hi = hi, hi * 2.0
+    if lo == 0.0:
+        while hi > 2.0**-40 and not ok(hi / 2.0):
+            hi /= 2.0
+        if hi <= 2.0**-40:
+            return 0.0
+        lo = hi / 2.0
+    while hi - lo > rel * lo:
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def random_stopping_rho(epsilon, delta, n_trials):
+    """The largest rho (to 0.1%) for which random stopping over rho-zCDP trials
+    (:class:`RandomStopping` of ``ZCDP(rho)``, ``n_trials`` expected) is (epsilon, delta)-DP by
+    its RDP curve (the improved conversion, :data:`dpcore.curves.DEFAULT_ORDERS`); bisection,
+    verified. Public values only.
+
+    >>> rho = random_stopping_rho(1.0, 1e-6, 10)
+    >>> RandomStopping(ZCDP(rho), 10).epsilon_for(1e-6) <= 1.0
+    True
+    """
+    rho = _largest(lambda r: RandomStopping(ZCDP(r), n_trials).epsilon_for(delta) <= epsilon,
+                   1e-3)
+    if rho == 0.0:
+        raise ValueError(f"epsilon={epsilon!r} at delta={delta!r} is too small for random "
+                         f"stopping with n_trials={n_trials}: raise epsilon or delta, or lower "
+                         "n_trials")
+    return rho
+
+
+def _zcdp_epsilon(rho, delta):
+    """The largest epsilon (to 1e-6 relative) whose zcdp_rho_for(epsilon, delta) <= rho: the
+    epsilon to give a zCDP candidate (``method="gd"``) so that it spends at most rho (0.0 if
+    none above 2**-40)."""
+    return _largest(lambda e: zcdp_rho_for(e, delta) <= rho, 1e-6)
 
 
 def _keys(params, name):
@@ -109,13 +197,24 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         trial the search stops with probability 1 / ``n_trials`` (a geometric number of
         trials, mean ``n_trials``); the trial with the fewest noisy errors is returned. Every
         fit sees four fifths of the data (not 1 / (m + 1)), at a third of epsilon. Candidates
-        must be pure epsilon-DP (not ``method="gd"`` / ``"sgd"``).
+        must be pure epsilon-DP (not ``method="gd"`` / ``"sgd"``), unless ``delta`` is given.
     n_trials : int, default=None
         ``"random_stopping"`` only: the expected number of trials, >= 1 (None: m, the number of
         candidates). The number of fits is random and unbounded (more than 10 n_trials with
         probability about e^-10). The number of trials run is secret: it is not stored, no
         progress bar is shown, and the privacy guarantee does not cover the running time,
         which grows with it.
+    delta : float, default=None
+        ``"random_stopping"`` only: 0 < delta < 1 makes the search (epsilon, delta)-DP by the
+        RDP bound of Papernot-Steinke 2022 (see Privacy): every trial is rho-zCDP with the
+        largest rho that bound allows (:func:`random_stopping_rho`); pure candidates are fitted
+        at epsilon = sqrt(2 rho), zCDP candidates (``method="gd"``, at their own delta) at
+        the epsilon whose rho is at most rho, and the score noise is a discrete Gaussian
+        (sigma = 1 / sqrt(2 rho)). This admits ``method="gd"`` candidates and composes
+        tightly in ``Accountant(method="rdp")``; for pure candidates at small epsilon the
+        pure version (delta None) gives each trial more: at epsilon 1, delta 1e-6 and 3
+        expected trials, a pure trial gets epsilon 1/3 there and 0.134 here. None: the pure
+        version.
 
     Attributes
     ----------
@@ -127,6 +226,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     classes_ : ndarray
         The public ``classes`` (classifiers only).
     n_candidates_ : int
+    epsilon_per_trial_, rho_per_trial_ : float
+        Random stopping: a trial's epsilon (pure version) or rho (with ``delta``).
 
     Privacy
     -------
@@ -164,6 +265,25 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     Papernot-Steinke 2022, Theorem 2 (whose RDP bound tends to (2 + eta) epsilon_t as the
     orders grow). Charged once, ``3 epsilon_t <= epsilon``, before the first fit.
 
+    ``selection="random_stopping"`` with ``delta``: (epsilon, delta)-DP under replace-one
+    neighbours for candidates that are pure epsilon-DP or rho-zCDP under replace-one (not
+    ``method="sgd"``, whose guarantee is add/remove). One trial is rho-zCDP: a replaced record
+    lies in the training part (the fit is rho-zCDP: epsilon-DP implies epsilon**2 / 2-zCDP,
+    Bun-Steinke 2016, and a zCDP candidate's cost is checked to be at most rho) or in the
+    validation part (the error count, sensitivity 1, gets the exact discrete Gaussian
+    N_Z(0, sigma**2) with 1 / (2 sigma**2) <= rho checked in rationals, which is rho-zCDP,
+    Canonne-Kamath-Steinke 2020); the candidate is drawn independently of the data (a
+    mixture does not raise a Rényi divergence above the largest of its parts). The best of K
+    trials, K geometric with mean n_trials, is then (lambda, e')-RDP at every order lambda >
+    1 with e' = rho lambda + min over lambda_hat of [2 (1 - 1/lambda_hat) rho lambda_hat +
+    2 log(n_trials) / lambda_hat] + log(n_trials) / (lambda - 1) (Papernot-Steinke 2022,
+    Theorem 2 with eta = 1: :class:`RandomStopping`), converted to (epsilon, delta) with
+    the improved conversion on :data:`dpcore.curves.DEFAULT_ORDERS`. Charged once before the
+    first fit as ``Cost(epsilon, delta, curve=RandomStopping(ZCDP(rho), n_trials))``.
+    ``tests/test_learn_search_rdp.py`` checks the bound against the exact Rényi divergences
+    of the best-of-K law on small cases (and that the bound without its lambda_hat terms
+    fails there).
+
     References
     ----------
     .. [CMS11] K. Chaudhuri, C. Monteleoni, A. D. Sarwate, "Differentially private empirical risk
@@ -189,7 +309,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     """
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, classes=None, random_state=None,
-                 accountant=None, progress=False, selection="exponential", n_trials=None):
+                 accountant=None, progress=False, selection="exponential", n_trials=None,
+                 delta=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -199,6 +320,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         self.progress = progress
         self.selection = selection
         self.n_trials = n_trials
+        self.delta = delta
 
     def _candidates(self, classes, epsilon, n_samples, n_features):
         """Every candidate estimator, built and checked (each private step's parameters, with the
@@ -260,8 +382,13 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         if self.selection == "random_stopping":
             if self.n_trials is not None:
                 check.integer(self.n_trials, "n_trials", minimum=1, maximum=10**6)
+            if self.delta is not None:
+                check.probability(self.delta, "delta")
         elif self.n_trials is not None:
             raise ValueError("n_trials applies to selection='random_stopping' only")
+        elif self.delta is not None:
+            raise ValueError("delta applies to selection='random_stopping' only (the split "
+                             "with the exponential mechanism charges its candidates' costs)")
         X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
         needs_classes = bool(_keys(self.estimator.get_params(), "classes"))
         classes = None
@@ -304,6 +431,40 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             self.classes_ = classes
         return self
 
+    def _rdp_candidates(self, classes, epsilon, delta, n_trials, n_train, d):
+        """The candidates of random stopping with delta: each trial rho-zCDP, rho the largest
+        that :func:`random_stopping_rho` allows; a pure step gets epsilon = sqrt(2 rho)
+        (epsilon-DP implies epsilon**2 / 2-zCDP, Bun-Steinke 2016), a zCDP step (``gd``) the
+        epsilon whose rho is at most rho at its own delta. Checked before the charge."""
+        rho = random_stopping_rho(epsilon, delta, n_trials)
+        eps_pure = math.sqrt(2.0 * rho)
+        while Fraction(eps_pure) ** 2 / 2 > Fraction(rho):
+            eps_pure = math.nextafter(eps_pure, 0.0)
+        grid, models = self._candidates(classes, eps_pure, n_train, d)
+        for est, charges in zip(models, self._costs(models)):
+            ok = len(charges) == 1
+            if ok and charges[0]["rho"] is not None:
+                key = _keys(est.get_params(), "epsilon")[0]
+                step_delta = est.get_params()[key[: -len("epsilon")] + "delta"]
+                eps_zcdp = _zcdp_epsilon(rho, step_delta)
+                ok = eps_zcdp > 0.0
+                if ok:
+                    est.set_params(**{key: eps_zcdp})
+                    (charge,) = self._costs([est])[0]
+                    ok = charge["rho"] is not None and charge["rho"] <= rho
+            elif ok:
+                ok = not charges[0]["delta"] and charges[0]["epsilon"] <= eps_pure
+            if not ok:
+                raise ValueError(
+                    "selection='random_stopping' with delta needs candidates with one private "
+                    "step that is pure epsilon-DP or rho-zCDP under replace-one (method='gd'); "
+                    f"{type(est).__name__} with these parameters is not (method='sgd' is "
+                    "add/remove)")
+        sigma = 1.0 / math.sqrt(2.0 * rho)   # the score's discrete Gaussian: 1/(2 sigma^2) <= rho
+        while Fraction(1, 2) / Fraction(sigma) ** 2 > Fraction(rho):
+            sigma = math.nextafter(sigma, math.inf)
+        return grid, models, rho, sigma
+
     def _fit_random_stopping(self, X, y, classes, epsilon, m):
         """Random stopping (see the class docstring); every check before the one charge."""
         n, d = X.shape
@@ -311,18 +472,33 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         if n_val < 1 or n - n_val < 1:
             raise ValueError("too few samples for random stopping (one validation record and "
                              "one training record at least)")
-        eps_trial = round_down(Fraction(epsilon) / RANDOM_STOPPING_FACTOR)
-        grid, models = self._candidates(classes, eps_trial, n - n_val, d)
-        for est, charges in zip(models, self._costs(models)):
-            if any(c["rho"] is not None or c["delta"] > 0 for c in charges) or len(charges) != 1:
-                raise ValueError(
-                    "selection='random_stopping' needs candidates with one pure epsilon-DP "
-                    f"private step; {type(est).__name__} with these parameters is not (use "
-                    "selection='exponential')")
         n_trials = m if self.n_trials is None else int(self.n_trials)
+        label = f"PrivateGridSearch(random stopping, {m} candidates)"
+        if self.delta is not None:   # rho-zCDP trials, the RDP bound of Papernot-Steinke
+            delta = check.probability(self.delta, "delta")
+            grid, models, rho, sigma = self._rdp_candidates(classes, epsilon, delta, n_trials,
+                                                           n - n_val, d)
+            curve = RandomStopping(ZCDP(rho), n_trials)
+            cost = Cost(epsilon, delta, curve=curve)
+
+            def score_noise(rng):
+                return int(discrete_gaussian(sigma, random_state=rng))
+        else:
+            eps_trial = round_down(Fraction(epsilon) / RANDOM_STOPPING_FACTOR)
+            grid, models = self._candidates(classes, eps_trial, n - n_val, d)
+            for est, charges in zip(models, self._costs(models)):
+                if (any(c["rho"] is not None or c["delta"] > 0 for c in charges)
+                        or len(charges) != 1):
+                    raise ValueError(
+                        "selection='random_stopping' needs candidates with one pure "
+                        f"epsilon-DP private step; {type(est).__name__} with these parameters "
+                        "is not (give delta, or use selection='exponential')")
+            cost = Cost(round_down(Fraction(eps_trial) * RANDOM_STOPPING_FACTOR))
+
+            def score_noise(rng):
+                return int(discrete_laplace(1.0 / eps_trial, random_state=rng))
         rng = _base.release_rng(self.random_state, self.accountant)
-        Cost(round_down(Fraction(eps_trial) * RANDOM_STOPPING_FACTOR)).charge(
-            self.accountant, f"PrivateGridSearch(random stopping, {m} candidates)")
+        cost.charge(self.accountant, label)
         order = rng.permutation(n)
         train, val = order[n_val:], order[:n_val]
         best = best_score = best_model = None
@@ -332,7 +508,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             i = int(rng.integers(m))
             est = self._wire(clone(models[i]), None, rng).fit(X[train], y[train])
             errors = int(validation_errors([est], X[val], y[val])[0])
-            score = errors + int(discrete_laplace(1.0 / eps_trial, random_state=rng))
+            score = errors + score_noise(rng)
             if best_score is None or score < best_score:
                 best, best_score, best_model = i, score, est
             if rng.integers(n_trials) == 0:   # stop with probability 1 / n_trials, exactly
@@ -341,7 +517,10 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         self.best_params_ = grid[best]
         self.best_estimator_ = self._wire(best_model, self.accountant, self.random_state)
         self.n_candidates_ = m
-        self.epsilon_per_trial_ = eps_trial
+        if self.delta is not None:
+            self.rho_per_trial_ = rho
+        else:
+            self.epsilon_per_trial_ = eps_trial
         if classes is not None:
             self.classes_ = classes
         return self

@@ -31,7 +31,8 @@ from dpcore.mechanisms import discrete_gaussian, gaussian
 from dpcore.random import bitgen_handle
 
 __all__ = ["noisy_gd", "noisy_gd_multinomial", "gd_steps", "SGDPlan", "sgd_plan", "noisy_sgd",
-           "LOSSES", "ArrayRows", "LatticeStep", "chunk_lattice_sum", "class_targets"]
+           "LOSSES", "ArrayRows", "LatticeStep", "chunk_lattice_sum", "class_targets",
+           "regression_design"]
 
 #: With more than GD_MIN_STEPS steps, ``gd`` averages the iterates from this fraction of the
 #: steps on (the early iterates, near the starting point, bias the average); with at most
@@ -452,6 +453,12 @@ def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
         if t >= start:
             total += W
     return total / (plan.n_steps - start)
+
+
+def regression_design(X, bounds_X, data_norm, intercept):
+    """The rows Z of :func:`regression_rows` alone (row by row: a chunk of X gives the matching
+    chunk of Z)."""
+    return regression_rows(X, bounds_X, data_norm, intercept)[0]
 
 
 def regression_rows(X, bounds_X, data_norm, intercept):
