@@ -88,6 +88,22 @@ cdef int _bin_rows(const double *X, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
     return 0
 
 
+cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
+    """An idle slot, or a new one (zeroed like slot 0) when every slot is busy, as when the
+    thread count was raised during the call. Called with the GIL: the list operations are
+    atomic, and the new slot's index is reserved before anything that could release it."""
+    cdef Py_ssize_t slot
+    if idle:
+        return idle.pop()
+    slot = len(tables)
+    tables.append(None)
+    if nans is not None:
+        nans.append(None)
+        nans[slot] = np.zeros_like(nans[0])
+    tables[slot] = np.zeros_like(tables[0])
+    return slot
+
+
 cdef class _BinBlocks:
     """bin_codes over ``nblocks`` equal runs of records. A run takes an idle slot while it
     counts (Python lists: pop and append are atomic under the GIL, which each call holds for
@@ -106,13 +122,7 @@ cdef class _BinBlocks:
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
         cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot
-        if self.idle:
-            slot = self.idle.pop()
-        else:   # more threads than slots (the thread count changed meanwhile)
-            slot = len(self.tables)
-            self.tables.append(np.zeros_like(self.tables[0]))
-            self.nans.append(np.zeros(d))
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, self.nans)
         cdef int64_t[:, :, ::1] root = self.tables[slot]
         cdef double[::1] nan = self.nans[slot]
         cdef Py_ssize_t B = root.shape[2], stride = root.shape[1] * B
@@ -230,12 +240,7 @@ cdef class _LevelBlocks:
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t i0 = self.n * j // self.nblocks, i1 = self.n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot
-        if self.idle:
-            slot = self.idle.pop()
-        else:   # more threads than slots (the thread count changed meanwhile)
-            slot = len(self.tables)
-            self.tables.append(np.zeros_like(self.tables[0]))
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, None)
         cdef int64_t[:, :, :, ::1] counts = self.tables[slot]
         cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
         cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
