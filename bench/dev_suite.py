@@ -9,6 +9,7 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
     PYTHONPATH=python python bench/dev_suite.py scaling [--seeds 3]    # linear models, 4 scalings
     PYTHONPATH=python python bench/dev_suite.py tree-prep --epsilons 0.1  # trees, issue 28 item 2
+    PYTHONPATH=python python bench/dev_suite.py tree-small --seeds 30  # trees below epsilon 0.2
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -64,6 +65,14 @@ inputs), on the data sets above except the adult-like one, at epsilon 0.1 .. 5.
 ``tree-prep``: DecisionTreeClassifier's defaults against depth 6 with 16 bins and diffprivlib
 under the preprocessings of issue 28 item 2 (``tree_accuracy.preprocess``: min-max, standardised
 and clipped, unit-norm rows) on the same sets.
+
+``tree-small``: DecisionTreeClassifier below epsilon 0.2 (0.1 and 0.15 by default), under the
+three preprocessings of ``tree-prep``: the narrow rule (depth 5, a tenth of epsilon shared by
+every level) against a root split drawn from the data at 30 / 50 / 70% of epsilon with random
+splits below (``split_levels=1``; depth 4, 5 or 6), the two top levels at 60%, and finer grids
+(64 to 256 bins) for the narrow rule and the chosen wide one; the score of
+a cell is the MEAN test accuracy over the seeds, and the summary is given separately for the
+sets with fewer than ``_tree_grid.WIDE`` (20) features and the others.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -393,6 +402,43 @@ def tree_prep_cells(sets, seeds, epsilons=None):
                                     DecisionTreeClassifier, rules, epsilons)
 
 
+def tree_small_cells(sets, seeds, epsilons=None):
+    """The ``tree-small`` study (module docstring): cells keyed by width ("narrow"/"wide")."""
+    import warnings
+
+    import tree_accuracy
+    from dpcore.learn._tree_grid import WIDE
+
+    rules = {"narrow rule": {"max_depth": 5, "split_share": 0.1, "split_levels": 5}}
+    for depth, share, levels in ((5, 0.3, 1), (5, 0.5, 1), (5, 0.7, 1), (5, 0.6, 2),
+                                 (4, 0.5, 1), (6, 0.5, 1)):
+        rules[f"depth {depth}, {share:g} on {levels} level(s)"] = {
+            "max_depth": depth, "split_share": share, "split_levels": levels}
+    for bins in (64, 128, 256):
+        rules[f"narrow rule, {bins} bins"] = {"max_depth": 5, "split_share": 0.1,
+                                              "split_levels": 5, "n_bins": bins}
+    rules["depth 4, 0.5 on 1 level(s), 128 bins"] = {"max_depth": 4, "split_share": 0.5,
+                                                     "split_levels": 1, "n_bins": 128}
+    rules["tree_defaults"] = {}
+    for s in sets:
+        classes = np.unique(s.ytr)
+        for prep in ("minmax", "standardised", "unit rows"):
+            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
+            Xtr, Xte = X[:len(s.ytr)], X[len(s.ytr):]
+            width = "wide" if X.shape[1] >= WIDE else "narrow"
+            for eps in (0.1, 0.15) if epsilons is None else epsilons:
+                row = {}
+                for rule, kw in rules.items():
+                    kw = {"n_bins": 32, **kw}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        row[rule] = float(np.mean([
+                            DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
+                                                   random_state=1000 + seed, **kw)
+                            .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                yield (f"{s.name} / {prep}", f"tree {width}", eps), row
+
+
 def _rule_kwargs(kw, eps, n_classes):
     """A rule's keyword arguments; "deeper T" / "shallower T": T trees of tree_defaults' depth
     plus or minus one."""
@@ -508,7 +554,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
-                                          "tree-prep"])
+                                          "tree-prep", "tree-small"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -518,9 +564,9 @@ def main(argv=None):
         cells_iter = regression_cells(args.seeds)
     elif args.study == "scaling":
         cells_iter = scaling_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
-    elif args.study in ("tree", "forest", "tree-prep"):
+    elif args.study in ("tree", "forest", "tree-prep", "tree-small"):
         study = {"tree": tree_cells, "forest": forest_cells,
-                 "tree-prep": tree_prep_cells}[args.study]
+                 "tree-prep": tree_prep_cells, "tree-small": tree_small_cells}[args.study]
         cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
@@ -530,7 +576,12 @@ def main(argv=None):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
-    summarise(cells)
+    if args.study == "tree-small":
+        for group in sorted({(model, eps) for _, model, eps in cells}):
+            print(f"\n{group[0]}, epsilon {group[1]:g}:", end="")
+            summarise({k: v for k, v in cells.items() if k[1:] == group})
+    else:
+        summarise(cells)
     if args.study == "scaling":
         scaling_summary(cells)
 

@@ -88,40 +88,55 @@ cdef int _bin_rows(const double *X, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
     return 0
 
 
+cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
+    """An idle slot, or a new one (zeroed like slot 0) when every slot is busy, as when the
+    thread count was raised during the call. Called with the GIL: the list operations are
+    atomic, and the new slot's index is reserved before anything that could release it."""
+    cdef Py_ssize_t slot
+    if idle:
+        return idle.pop()
+    slot = len(tables)
+    tables.append(None)
+    if nans is not None:
+        nans.append(None)
+        nans[slot] = np.zeros_like(nans[0])
+    tables[slot] = np.zeros_like(tables[0])
+    return slot
+
+
 cdef class _BinBlocks:
-    """bin_codes over ``nblocks`` equal runs of records. A run takes a free slot while it
-    counts (the free list is a Python list: pop and append are atomic under the GIL, which
-    each call holds for them): slot 0 is the caller's table, slot s > 0 the table private[s - 1];
-    x - x is summed into nan[s]. The caller adds the slots up (one slot per thread at most, so
-    the adding does not grow with the number of runs)."""
+    """bin_codes over ``nblocks`` equal runs of records. A run takes an idle slot while it
+    counts (Python lists: pop and append are atomic under the GIL, which each call holds for
+    them; a new slot when none is idle): slot s counts into tables[s] (tables[0]: the caller's)
+    and sums x - x into nans[s]. The caller adds the slots up (about one per thread, so the
+    adding does not grow with the number of runs)."""
     cdef const double[:, ::1] X
     cdef const double[::1] lo, inv, top
     cdef const int32_t[::1] y
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
     cdef bint wide
-    cdef int64_t[:, :, ::1] root
-    cdef int64_t[:, :, :, ::1] private
-    cdef double[:, ::1] nan
     cdef Py_ssize_t nblocks
-    cdef list idle
+    cdef list idle, tables, nans
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
         cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
-        cdef Py_ssize_t B = self.root.shape[2], stride = self.root.shape[1] * B
-        cdef Py_ssize_t slot = self.idle.pop()
-        cdef int64_t *table = &self.root[0, 0, 0] if slot == 0 else &self.private[slot - 1, 0, 0, 0]
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, self.nans)
+        cdef int64_t[:, :, ::1] root = self.tables[slot]
+        cdef double[::1] nan = self.nans[slot]
+        cdef Py_ssize_t B = root.shape[2], stride = root.shape[1] * B
+        cdef int64_t *table = &root[0, 0, 0]
         cdef int status
         with nogil:
             if self.wide:
                 status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
                                    &self.top[0], &self.y[0], &self.codes16[0, 0], table, B,
-                                   stride, &self.nan[slot, 0])
+                                   stride, &nan[0])
             else:
                 status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
                                    &self.top[0], &self.y[0], &self.codes8[0, 0], table, B,
-                                   stride, &self.nan[slot, 0])
+                                   stride, &nan[0])
         self.idle.append(slot)
         if status:
             raise MemoryError()
@@ -159,21 +174,21 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
     if n == 0 or d == 0:
         return 0
-    job.X, job.lo, job.inv, job.top, job.y, job.root = X, lo, inv, top, y, root
+    job.X, job.lo, job.inv, job.top, job.y = X, lo, inv, top, y
     job.wide = codes.dtype == np.uint16
     if job.wide:
         job.codes16 = codes
     else:
         job.codes8 = codes
     cdef Py_ssize_t slots = min(get_limit(), job.nblocks)
+    out = np.asarray(root)
     job.idle = list(range(slots))
-    job.private = np.zeros((slots - 1, root.shape[0], root.shape[1], root.shape[2]),
-                           dtype=np.int64)
-    job.nan = np.zeros((slots, d))
+    job.tables = [out] + [np.zeros_like(out) for _ in range(slots - 1)]
+    job.nans = [np.zeros(d) for _ in range(slots)]
     run_blocks(job, job.nblocks)
-    if slots > 1:
-        np.add(root, np.sum(job.private, axis=0), out=np.asarray(root))
-    return int(np.count_nonzero(np.any(np.asarray(job.nan) != 0.0, axis=0)))
+    for extra in job.tables[1:]:
+        np.add(out, extra, out=out)
+    return int(np.count_nonzero(np.any(np.array(job.nans) != 0.0, axis=0)))
 
 
 cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
@@ -212,27 +227,25 @@ cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssiz
 
 
 cdef class _LevelBlocks:
-    """level_counts over ``nblocks`` equal runs of records, each counting into the table of a
-    free slot as in _BinBlocks (slot 0: the caller's table, s > 0: private[s - 1]); the nodes
-    each run moves are its own records'."""
+    """level_counts over ``nblocks`` equal runs of records, each counting into the table of an
+    idle slot as in _BinBlocks (tables[0]: the caller's); the nodes each run moves are its own
+    records'."""
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
     cdef bint wide
     cdef const int32_t[::1] y, feature, split, left, row
     cdef int32_t[::1] node
-    cdef int64_t[:, :, :, ::1] counts
-    cdef int64_t[:, :, :, :, ::1] private
     cdef Py_ssize_t n, d, nblocks
-    cdef list idle
+    cdef list idle, tables
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t i0 = self.n * j // self.nblocks, i1 = self.n * (j + 1) // self.nblocks
-        cdef Py_ssize_t B = self.counts.shape[3], stride = self.counts.shape[2] * B
-        cdef Py_ssize_t slot = self.idle.pop()
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, None)
+        cdef int64_t[:, :, :, ::1] counts = self.tables[slot]
+        cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
         cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
-        if self.counts.shape[0]:
-            table = (&self.counts[0, 0, 0, 0] if slot == 0
-                     else &self.private[slot - 1, 0, 0, 0, 0])
+        if counts.shape[0]:
+            table = &counts[0, 0, 0, 0]
         with nogil:
             if self.wide:
                 _level_rows(&self.codes16[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
@@ -282,15 +295,13 @@ def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bi
     else:
         job.codes8 = codes
     job.y, job.node, job.feature, job.split, job.left, job.row = y, node, feature, split, left, row
-    job.counts = counts
-    cdef Py_ssize_t slots = min(get_limit(), job.nblocks)
+    cdef Py_ssize_t slots = min(get_limit(), job.nblocks) if cells else 1
+    out = np.asarray(counts)
     job.idle = list(range(slots))
-    if cells:
-        job.private = np.zeros((slots - 1, counts.shape[0], counts.shape[1], counts.shape[2],
-                                counts.shape[3]), dtype=np.int64)
+    job.tables = [out] + [np.zeros_like(out) for _ in range(slots - 1)]
     run_blocks(job, job.nblocks)
-    if cells and slots > 1:
-        np.add(counts, np.sum(job.private, axis=0), out=np.asarray(counts))
+    for extra in job.tables[1:]:
+        np.add(out, extra, out=out)
 
 
 # Trees are walked a block of records at a time, tree by tree and level by level: the steps of

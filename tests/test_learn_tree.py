@@ -900,3 +900,31 @@ def test_threaded_level_counts_give_the_majority_labels(threads):
     strict = exact.max(axis=1) > exact.min(axis=1)
     assert strict.sum() >= 16
     assert np.array_equal(np.argmax(t.values[strict], axis=1), np.argmax(exact[strict], axis=1))
+
+
+def test_runs_get_a_new_table_when_every_slot_is_busy(threads, monkeypatch):
+    # the kernel sizes its tables for the thread count it reads; raise the pool's count above
+    # it (as a set_num_threads from another thread during a fit would): the output is the same
+    X, y, k, B = _big_tables(False)
+    n, d = X.shape
+    grid = (np.zeros(d), np.full(d, float(B)), np.full(d, B - 1.0))
+    expected_codes = np.empty((n, d), dtype=np.uint8)
+    expected_root = np.zeros((d, k, B), dtype=np.int64)
+    threads(1)
+    _tree.bin_codes(X, *grid, y, expected_codes, expected_root)
+    threads(8)
+    monkeypatch.setattr(_tree, "get_limit", lambda: 1)
+    codes = np.empty((n, d), dtype=np.uint8)
+    root = np.zeros((d, k, B), dtype=np.int64)
+    kept, X[5, 3] = X[5, 3], np.nan
+    assert _tree.bin_codes(X, *grid, y, codes, root) == 1
+    X[5, 3] = kept
+    root[:] = 0
+    assert _tree.bin_codes(X, *grid, y, codes, root) == 0
+    assert np.array_equal(codes, expected_codes) and np.array_equal(root, expected_root)
+    counts = np.zeros((1, d, k, B), dtype=np.int64)
+    node = np.zeros(n, dtype=np.int32)
+    _tree.level_counts(codes, y, node, np.array([3], np.int32), np.array([10], np.int32),
+                       np.zeros(1, np.int32), np.array([0, -1], np.int32), counts)
+    left = codes[:, 3] < 10
+    assert np.array_equal(counts[0].sum(axis=(1, 2)), np.full(d, left.sum()))
