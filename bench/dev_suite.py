@@ -60,8 +60,8 @@ the generated data's min/max) and diabetes with its target cut at the median.
 perturbation, ``alpha="auto"``: C = 1 on the unit-ball rows) against the C = 1 term at other
 row scales (in the caller's units, the rule before issue 28; at data_norm = sqrt(d); at
 d^(1/4)), with LogisticRegression's ``method="output"`` and diffprivlib's LogisticRegression
-(when importable) for reference, under the four preprocessings of learn_accuracy.py's
-``--linear`` study (:data:`learn_accuracy.PREPROCESSINGS`, the public inputs from the whole
+(when importable) for reference, under the four preprocessings of linear_accuracy.py
+(:data:`linear_accuracy.PREPROCESSINGS`, the public inputs from the whole
 table as there), on the trees' development sets (below: none of them is a reporting set),
 at epsilon 0.1 .. 5. (Before issue 28 item 2 it ran on the breast cancer and digits training
 rows above, which the ``--linear`` study's own splits reuse as test rows.)
@@ -90,6 +90,7 @@ from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import learn_accuracy as la  # noqa: E402
+import linear_accuracy as lin  # noqa: E402
 
 from dpcore.learn import (  # noqa: E402
     DecisionTreeClassifier,
@@ -470,7 +471,7 @@ SCALING_OUTPUT = True   # also method="output", for reference
 def scaling_cells(sets, seeds, epsilons=None):
     """LogisticRegression and LinearSVC (objective perturbation) under the ``SCALING_RULES``,
     with ``method="output"`` and diffprivlib's LogisticRegression for reference, under the four
-    preprocessings of learn_accuracy.py (public inputs from the whole table, as there) on the
+    preprocessings of linear_accuracy.py (public inputs from the whole table, as there) on the
     trees' development sets (:func:`tree_data_sets`: none of them is a reporting set)."""
     import warnings
 
@@ -478,12 +479,12 @@ def scaling_cells(sets, seeds, epsilons=None):
     for s in sets:
         Xtr, Xte, (lo, hi) = s.raw
         X = np.vstack([Xtr, Xte])
-        pub = la.public_inputs(X)   # as learn_accuracy.py: from the whole table
+        pub = lin.public_inputs(X)   # as linear_accuracy.py: from the whole table
         classes = np.unique(s.ytr)
         n, d = Xtr.shape
-        for kind in la.PREPROCESSINGS:
-            Ztr, data_norm, _ = la.preprocess(kind, Xtr, pub)
-            Zte = la.preprocess(kind, Xte, pub)[0]
+        for kind in lin.PREPROCESSINGS:
+            Ztr, data_norm, _ = lin.preprocess(kind, Xtr, pub)
+            Zte = lin.preprocess(kind, Xte, pub)[0]
             for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
                 peer_row = {}
                 if peer is not None:
@@ -519,7 +520,7 @@ NB_FLOORS = (0.5, 1.0, 2.0, 4.0)   # NOISE_VAR_FLOOR candidates (the library's i
 
 def nb_floor_cells(sets, seeds, epsilons=None):
     """GaussianNB's ``var_floor="auto"`` at the NOISE_VAR_FLOOR candidates against the fixed
-    floor 1e-3 (the earlier default) and diffprivlib, under learn_accuracy.py's preprocessings
+    floor 1e-3 (the earlier default) and diffprivlib, under linear_accuracy.py's preprocessings
     (min-max divided by sqrt(d) is min-max for naive Bayes: left out) on the trees' development
     sets."""
     import warnings
@@ -528,11 +529,11 @@ def nb_floor_cells(sets, seeds, epsilons=None):
     library = _naive_bayes.NOISE_VAR_FLOOR
     for s in sets:
         Xtr, Xte, _ = s.raw
-        pub = la.public_inputs(np.vstack([Xtr, Xte]))
+        pub = lin.public_inputs(np.vstack([Xtr, Xte]))
         classes = np.unique(s.ytr)
-        for kind in (la.PREPROCESSINGS[0], la.PREPROCESSINGS[2], la.PREPROCESSINGS[3]):
-            Ztr, _, bounds = la.preprocess(kind, Xtr, pub)
-            Zte = la.preprocess(kind, Xte, pub)[0]
+        for kind in (lin.PREPROCESSINGS[0], lin.PREPROCESSINGS[2], lin.PREPROCESSINGS[3]):
+            Ztr, _, bounds = lin.preprocess(kind, Xtr, pub)
+            Zte = lin.preprocess(kind, Xte, pub)[0]
             for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
                 row = {}
                 for rule in ("1e-3",) + NB_FLOORS:
@@ -601,7 +602,7 @@ def scaling_summary(cells, margin=0.02):
               f"than {margin} below it")
         for rule in rules:
             parts = []
-            for kind in la.PREPROCESSINGS:
+            for kind in lin.PREPROCESSINGS:
                 diff = np.array([row[rule] - row["diffprivlib"] for key, row in rows.items()
                                  if key[0].endswith(" / " + kind)])
                 if diff.size == 0:
