@@ -7,7 +7,8 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py regression [--seeds 20] # LinearRegression
     PYTHONPATH=python python bench/dev_suite.py tree [--seeds 9]       # DecisionTreeClassifier
     PYTHONPATH=python python bench/dev_suite.py forest [--seeds 9]     # RandomForestClassifier
-    PYTHONPATH=python python bench/dev_suite.py scaling [--seeds 3]    # linear models, 4 scalings
+    PYTHONPATH=python python bench/dev_suite.py scaling [--seeds 8]    # linear models, 4 scalings
+    PYTHONPATH=python python bench/dev_suite.py nb-floor [--seeds 10]  # GaussianNB's var_floor
     PYTHONPATH=python python bench/dev_suite.py tree-prep --epsilons 0.1  # trees, issue 28 item 2
     PYTHONPATH=python python bench/dev_suite.py tree-small --seeds 30  # trees below epsilon 0.2
 
@@ -56,11 +57,20 @@ digits, wine, iris): ``make_classification`` problems shaped like them and like 
 tables (n 150 .. 5000, d 4 .. 64, 2 .. 10 classes; 2 stratified 70/30 splits each, bounds =
 the generated data's min/max) and diabetes with its target cut at the median.
 
-``scaling`` (issue 28 items 1 and 2): LogisticRegression's default (objective perturbation)
-against ``method="output"`` and diffprivlib's LogisticRegression (when importable), under the
-four preprocessings of learn_accuracy.py's ``--linear`` study (:data:`learn_accuracy.
-PREPROCESSINGS`, with the training part's min/max, mean and standard deviation as the public
-inputs), on the data sets above except the adult-like one, at epsilon 0.1 .. 5.
+``scaling`` (issue 28 items 1 and 2): LogisticRegression's and LinearSVC's default (objective
+perturbation, ``alpha="auto"``: C = 1 on the unit-ball rows) against the C = 1 term at other
+row scales (in the caller's units, the rule before issue 28; at data_norm = sqrt(d); at
+d^(1/4)), with LogisticRegression's ``method="output"`` and diffprivlib's LogisticRegression
+(when importable) for reference, under the four preprocessings of linear_accuracy.py
+(:data:`linear_accuracy.PREPROCESSINGS`, the public inputs from the whole
+table as there), on the trees' development sets (below: none of them is a reporting set),
+at epsilon 0.1 .. 5. (Before issue 28 item 2 it ran on the breast cancer and digits training
+rows above, which the ``--linear`` study's own splits reuse as test rows.)
+
+``nb-floor`` (issue 28 item 2): GaussianNB's ``var_floor="auto"`` (each class's variances
+floored at a multiple of the variance estimate's noise level, ``NOISE_VAR_FLOOR``) at 0.5 / 1
+/ 2 / 4 against the fixed floor 1e-3 and diffprivlib, under three of the preprocessings (min-max
+divided by sqrt(d) is min-max for naive Bayes) on the trees' development sets.
 
 ``tree-prep``: DecisionTreeClassifier's defaults against depth 6 with 16 bins and diffprivlib
 under the preprocessings of issue 28 item 2 (``tree_accuracy.preprocess``: min-max, standardised
@@ -89,6 +99,7 @@ from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import learn_accuracy as la  # noqa: E402
+import linear_accuracy as lin  # noqa: E402
 
 from dpcore.learn import (  # noqa: E402
     DecisionTreeClassifier,
@@ -506,7 +517,7 @@ SCALING_OUTPUT = True   # also method="output", for reference
 def scaling_cells(sets, seeds, epsilons=None):
     """LogisticRegression and LinearSVC (objective perturbation) under the ``SCALING_RULES``,
     with ``method="output"`` and diffprivlib's LogisticRegression for reference, under the four
-    preprocessings of learn_accuracy.py (public inputs from the whole table, as there) on the
+    preprocessings of linear_accuracy.py (public inputs from the whole table, as there) on the
     trees' development sets (:func:`tree_data_sets`: none of them is a reporting set)."""
     import warnings
 
@@ -514,12 +525,12 @@ def scaling_cells(sets, seeds, epsilons=None):
     for s in sets:
         Xtr, Xte, (lo, hi) = s.raw
         X = np.vstack([Xtr, Xte])
-        pub = la.public_inputs(X)   # as learn_accuracy.py: from the whole table
+        pub = lin.public_inputs(X)   # as linear_accuracy.py: from the whole table
         classes = np.unique(s.ytr)
         n, d = Xtr.shape
-        for kind in la.PREPROCESSINGS:
-            Ztr, data_norm, _ = la.preprocess(kind, Xtr, pub)
-            Zte = la.preprocess(kind, Xte, pub)[0]
+        for kind in lin.PREPROCESSINGS:
+            Ztr, data_norm, _ = lin.preprocess(kind, Xtr, pub)
+            Zte = lin.preprocess(kind, Xte, pub)[0]
             for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
                 peer_row = {}
                 if peer is not None:
@@ -550,11 +561,55 @@ def scaling_cells(sets, seeds, epsilons=None):
                     yield (f"{s.name} / {kind}", model, eps), row
 
 
+NB_FLOORS = (0.5, 1.0, 2.0, 4.0)   # NOISE_VAR_FLOOR candidates (the library's is one of them)
+
+
+def nb_floor_cells(sets, seeds, epsilons=None):
+    """GaussianNB's ``var_floor="auto"`` at the NOISE_VAR_FLOOR candidates against the fixed
+    floor 1e-3 (the earlier default) and diffprivlib, under linear_accuracy.py's preprocessings
+    (min-max divided by sqrt(d) is min-max for naive Bayes: left out) on the trees' development
+    sets."""
+    import warnings
+
+    peer = _peer("GaussianNB")
+    library = _naive_bayes.NOISE_VAR_FLOOR
+    for s in sets:
+        Xtr, Xte, _ = s.raw
+        pub = lin.public_inputs(np.vstack([Xtr, Xte]))
+        classes = np.unique(s.ytr)
+        for kind in (lin.PREPROCESSINGS[0], lin.PREPROCESSINGS[2], lin.PREPROCESSINGS[3]):
+            Ztr, _, bounds = lin.preprocess(kind, Xtr, pub)
+            Zte = lin.preprocess(kind, Xte, pub)[0]
+            for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
+                row = {}
+                for rule in ("1e-3",) + NB_FLOORS:
+                    floor = 1e-3 if rule == "1e-3" else "auto"
+
+                    def make(seed, eps=eps, floor=floor):
+                        return GaussianNB(epsilon=eps, bounds=bounds, classes=classes,
+                                          var_floor=floor, random_state=seed)
+                    if rule != "1e-3":
+                        _naive_bayes.NOISE_VAR_FLOOR = rule
+                    try:
+                        row[f"floor {rule}" if rule == "1e-3" else f"auto x{rule:g}"] = \
+                            _median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+                    finally:
+                        _naive_bayes.NOISE_VAR_FLOOR = library
+                if peer is not None:
+                    def make_peer(seed, eps=eps):
+                        return peer(epsilon=eps, bounds=bounds, random_state=seed)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        row["diffprivlib"] = _median_score(make_peer, Ztr, s.ytr, Zte, s.yte,
+                                                           seeds)
+                yield (f"{s.name} / {kind}", "GaussianNB", eps), row
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
-                                          "tree-prep", "tree-small"])
+                                          "tree-prep", "tree-small", "nb-floor"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -564,6 +619,8 @@ def main(argv=None):
         cells_iter = regression_cells(args.seeds)
     elif args.study == "scaling":
         cells_iter = scaling_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
+    elif args.study == "nb-floor":
+        cells_iter = nb_floor_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     elif args.study in ("tree", "forest", "tree-prep", "tree-small"):
         study = {"tree": tree_cells, "forest": forest_cells,
                  "tree-prep": tree_prep_cells, "tree-small": tree_small_cells}[args.study]
@@ -582,23 +639,25 @@ def main(argv=None):
             summarise({k: v for k, v in cells.items() if k[1:] == group})
     else:
         summarise(cells)
-    if args.study == "scaling":
+    if args.study in ("scaling", "nb-floor"):
         scaling_summary(cells)
 
 
 def scaling_summary(cells, margin=0.02):
     """Per model, rule and preprocessing: the mean difference of medians from diffprivlib and
     the cells whose median is more than ``margin`` below it."""
-    for model in ("LogisticRegression", "LinearSVC"):
+    for model in dict.fromkeys(key[1] for key in cells):
         rows = {key: row for key, row in cells.items() if key[1] == model}
         rules = [r for r in next(iter(rows.values())) if r != "diffprivlib"]
         print(f"\n{model}: rule / preprocessing: mean difference from diffprivlib, cells more "
               f"than {margin} below it")
         for rule in rules:
             parts = []
-            for kind in la.PREPROCESSINGS:
+            for kind in lin.PREPROCESSINGS:
                 diff = np.array([row[rule] - row["diffprivlib"] for key, row in rows.items()
                                  if key[0].endswith(" / " + kind)])
+                if diff.size == 0:
+                    continue
                 parts.append(f"{kind}: {diff.mean():+.3f}, {int((diff < -margin).sum())}/"
                              f"{diff.size}")
             print(f"  {rule:28s} " + "; ".join(parts))

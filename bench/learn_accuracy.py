@@ -93,14 +93,8 @@ median accuracy over the 40 fits with a 95% bootstrap interval, and a Holm-adjus
 95% lower bound of median(dpcore) - median(diffprivlib) (bootstrap over splits, then seeds);
 non-inferiority is shown when the bound is >= -0.02.
 
-``--linear`` runs only the linear cells (issue 28 item 2): LogisticRegression, LinearSVC (against
-diffprivlib's LogisticRegression: the peer has no SVM) and GaussianNB, defaults for both
-libraries, under four preprocessings (:data:`PREPROCESSINGS`, :func:`preprocess`) on breast
-cancer, digits, wine, iris and a 10^5-row make_classification problem (:data:`SYNTHETIC`), 5
-stratified 70/30 splits x 8 noise seeds (``--repeats``), epsilon 0.1 .. 5; cells as for the
-trees, with verdicts won (Holm bound > 0) / tied / lost (bound < -0.02). ``--data`` limits the
-data sets, ``--save FILE`` stores the raw scores and ``--load FILE ...`` reports from several
-saved runs at once (one Holm adjustment over all their cells).
+``--linear`` runs only the linear cells (issue 28 item 2), the study of linear_accuracy.py
+(see there; ``--data``, ``--repeats`` for its seeds, ``--save`` and ``--load`` as there).
 
 ``--timing`` adds the fit-time comparison on n = 10^5, d = 50 (synthetic) against the
 non-private scikit-learn fit; with two shared cores the timings are noisy.
@@ -108,7 +102,6 @@ non-private scikit-learn fit; with two shared cores the timings are noisy.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 import warnings
@@ -647,24 +640,10 @@ def main(argv=None):
     parser.add_argument("--load", nargs="*", default=None,
                         help="--linear: report from saved scores (Holm over all of them)")
     args = parser.parse_args(argv)
-    if args.linear:
-        import pickle
+    if args.linear:   # the study lives in linear_accuracy.py (same options)
+        import linear_accuracy
 
-        warnings.simplefilter("ignore")   # diffprivlib warns about its own settings
-        if args.load:
-            cells = {}
-            for path in args.load:
-                with open(path, "rb") as f:
-                    cells.update(pickle.load(f))
-            linear_report(cells=cells)
-            return
-        data = tuple(args.data) if args.data else LINEAR_DATA
-        if args.save:
-            cells = linear_scores(data=data, seeds=args.repeats or LINEAR_SEEDS)
-            with open(args.save, "wb") as f:
-                pickle.dump(cells, f)
-            return
-        linear_report(seeds=args.repeats or LINEAR_SEEDS, data=data)
+        linear_accuracy.run(data=args.data, seeds=args.repeats, save=args.save, load=args.load)
         return
     if args.regression:
         seeds = args.repeats if args.repeats is not None else (3 if args.quick else 8)
@@ -863,219 +842,6 @@ def tree_report(n_splits=TREE_SPLITS, seeds=TREE_SEEDS):
         print(f"- DecisionTreeClassifier, {name}, eps={e:g}: median {ours:.3f} vs diffprivlib "
               f"{theirs:.3f}: {verdict}")
     print(f"\n(trees: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-
-
-# ------------------------------------------------------------------------------------------------
-# Linear models and GaussianNB under four preprocessings (issue 28 item 2): --linear
-
-LINEAR_DATA = ("breast cancer", "digits", "wine", "iris", "synthetic 10^5")
-LINEAR_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-LINEAR_SPLITS = 5        # stratified 70/30 splits, random_state = 0 .. 4
-LINEAR_SEEDS = 8         # noise seeds per split
-LINEAR_MARGIN = 0.02     # non-inferiority margin (accuracy)
-STANDARD_CLIP = 3.0      # standardised features are clipped to [-3, 3]
-#: The preprocessings a user would plausibly choose (issue 28 item 2).
-PREPROCESSINGS = ("min-max, data_norm=sqrt(d)", "min-max/sqrt(d), data_norm=1",
-                  "standardised, clipped", "unit-norm rows")
-# the 10^5-row synthetic problem: make_classification with this shape and seed
-SYNTHETIC = dict(n_samples=100_000, n_features=20, n_informative=8, n_redundant=4,
-                 n_classes=2, class_sep=0.8, random_state=28)
-
-
-@dataclass
-class Public:
-    """The public inputs of a data set: feature bounds, and the centre and scale a user would
-    standardise with (stand-ins for domain knowledge, like the bounds)."""
-    lo: np.ndarray
-    hi: np.ndarray
-    centre: np.ndarray
-    spread: np.ndarray
-
-
-def public_inputs(X):
-    lo, hi = _minmax_bounds(X)
-    sd = X.std(axis=0)
-    return Public(lo, hi, X.mean(axis=0), np.where(sd > 0, sd, 1.0))
-
-
-def preprocess(kind, X, pub):
-    """(rows, data_norm, GaussianNB bounds) of X under one of :data:`PREPROCESSINGS`: min-max
-    scaled with the public bounds (clipped to [0, 1]) with the domain's largest row norm
-    sqrt(d) as data_norm; the same divided by sqrt(d) with data_norm = 1; standardised with the
-    public centre and scale, clipped to [-3, 3], data_norm = 3 sqrt(d) (the largest norm a
-    clipped row can have); min-max rows divided by their own norm, data_norm = 1."""
-    d = X.shape[1]
-    unit = np.clip((X - pub.lo) / (pub.hi - pub.lo), 0.0, 1.0)
-    if kind == PREPROCESSINGS[0]:
-        return unit, math.sqrt(d), (0.0, 1.0)
-    if kind == PREPROCESSINGS[1]:
-        return unit / math.sqrt(d), 1.0, (0.0, 1.0 / math.sqrt(d))
-    if kind == PREPROCESSINGS[2]:
-        z = np.clip((X - pub.centre) / pub.spread, -STANDARD_CLIP, STANDARD_CLIP)
-        return z, STANDARD_CLIP * math.sqrt(d), (-STANDARD_CLIP, STANDARD_CLIP)
-    if kind == PREPROCESSINGS[3]:
-        return _unit_rows(unit), 1.0, (0.0, 1.0)
-    raise ValueError(kind)
-
-
-def linear_data(name):
-    """(X, y) of a data set of the linear study."""
-    from sklearn.datasets import load_iris, load_wine, make_classification
-
-    if name == "synthetic 10^5":
-        return make_classification(**SYNTHETIC)
-    loader = {"breast cancer": load_breast_cancer, "digits": load_digits, "wine": load_wine,
-              "iris": load_iris}[name]
-    return loader(return_X_y=True)
-
-
-def linear_contenders(classes, data_norm, bounds):
-    """learner -> {library: (epsilon, seed) -> estimator}; LinearSVC, which diffprivlib lacks,
-    is compared with diffprivlib's LogisticRegression (the peer's linear classifier)."""
-    peer_lr = (lambda e, r: dpl.LogisticRegression(epsilon=e, data_norm=data_norm,
-                                                   random_state=r))
-    return {
-        "LogisticRegression": {
-            "dpcore": lambda e, r: LogisticRegression(epsilon=e, data_norm=data_norm,
-                                                      classes=classes, random_state=r),
-            "diffprivlib": peer_lr},
-        "LinearSVC": {
-            "dpcore": lambda e, r: LinearSVC(epsilon=e, data_norm=data_norm, classes=classes,
-                                             random_state=r),
-            "diffprivlib": peer_lr},
-        "GaussianNB": {
-            "dpcore": lambda e, r: GaussianNB(epsilon=e, bounds=bounds, classes=classes,
-                                              random_state=r),
-            "diffprivlib": lambda e, r: dpl.GaussianNB(epsilon=e, bounds=bounds,
-                                                       random_state=r)},
-    }
-
-
-def linear_scores(data=LINEAR_DATA, epsilons=LINEAR_EPSILONS, n_splits=LINEAR_SPLITS,
-                  seeds=LINEAR_SEEDS, learners=None, progress=True):
-    """{(learner, data set, preprocessing, epsilon): {library: scores over splits x seeds
-    (split-major)}}. The peer's LogisticRegression is fitted once per cell and shared by the
-    LinearSVC rows."""
-    out = {}
-    for name in data:
-        X, y = linear_data(name)
-        pub = public_inputs(X)
-        classes = np.unique(y)
-        t = time.perf_counter()
-        for sp in range(n_splits):
-            itr, ite = train_test_split(np.arange(len(y)), test_size=0.3, random_state=sp,
-                                        stratify=y)
-            for kind in PREPROCESSINGS:
-                Z, data_norm, bounds = preprocess(kind, X, pub)
-                Ztr, Zte, ytr, yte = Z[itr], Z[ite], y[itr], y[ite]
-                peer_cache = {}
-                for learner, libs in linear_contenders(classes, data_norm, bounds).items():
-                    if learners is not None and learner not in learners:
-                        continue
-                    for e in epsilons:
-                        cell = out.setdefault((learner, name, kind, e), {lib: [] for lib in libs})
-                        for lib, make in libs.items():
-                            for seed in range(seeds):
-                                key = (lib, e, seed)
-                                if learner != "GaussianNB" and lib == "diffprivlib" \
-                                        and key in peer_cache:
-                                    cell[lib].append(peer_cache[key])
-                                    continue
-                                score = make(e, 1000 * sp + seed).fit(Ztr, ytr).score(Zte, yte)
-                                if learner != "GaussianNB" and lib == "diffprivlib":
-                                    peer_cache[key] = score
-                                cell[lib].append(score)
-        if progress:
-            print(f"  {name}: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
-    return {key: {lib: np.array(v) for lib, v in cell.items()} for key, cell in out.items()}
-
-
-def _bootstrap_median_interval(v, seed=3, draws=2000):
-    rng = np.random.default_rng(seed)  # insecure-ok: bootstrap resampling of benchmark scores
-    boot = np.median(rng.choice(v, size=(draws, v.size)), axis=1)
-    return np.percentile(boot, [2.5, 97.5])
-
-
-def holm_conditional_bounds(cells, n_splits, alpha=0.05, draws=4000):
-    """As :func:`holm_lower_bounds`, but conditional on the splits: each library's noise seeds
-    are resampled within each split (:func:`stratified_median_difference_bound`), the splits
-    kept fixed. Inference about these splits' noise, not about other splits of the data."""
-    rng = np.random.default_rng(4)  # insecure-ok: bootstrap resampling of benchmark scores
-
-    def boot(v):
-        idx = rng.integers(0, v.shape[1], size=(draws,) + v.shape)
-        picked = np.take_along_axis(np.broadcast_to(v, (draws,) + v.shape), idx, axis=2)
-        return np.median(picked.reshape(draws, -1), axis=1)
-
-    diffs = {key: boot(res["dpcore"].reshape(n_splits, -1))
-             - boot(res["diffprivlib"].reshape(n_splits, -1)) for key, res in cells.items()}
-    pvalues = {key: float(np.mean(d <= -LINEAR_MARGIN)) for key, d in diffs.items()}
-    order = sorted(cells, key=lambda k: pvalues[k])
-    bounds, level = {}, None
-    for i, key in enumerate(order):
-        step = alpha / (len(order) - i)
-        if level is None and pvalues[key] > step:
-            level = step
-        bounds[key] = float(np.quantile(diffs[key], level if level is not None else step))
-    return bounds
-
-
-def linear_report(n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS, data=LINEAR_DATA, cells=None):
-    """The linear-model table: medians over splits x seeds with 95% bootstrap intervals, the
-    Holm-adjusted one-sided 95% lower bound of median(dpcore) - median(diffprivlib) per cell,
-    and each cell's verdict: won (the bound > 0), tied (non-inferior: -margin <= bound <= 0),
-    lost (bound < -margin and dpcore's median below the peer's) or not shown (bound < -margin
-    with dpcore's median at or above the peer's: the seeds' and splits' spread is too wide).
-    Printed as markdown; returns the cells. ``cells``: scores saved by earlier runs (``--save``,
-    merged with ``--load``), so that Holm's adjustment runs over all of them at once."""
-    t0 = time.perf_counter()
-    if cells is None:
-        cells = linear_scores(data=data, n_splits=n_splits, seeds=seeds)
-    split_bounds, _ = holm_lower_bounds(cells, n_splits)
-    bounds = holm_conditional_bounds(cells, n_splits)
-    seeds = {v.size // n_splits for res in cells.values() for v in res.values()}
-    seeds = "/".join(str(s) for s in sorted(seeds))
-    print(f"Linear models and GaussianNB: test accuracy, median over {n_splits} stratified 70/30 "
-          f"splits x {seeds} noise seeds [95% bootstrap interval of the median]; defaults for "
-          f"both libraries; LinearSVC against diffprivlib's LogisticRegression; bound: "
-          f"Holm-adjusted (over all {len(cells)} cells) one-sided 95% lower bound of "
-          f"median(dpcore) - median(diffprivlib), the noise seeds resampled within the fixed "
-          f"splits (the verdict's); split bound: the same with the splits resampled too "
-          f"(5 splits: far more conservative); won: bound > 0; tied: bound >= "
-          f"-{LINEAR_MARGIN}; lost: bound < -{LINEAR_MARGIN} with dpcore's median below; not "
-          f"shown: bound < -{LINEAR_MARGIN} with dpcore's median at or above")
-    print()
-    print("| learner | data set | preprocessing | epsilon | dpcore | diffprivlib | bound | "
-          "split bound | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    tally = {}
-    for key, res in cells.items():
-        text = {}
-        for lib, v in res.items():
-            lo, hi = _bootstrap_median_interval(v)
-            text[lib] = f"{np.median(v):.3f} [{lo:.3f}, {hi:.3f}]"
-        bound = bounds[key]
-        below = np.median(res["dpcore"]) < np.median(res["diffprivlib"])
-        verdict = ("won" if bound > 0 else "tied" if bound >= -LINEAR_MARGIN
-                   else "lost" if below else "not shown")
-        tally.setdefault(key[0], {"won": 0, "tied": 0, "not shown": [], "lost": []})
-        if verdict in ("lost", "not shown"):
-            tally[key[0]][verdict].append(key)
-        else:
-            tally[key[0]][verdict] += 1
-        learner, name, kind, e = key
-        print(f"| {learner} | {name} | {kind} | {e:g} | {text['dpcore']} | "
-              f"{text['diffprivlib']} | {bound:+.3f} | {split_bounds[key]:+.3f} | {verdict} |")
-    print()
-    for learner, t in tally.items():
-        print(f"- {learner}: won {t['won']}, tied {t['tied']}, not shown "
-              f"{len(t['not shown'])}, lost {len(t['lost'])}")
-        for what in ("lost", "not shown"):
-            if t[what]:
-                print(f"  - {what}: " + ", ".join(f"{b} / {c} / eps={e:g}"
-                                                   for _, b, c, e in t[what]))
-    print(f"\n(linear: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    return cells
 
 
 if __name__ == "__main__":
