@@ -5,6 +5,7 @@ import _thread
 import math
 from contextlib import contextmanager
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -581,6 +582,16 @@ def test_selection_law_two_threads(method, threads):
 # ------------------------------------------------------------------------------------------------
 # The pool: Ctrl-C, errors, fork
 
+@pytest.fixture
+def ctrl_c():
+    """Python's Ctrl-C handler for the test: a shell that starts pytest in the background sets
+    SIGINT to ignored, and `_thread.interrupt_main` then does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_stops_between_blocks_after_started_blocks_finish(threads):
     """KeyboardInterrupt reaches the caller soon (not after all 1000 blocks), and only once no
     worker runs a block (they write into the caller's arrays). A kernel's block is C code and
@@ -608,6 +619,7 @@ def test_ctrl_c_stops_between_blocks_after_started_blocks_finish(threads):
     assert len(started) < 100
 
 
+@pytest.mark.usefixtures("ctrl_c")
 @pytest.mark.parametrize("count", [1, 2])
 def test_ctrl_c_interrupts_a_long_kernel(count, threads):
     """A compiled kernel runs no signal handler by itself: the pool checks between blocks, so a
