@@ -312,7 +312,7 @@ _FAST_MARGIN = 2.0**-30
 _FAST_LIMIT = 700.0
 
 
-def flip_coins(utility, scale, rng):
+def flip_coins(utility: np.ndarray, scale: float, rng: np.random.Generator) -> int:
     """The index that permute-and-flip with scores ``scale * utility`` selects, exactly.
 
     ``utility``: a validated 1-d float64 array (``-inf`` excludes a candidate, at least one
