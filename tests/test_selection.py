@@ -343,6 +343,7 @@ def test_exact_fallback_matches_fast_decisions_draw_for_draw():
     assert fast == slow
 
 
+@pytest.mark.slow  # statistical, ~2.6 s of CPU (issue 26 item 7: over 2 s)
 def test_exact_fallback_taken_and_law():
     u = np.array([0.0, 1.0, 2.5])
     state = _select.ExactState(scale_of())
