@@ -794,13 +794,6 @@ def test_base_offsets_keep_integer_utilities_exact(scale):
 THREAD_COUNTS = (1, 2, 8)
 
 
-@pytest.fixture
-def threads():
-    before = dpcore.get_num_threads()
-    yield dpcore.set_num_threads
-    dpcore.set_num_threads(before)
-
-
 def _big_tables(wide):
     """Records enough for several runs (n d = 30000 x 20 values, runs of >= 2**17), with NaN-free
     data, one bin per code (wide: 300 bins, uint16 codes)."""

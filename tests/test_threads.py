@@ -28,14 +28,6 @@ THREAD_COUNTS = (1, 2, 8)
 BIG = _noise.THREAD_MIN * 2 + 12345  # three blocks, the last one partial
 
 
-@pytest.fixture
-def threads():
-    """Set the thread count inside a test; the previous value is restored afterwards."""
-    before = dpcore.get_num_threads()
-    yield dpcore.set_num_threads
-    dpcore.set_num_threads(before)
-
-
 # ------------------------------------------------------------------------------------------------
 # set_num_threads / get_num_threads
 
