@@ -3,6 +3,9 @@
 Every test states alpha before looking at data; with a fixed seed the outcome is deterministic,
 and alpha is the chance that a correct sampler would fail for a random seed.
 """
+import math
+from contextlib import contextmanager
+
 import numpy as np
 from scipy import stats
 
@@ -64,3 +67,37 @@ def z_score(estimate, exact, standard_error):
 def z_critical(alpha=ALPHA, n_checks=1):
     """Two-sided critical value with a Bonferroni correction for n_checks parallel checks."""
     return stats.norm.isf(alpha / (2 * n_checks))
+
+
+# -- exact laws of the integer noises (one definition each; vectorised in k) --------------------
+
+def dlap_pmf(scale):
+    """k -> P(Z = k) for Z ~ DLap(t), the discrete Laplace of scale t = ``scale``:
+    P(k) = (1 - q) / (1 + q) q**|k| with q = exp(-1/t) (so P(k) is proportional to
+    exp(-|k| / t), the law of dpcore.discrete_laplace(t)). ``k``: an int or an integer array.
+    1 - q is computed as -expm1(-1/t), accurate for large t too."""
+    q = math.exp(-1.0 / scale)
+    c = -math.expm1(-1.0 / scale) / (1.0 + q)
+    return lambda k: c * q ** np.abs(k)
+
+
+def dgauss_pmf(sigma):
+    """k -> P(Z = k) for Z ~ N_Z(0, sigma**2), the discrete Gaussian (Canonne-Kamath-Steinke):
+    exp(-k**2 / (2 sigma**2)) / S, S the sum of those weights over all integers, summed here
+    over |k| <= 40 sigma + 40 (every further weight is below exp(-800): zero in doubles).
+    ``k``: an int or an integer array."""
+    two_s2 = 2.0 * sigma * sigma
+    tail = np.arange(1, int(40 * sigma) + 41, dtype=np.float64)
+    norm = 1.0 + 2.0 * math.fsum(np.exp(-tail**2 / two_s2))
+    return lambda k: np.exp(-np.square(np.asarray(k, dtype=np.float64)) / two_s2) / norm
+
+
+@contextmanager
+def exact_path(kernel):
+    """Inside the block, ``kernel`` (``dpcore._noise`` or ``dpcore._select``) decides every draw
+    on its exact slow path, so the law tests reach that path; the fast path is restored after."""
+    kernel._force_exact_path(True)
+    try:
+        yield
+    finally:
+        kernel._force_exact_path(False)

@@ -11,6 +11,7 @@ import pytest
 from scipy import integrate, optimize
 from scipy.special import ndtr
 from scipy.stats import binom
+from _gof import dlap_pmf
 
 from dpcore import calibration
 from dpcore.curves import (DEFAULT_ORDERS, ApproxDP, DiscreteGaussian, DiscreteLaplace, Gaussian,
@@ -43,11 +44,6 @@ def epsilon_of(delta_fn, delta):
     while delta_fn(hi) > delta:
         hi *= 2
     return optimize.brentq(lambda e: delta_fn(e) - delta, 0.0, hi, xtol=1e-13, rtol=1e-13)
-
-
-def dlap_pmf(scale, z):
-    r = math.exp(-1.0 / scale)
-    return (1 - r) / (1 + r) * r ** np.abs(z)
 
 
 def hockey(p, q, eps):
@@ -143,7 +139,7 @@ def test_randomized_response_composition_matches_the_binomial_law(k):
 @pytest.mark.parametrize("k", [1, 3])
 def test_discrete_laplace_composition_against_enumeration(scale, shift, k):
     z = np.arange(-200, 201)
-    p, q = dlap_pmf(scale, z - shift), dlap_pmf(scale, z)
+    p, q = dlap_pmf(scale)(z - shift), dlap_pmf(scale)(z)
     atoms = compose_atoms(pld_of(p, q), k)
     curve = DiscreteLaplace(scale, shift).repeat(k)
     pld = curve.pld(H)
@@ -201,8 +197,8 @@ def poisson_count_laws(scale, rate, others):
     record (every other record counts 1), over a support wide enough to be exact to 1e-15."""
     z = np.arange(-150, 151 + others)
     kept = binom.pmf(np.arange(others + 1), others, rate)
-    without = sum(w * dlap_pmf(scale, z - c) for c, w in enumerate(kept))
-    with_record = sum(w * ((1 - rate) * dlap_pmf(scale, z - c) + rate * dlap_pmf(scale, z - c - 1))
+    without = sum(w * dlap_pmf(scale)(z - c) for c, w in enumerate(kept))
+    with_record = sum(w * ((1 - rate) * dlap_pmf(scale)(z - c) + rate * dlap_pmf(scale)(z - c - 1))
                       for c, w in enumerate(kept))
     return with_record, without
 
@@ -319,7 +315,7 @@ def wor_laws(scale, data, changed, m):
     subsets = list(itertools.combinations(range(len(data)), m))
 
     def law(values):
-        return sum(dlap_pmf(scale, z - sum(values[i] for i in s)) for s in subsets) / len(subsets)
+        return sum(dlap_pmf(scale)(z - sum(values[i] for i in s)) for s in subsets) / len(subsets)
     return law(data), law(other)
 
 

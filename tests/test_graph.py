@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue
+from _gof import ALPHA, chisquare_pvalue, dlap_pmf, integer_pvalue
 
 import dpcore
 from dpcore import _hrg
@@ -540,13 +540,9 @@ def test_privhrg_noise_is_discrete_laplace():
     noise = np.concatenate(noise)
     eps2 = eps * (1 - split)
 
-    def dlap(scale):
-        q = math.exp(-1 / scale)
-        return lambda z: (1 - q) / (1 + q) * q ** abs(z)
-
     support = np.arange(-12, 13)
-    assert integer_pvalue(noise, dlap(1 / eps2), support) > ALPHA
-    assert integer_pvalue(noise, dlap(1.2 / eps2), support) < ALPHA
+    assert integer_pvalue(noise, dlap_pmf(1 / eps2), support) > ALPHA
+    assert integer_pvalue(noise, dlap_pmf(1.2 / eps2), support) < ALPHA
 
 
 def test_release_hrg_outputs_and_privacy_fields():

@@ -712,6 +712,7 @@ def test_ladder_law_under_every_generator(kind):
     assert chisquare_pvalue(np.bincount(draws, minlength=top + 1), law / law.sum()) > ALPHA
 
 
+@pytest.mark.slow  # statistical, ~5 s of CPU (issue 26 item 7: over 2 s)
 def test_ladder_centre_and_far_tail():
     """The rejection of the centre and the geometric tail, on a graph whose ladder is short:
     the empirical frequency of the exact count and of outputs beyond the last stored rung

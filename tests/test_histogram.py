@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from _gof import ALPHA, integer_pvalue, z_critical
+from _gof import ALPHA, dlap_pmf, integer_pvalue, z_critical
 
 from dpcore._release import bins as release_bins, sums as release_sums
 import dpcore
@@ -17,11 +17,6 @@ from dpcore import _histogram, _noise, stats
 
 def rng(seed):
     return np.random.Generator(dpcore.ChaCha20(seed))
-
-
-def dlap_pmf(t):
-    q = math.exp(-1.0 / t)
-    return lambda k: (1 - q) / (1 + q) * q ** abs(k)
 
 
 def dlap_scale(sensitivity, epsilon):

@@ -1,7 +1,5 @@
 """Private k-means (dpcore.learn._kmeans): utility against scikit-learn, the exact noise law of a
 released count, one charge, no private attribute, scikit-learn's estimator contract."""
-import math
-
 import numpy as np
 import pytest
 
@@ -19,7 +17,7 @@ from dpcore.learn._kmeans import (  # noqa: E402
     count_sum_split,
     histogram_bins,
 )
-from tests._gof import ALPHA, integer_pvalue  # noqa: E402
+from tests._gof import ALPHA, dlap_pmf, integer_pvalue  # noqa: E402
 
 
 def _blobs(n, d, k, seed):
@@ -68,11 +66,6 @@ def _count_samples(n_fits, epsilon):
     return out.ravel(), km
 
 
-def _dlap_pmf(t):
-    q = math.exp(-1.0 / t)
-    return lambda z: (1 - q) / (1 + q) * q ** abs(z)
-
-
 def test_released_count_is_exact_discrete_laplace():
     noise, km = _count_samples(2500, epsilon=1.0)
     plan = km._plan(2, 1.0, 4, 1, km.init, 0.2)
@@ -83,9 +76,9 @@ def test_released_count_is_exact_discrete_laplace():
     assert count_noise.scale == pytest.approx(1 + count_sum_split(2), rel=1e-12)
     t = count_noise.scale
     support = np.arange(-int(8 * t), int(8 * t) + 1)
-    assert integer_pvalue(noise, _dlap_pmf(t), support) > ALPHA
+    assert integer_pvalue(noise, dlap_pmf(t), support) > ALPHA
     # power: a 15% wrong scale is rejected by the same test on the same draws
-    assert integer_pvalue(noise, _dlap_pmf(1.15 * t), support) < ALPHA
+    assert integer_pvalue(noise, dlap_pmf(1.15 * t), support) < ALPHA
 
 
 def test_cluster_totals_match_naive():

@@ -11,6 +11,7 @@ pytest.importorskip("sklearn")
 from _gof import (  # noqa: E402
     ALPHA,
     chisquare_pvalue,
+    dgauss_pmf,
     integer_pvalue,
     merge_sparse_bins,
     z_critical,
@@ -27,12 +28,6 @@ BITS = _sgd.LATTICE_BITS
 
 def _handle(seed):
     return bitgen_handle(check_random_state(seed))
-
-
-def dgauss_pmf(sigma):
-    ks = np.arange(-int(40 * sigma) - 40, int(40 * sigma) + 41)
-    norm = np.exp(-ks.astype(float) ** 2 / (2 * sigma * sigma)).sum()
-    return lambda k: math.exp(-k * k / (2 * sigma * sigma)) / norm
 
 
 # ------------------------------------------------------------------------------------------------

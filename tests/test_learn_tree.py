@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 import dpcore  # noqa: E402
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue  # noqa: E402
+from _gof import ALPHA, chisquare_pvalue, dlap_pmf, integer_pvalue  # noqa: E402
 from dpcore import _tree  # noqa: E402
 from dpcore.learn._tree import (  # noqa: E402
     DecisionTreeClassifier,
@@ -31,11 +31,6 @@ from dpcore.selection import ExponentialMechanism  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpcore.accounting.PrivacyWarning"),
               pytest.mark.filterwarnings("ignore::dpcore.learn._tree.SingleLeafWarning")]
-
-
-def dlap_pmf(t):
-    q = np.exp(-1.0 / t)
-    return lambda z: (1 - q) / (1 + q) * q ** abs(z)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -797,13 +792,6 @@ def test_base_offsets_keep_integer_utilities_exact(scale):
 # input's shape; integer counts, so every thread count gives the same output
 
 THREAD_COUNTS = (1, 2, 8)
-
-
-@pytest.fixture
-def threads():
-    before = dpcore.get_num_threads()
-    yield dpcore.set_num_threads
-    dpcore.set_num_threads(before)
 
 
 def _big_tables(wide):

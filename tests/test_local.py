@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from _gof import ALPHA, chisquare_pvalue, z_critical
+from _gof import ALPHA, chisquare_pvalue, exact_path, z_critical
 from _generators import GENERATOR_KINDS, generator
 
 import dpcore
@@ -725,11 +725,8 @@ def test_planar_fast_decisions_are_exact():
 def test_planar_exact_path_law():
     """Every acceptance decided in exact arithmetic: the offsets still follow the planar law."""
     from dpcore import _noise  # the test hook of every noise kernel
-    _noise._force_exact_path(True)
-    try:
+    with exact_path(_noise):
         z = local.planar_laplace(np.zeros((1000, 2)), epsilon=0.6, grid=1.0, random_state=66)
-    finally:
-        _noise._force_exact_path(False)
     offsets = np.rint(z).astype(np.int64)
     assert planar_pvalue(offsets, 0.6) > ALPHA
     assert planar_pvalue(offsets, 0.6 * 1.25) < ALPHA  # power

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from _gof import ALPHA, integer_pvalue
+from _gof import ALPHA, dlap_pmf, integer_pvalue
 
 import dpcore
 from dpcore import _histogram, mestimators, stats
@@ -16,11 +16,6 @@ from dpcore.mestimators import PerturbedHistogram
 
 def rng(seed):
     return np.random.Generator(dpcore.ChaCha20(seed))
-
-
-def dlap_pmf(t):
-    q = math.exp(-1.0 / t)
-    return lambda k: (1 - q) / (1 + q) * q ** abs(k)
 
 
 def regression_data(n, seed):

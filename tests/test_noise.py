@@ -1,31 +1,17 @@
 """The noise kernel (dpcore._noise): exact laws of the discrete samplers, snapping's pieces, and
 the exact fallback paths taken and right."""
 import math
-from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
+from _gof import (ALPHA, chisquare_pvalue, dgauss_pmf, dlap_pmf, exact_path, integer_pvalue,
+                  z_critical)
 from _generators import GENERATOR_KINDS, generator
 
 import dpcore
 from dpcore import _noise, _noise_grid, _noise_snapping
-
-
-def dlap_pmf(scale):
-    q = math.exp(-1.0 / scale)
-    c = (1 - q) / (1 + q)
-    return lambda k: c * q ** abs(k)
-
-
-def dgauss_pmf(sigma):
-    half = int(60 * sigma) + 20
-    ks = np.arange(-half, half + 1)
-    logw = -(ks.astype(float) ** 2) / (2 * sigma**2)
-    norm = np.exp(logw).sum()
-    return lambda k: math.exp(-(k * k) / (2 * sigma**2)) / norm
 
 
 def dgauss_variance(sigma2):
@@ -33,15 +19,6 @@ def dgauss_variance(sigma2):
     ks = np.arange(-half, half + 1).astype(float)
     w = np.exp(-(ks**2) / (2 * sigma2))
     return float((w * ks**2).sum() / w.sum())
-
-
-@contextmanager
-def exact_path():
-    _noise._force_exact_path(True)
-    try:
-        yield
-    finally:
-        _noise._force_exact_path(False)
 
 
 N = 200_000
@@ -129,20 +106,20 @@ def test_discrete_gaussian_power():
 @pytest.mark.parametrize("scale", [0.7, 2.5])
 def test_discrete_laplace_exact_path_law(scale):
     """Every magnitude decided by the exact rational fallback: the law is still exact."""
-    with exact_path():
+    with exact_path(_noise):
         x = dpcore.discrete_laplace(scale, size=4000, random_state=21)
     assert integer_pvalue(x, dlap_pmf(scale), np.arange(-10, 11)) > ALPHA
 
 
 def test_discrete_gaussian_exact_path_law():
-    with exact_path():
+    with exact_path(_noise):
         x = dpcore.discrete_gaussian(1.5, size=3000, random_state=22)
     assert integer_pvalue(x, dgauss_pmf(1.5), np.arange(-8, 9)) > ALPHA
 
 
 def test_exact_path_power():
     """The exact-path test has power: the wrong scale is rejected at the same sample size."""
-    with exact_path():
+    with exact_path(_noise):
         x = dpcore.discrete_laplace(3.5, size=4000, random_state=23)
     assert integer_pvalue(x, dlap_pmf(2.5), np.arange(-10, 11)) < ALPHA
 
@@ -175,7 +152,7 @@ def test_snapping_exact_log_path_is_identical():
     out_fast = np.empty_like(x)
     out_exact = np.empty_like(x)
     _noise_snapping.snapping_into(out_fast, x, 1.25, 2.0, 8.0, 41)
-    with exact_path():
+    with exact_path(_noise):
         _noise_snapping.snapping_into(out_exact, x, 1.25, 2.0, 8.0, 41)
     np.testing.assert_array_equal(out_fast, out_exact)
 
@@ -419,7 +396,7 @@ def test_grid_kernels_match_unfused_computation(n, exact):
         noise = np.empty(n, dtype=np.int64)
         gen_a, gen_b = dpcore.ChaCha20(9), dpcore.ChaCha20(9)
         if exact:
-            with exact_path():
+            with exact_path(_noise):
                 fused(out, gen_a)
                 plain(noise, gen_b)
         else:
@@ -463,7 +440,7 @@ def test_add_into_kernels_match_the_earlier_paths(n, exact):
         got, want = start.copy(), start.copy()
         gen_a, gen_b = dpcore.ChaCha20(n + 1), dpcore.ChaCha20(n + 1)
         if exact:
-            with exact_path():
+            with exact_path(_noise):
                 add_into(got, scale, gen_a)
                 reference(want, scale, gen_b)
         else:
@@ -535,7 +512,7 @@ def test_release_near_the_double_range_is_never_infinite(kind):
 
 def test_discrete_gaussian_exact_path_large_sigma():
     """Large sigma, every decision exact (non-integer t = sigma + 0.16): runs and stays near 0."""
-    with exact_path():
+    with exact_path(_noise):
         x = dpcore.discrete_gaussian(1234567.25, size=40, random_state=24)
     assert np.all(np.abs(x) < 8 * 1234567.25) and len(set(x.tolist())) == 40
 
@@ -765,7 +742,7 @@ def test_table_tail_law(sigma, cut):
 def test_table_exact_path_law_large_sigma():
     """Every acceptance decided in rational arithmetic (the fast tests and squeezes off)."""
     sigma = 1234567.25
-    with exact_path():
+    with exact_path(_noise):
         x = dpcore.discrete_gaussian(sigma, size=2000, random_state=25)
     edges = np.arange(-3, 3.01, 0.5)
     assert _normal_bins_pvalue(x, sigma, sigma, edges) > ALPHA

@@ -1,6 +1,7 @@
 """Calibrated plans (issue 26): cost known before data, charged once, composed before data."""
 import numpy as np
 import pytest
+from _recording import RecordingAccountant
 
 import dpcore
 from dpcore import plans
@@ -89,17 +90,6 @@ def test_relations_must_agree():
 
 
 # -- every calibrated mechanism is a plan whose cost is what its release charges ---------------
-
-class RecordingAccountant(dpcore.Accountant):
-    """Records every charge as given (the curve too), and never refuses one."""
-
-    def __init__(self):
-        super().__init__(1.0)
-        self.charges = []
-
-    def charge(self, epsilon=None, delta=None, *, rho=None, label=None, curve=None):
-        self.charges.append((Cost(epsilon, delta or 0.0, rho, curve), label))
-
 
 #: calibrations of each mechanism class of dpcore.mechanisms (each method, each notion)
 MECHANISMS = {

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from _gof import ALPHA, integer_pvalue, z_critical
+from _gof import ALPHA, dlap_pmf, integer_pvalue, z_critical
 
 import dpcore
 from dpcore._floats import round_down
@@ -25,11 +25,6 @@ from dpcore._release.sums import IntegerNoise
 
 def rng(seed):
     return np.random.Generator(dpcore.ChaCha20(seed))
-
-
-def dlap_pmf(t):
-    p = math.exp(-1.0 / t)
-    return lambda k: (1 - p) / (1 + p) * p ** abs(k)
 
 
 def dlap_moments_closed(t):

@@ -5,14 +5,13 @@ import itertools
 import math
 import threading
 import tracemalloc
-from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from _gof import ALPHA, chisquare_pvalue, z_critical
+from _gof import ALPHA, chisquare_pvalue, exact_path, z_critical
 from _generators import GENERATOR_KINDS, generator
 
 import dpcore
@@ -110,15 +109,6 @@ def chunked(u, sizes):
             i += size
             j += 1
     return gen
-
-
-@contextmanager
-def exact_path():
-    _select._force_exact_path(True)
-    try:
-        yield
-    finally:
-        _select._force_exact_path(False)
 
 
 @pytest.fixture(scope="module")
@@ -348,15 +338,16 @@ def test_exact_fallback_matches_fast_decisions_draw_for_draw():
     and at the first precision level no extra bits are drawn)."""
     u = np.array([0.0, 1.0, 2.0, 3.0, -np.inf, 2.5])
     fast = [dpcore.exponential(u, sensitivity=1.0, epsilon=1.0, random_state=s) for s in range(300)]
-    with exact_path():
+    with exact_path(_select):
         slow = [dpcore.exponential(u, sensitivity=1.0, epsilon=1.0, random_state=s) for s in range(300)]
     assert fast == slow
 
 
+@pytest.mark.slow  # statistical, ~2.6 s of CPU (issue 26 item 7: over 2 s)
 def test_exact_fallback_taken_and_law():
     u = np.array([0.0, 1.0, 2.5])
     state = _select.ExactState(scale_of())
-    with exact_path():
+    with exact_path(_select):
         state.feed(u, 2.5, dpcore.random.bitgen_handle(3))
         counts = counts_of(draw(u, 3000, 61), 3)
     assert state.stats["exact"] >= 1

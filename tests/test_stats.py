@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
+from _gof import ALPHA, chisquare_pvalue, dgauss_pmf, dlap_pmf, integer_pvalue, z_critical
 
 from dpcore._release import quantiles as release_quantiles, sums as release_sums
 import dpcore
@@ -32,17 +32,6 @@ def power(p_true, p_null, n_draws, df=None):
     lam = n_draws * np.sum((p_true[keep] - p_null[keep]) ** 2 / p_null[keep])
     df = keep.sum() - 1 if df is None else df
     return sps.ncx2.sf(sps.chi2.isf(ALPHA, df), df, lam)
-
-
-def dlap_pmf(t):
-    p = math.exp(-1.0 / t)
-    return lambda k: (1 - p) / (1 + p) * p ** abs(k)
-
-
-def dgauss_pmf(sigma):
-    ks = np.arange(-int(60 * sigma) - 5, int(60 * sigma) + 6)
-    norm = np.sum(np.exp(-ks.astype(float) ** 2 / (2 * sigma**2)))
-    return lambda k: math.exp(-k * k / (2 * sigma**2)) / norm
 
 
 # ------------------------------------------------------------------------------------------------

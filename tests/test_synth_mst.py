@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from _gof import ALPHA, integer_pvalue
+from _gof import ALPHA, dgauss_pmf, dlap_pmf, integer_pvalue
 
 import dpcore
 from dpcore._release import Cost
@@ -151,17 +151,13 @@ def law_fits(kwargs, seeds, n=300):
 
 
 def dgauss_pvalue(samples, sigma):
-    support = np.arange(-int(10 * sigma) - 2, int(10 * sigma) + 3)
-    w = np.exp(-support.astype(float) ** 2 / (2 * sigma * sigma))
-    table = dict(zip(support.tolist(), w / w.sum()))
-    return integer_pvalue(samples, lambda k: table[k], support)
+    half = int(10 * sigma) + 2
+    return integer_pvalue(samples, dgauss_pmf(sigma), np.arange(-half, half + 1))
 
 
 def dlap_pvalue(samples, scale):
-    support = np.arange(-int(25 * scale) - 2, int(25 * scale) + 3)
-    q = math.exp(-1 / scale)
-    table = dict(zip(support.tolist(), (1 - q) / (1 + q) * q ** np.abs(support)))
-    return integer_pvalue(samples, lambda k: table[k], support)
+    half = int(25 * scale) + 2
+    return integer_pvalue(samples, dlap_pmf(scale), np.arange(-half, half + 1))
 
 
 def test_gaussian_noise_laws_of_both_measurements():

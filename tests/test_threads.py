@@ -3,7 +3,6 @@ seeded output is the same for 1, 2 and 8 threads; small calls unchanged), the la
 threads, threadpoolctl and environment limits, fork safety and Ctrl-C."""
 import _thread
 import math
-from contextlib import contextmanager
 import os
 import signal
 import subprocess
@@ -15,7 +14,8 @@ import warnings
 import numpy as np
 import pytest
 
-from _gof import ALPHA, chisquare_pvalue, integer_pvalue, z_critical
+from _gof import (ALPHA, chisquare_pvalue, dgauss_pmf, dlap_pmf, exact_path, integer_pvalue,
+                  z_critical)
 
 import dpcore
 from dpcore import (
@@ -27,34 +27,6 @@ from dpcore.selection import ExponentialMechanism
 
 THREAD_COUNTS = (1, 2, 8)
 BIG = _noise.THREAD_MIN * 2 + 12345  # three blocks, the last one partial
-
-
-@pytest.fixture
-def threads():
-    """Set the thread count inside a test; the previous value is restored afterwards."""
-    before = dpcore.get_num_threads()
-    yield dpcore.set_num_threads
-    dpcore.set_num_threads(before)
-
-
-@contextmanager
-def _exact_path():
-    _noise._force_exact_path(True)
-    try:
-        yield
-    finally:
-        _noise._force_exact_path(False)
-
-
-def dlap_pmf(scale):
-    q = math.exp(-1.0 / scale)
-    return lambda k: (1 - q) / (1 + q) * q ** abs(k)
-
-
-def dgauss_pmf(sigma):
-    ks = np.arange(-int(60 * sigma) - 20, int(60 * sigma) + 21)
-    norm = np.exp(-(ks.astype(float) ** 2) / (2 * sigma**2)).sum()
-    return lambda k: math.exp(-(k * k) / (2 * sigma**2)) / norm
 
 
 # ------------------------------------------------------------------------------------------------
@@ -233,7 +205,7 @@ def test_exact_finishing_inside_blocks(kernel, threads):
     threads and the law is exact (alpha = ALPHA; 2**16 + 3 draws, two blocks)."""
     n = _noise.THREAD_MIN + 3
     outputs = []
-    with _exact_path():
+    with exact_path(_noise):
         for count in (1, 2):
             threads(count)
             if kernel == "snapping":

@@ -8,6 +8,8 @@ edges or their number m (private under edge-DP); the vertex count is public and 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpcore import _validation as check
@@ -19,7 +21,7 @@ __all__ = ["MAX_NODES", "check_n_nodes", "is_networkx", "networkx_edges", "edge_
 MAX_NODES = 2**26
 
 
-def check_n_nodes(n_nodes, name="n_nodes"):
+def check_n_nodes(n_nodes: Any, name: str = "n_nodes") -> int:
     """The public vertex count as an int in [3, MAX_NODES]."""
     n = check.integer(n_nodes, name)
     if n < 3:
@@ -30,11 +32,12 @@ def check_n_nodes(n_nodes, name="n_nodes"):
     return n
 
 
-def is_networkx(G):
+def is_networkx(G: Any) -> bool:
+    """Whether ``G`` looks like a networkx graph (duck-typed: networkx is not imported)."""
     return hasattr(G, "edges") and hasattr(G, "nodes") and hasattr(G, "is_directed")
 
 
-def networkx_edges(G, name):
+def networkx_edges(G: Any, name: str) -> tuple[list[Any], np.ndarray]:
     """(labels, edges): the nodes in order and the edges as an (m, 2) int64 array of indices."""
     if G.is_directed():
         raise TypeError(f"{name} must be an undirected graph, got a directed {type(G).__name__}")
@@ -44,7 +47,7 @@ def networkx_edges(G, name):
     return labels, np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
-def edge_array(G, n, name):
+def edge_array(G: Any, n: int, name: str) -> np.ndarray:
     """An (m, 2) integer array of vertex ids in [0, n), as int64."""
     try:
         edges = np.asarray(G)
@@ -66,7 +69,7 @@ def edge_array(G, n, name):
     return edges
 
 
-def unique(values):
+def unique(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values of an int64 array (sort and compare neighbours: faster here than
     numpy.unique, which hashes)."""
     values = np.sort(values)
@@ -75,7 +78,8 @@ def unique(values):
     return values
 
 
-def simple_edges(edges, n, simplify, name):
+def simple_edges(edges: np.ndarray, n: int, simplify: bool | np.bool_, name: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """(u, v): the distinct edges u < v as int32 arrays sorted by (u, v). Self-loops and repeated
     edges raise unless ``simplify``, which drops them."""
     loops = edges[:, 0] == edges[:, 1]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import decimal
 import math
 from fractions import Fraction
+from typing import Callable, SupportsInt, Union
 
 __all__ = ["log_correctly_rounded", "floor_neglog_scaled", "positive_cell", "uniform_below_exp",
            "uniform_integer"]
@@ -29,14 +30,19 @@ START_DIGITS = 40
 TWO_64 = 2**64
 _ONE = Fraction(1)
 
+#: An exact rational argument: a Fraction, an int or a double (read exactly).
+Rational = Union[Fraction, int, float]
+#: A source of uniformly random 64-bit words.
+Words = Callable[[], SupportsInt]
 
-def _context(digits):
+
+def _context(digits: int) -> decimal.Context:
     return decimal.Context(
         prec=digits, rounding=decimal.ROUND_HALF_EVEN, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN
     )
 
 
-def _ln_integer(n, digits):
+def _ln_integer(n: int, digits: int) -> tuple[Fraction, Fraction]:
     """(value, error bound) as Fractions with |ln(n) - value| <= error, n >= 1 an integer."""
     if n == 1:
         return Fraction(0), Fraction(0)
@@ -45,14 +51,14 @@ def _ln_integer(n, digits):
     return Fraction(ln), Fraction(10) ** (ln.adjusted() - digits + 1)
 
 
-def _ln_enclosure(x: Fraction, digits):
+def _ln_enclosure(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
     """(value, error bound) with |ln(x) - value| <= error for a positive rational x."""
     v1, e1 = _ln_integer(x.numerator, digits)
     v2, e2 = _ln_integer(x.denominator, digits)
     return v1 - v2, e1 + e2
 
 
-def log_correctly_rounded(x):
+def log_correctly_rounded(x: float) -> float:
     """ln(x) rounded to the nearest double (ties to even), for a positive finite double x."""
     x = float(x)
     if not (x > 0.0 and math.isfinite(x)):
@@ -70,7 +76,7 @@ def log_correctly_rounded(x):
         digits *= 2
 
 
-def _neglog_sign(x: Fraction, target: Fraction):
+def _neglog_sign(x: Fraction, target: Fraction) -> int:
     """The sign of -ln(x) - target (never 0 unless x == 1 and target == 0)."""
     if x == _ONE:
         return (target < 0) - (target > 0)
@@ -84,7 +90,7 @@ def _neglog_sign(x: Fraction, target: Fraction):
         digits *= 2
 
 
-def _floor_neglog_times(x: Fraction, scale: Fraction):
+def _floor_neglog_times(x: Fraction, scale: Fraction) -> int:
     """floor(-ln(x) * scale) exactly, for 0 < x <= 1 and scale > 0."""
     if x == _ONE:
         return 0
@@ -97,14 +103,14 @@ def _floor_neglog_times(x: Fraction, scale: Fraction):
         digits *= 2
 
 
-def _refine(lo: Fraction, hi: Fraction, bits):
+def _refine(lo: Fraction, hi: Fraction, bits: Words) -> tuple[Fraction, Fraction]:
     """The sub-cell, one of 2**64 equal parts of [lo, hi), picked by 64 fresh random bits."""
     width = (hi - lo) / TWO_64
     j = int(bits())
     return lo + width * j, lo + width * (j + 1)
 
 
-def floor_neglog_scaled(lo, hi, scale, bits):
+def floor_neglog_scaled(lo: Rational, hi: Rational, scale: Rational, bits: Words) -> int:
     """floor(-ln(u) * scale) for u a real uniform on the cell [lo, hi) inside (0, 1].
 
     Parameters
@@ -131,7 +137,7 @@ def floor_neglog_scaled(lo, hi, scale, bits):
         lo, hi = _refine(lo, hi, bits)
 
 
-def uniform_below_exp(lo, hi, gamma, bits):
+def uniform_below_exp(lo: Rational, hi: Rational, gamma: Rational, bits: Words) -> bool:
     """Whether u < exp(-gamma) for u a real uniform on the cell [lo, hi) inside (0, 1].
 
     That event has probability exp(-gamma) when the cell is U*'s: an exact
@@ -148,7 +154,7 @@ def uniform_below_exp(lo, hi, gamma, bits):
         lo, hi = _refine(lo, hi, bits)
 
 
-def positive_cell(word):
+def positive_cell(word: Words) -> tuple[Fraction, Fraction]:
     """(lo, hi), 0 < lo < hi <= 1: the cell of width 2**-64k holding a real uniform, read from
     64-bit words (``word()``) and refined past 0 if needed."""
     num, bits = int(word()), 64
@@ -157,7 +163,7 @@ def positive_cell(word):
     return Fraction(num, 1 << bits), Fraction(num + 1, 1 << bits)
 
 
-def uniform_integer(m, word):
+def uniform_integer(m: int, word: Words) -> int:
     """A uniform integer in [0, m) for an int m >= 1, from 64-bit words (rejection on
     bit_length(m - 1) bits: exact)."""
     bits = (m - 1).bit_length()

@@ -4,23 +4,31 @@ comparison is decided. Called with the GIL (and the generator's lock, when the b
 shared generator) by the selection kernel only, for the rare comparisons its proven double
 enclosures leave open.
 """
+from __future__ import annotations
+
 import math
 from fractions import Fraction
+from typing import Optional, SupportsInt
 
 from dpcore import _exact
 
 TWO_64 = 2**64
 START_DIGITS = 40
 
+#: A cell [lo, hi) of a real uniform in [0, 1].
+Cell = tuple[Fraction, Fraction]
+#: An enclosure (lower, upper) of G over a cell; None for an unbounded side.
+Enclosure = tuple[Optional[Fraction], Optional[Fraction]]
 
 
-def ln_bounds(x, digits):
+
+def ln_bounds(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
     """(low, high) Fractions with low <= ln(x) <= high, x a positive rational."""
     value, error = _exact._ln_enclosure(Fraction(x), digits)
     return value - error, value + error
 
 
-def g_point(x, digits):
+def g_point(x: Fraction, digits: int) -> tuple[Fraction, Fraction] | None:
     """(low, high) with low <= G(x) <= high for a rational x in (0, 1), or None when the
     precision does not separate E = -ln(1 - x) from 0."""
     lo1, hi1 = ln_bounds(1 - x, digits)
@@ -32,7 +40,7 @@ def g_point(x, digits):
     return -lo_hi, -lo_lo
 
 
-def gumbel_cell(cell, digits):
+def gumbel_cell(cell: Cell, digits: int) -> Enclosure | None:
     """(low, high) enclosure of G over the cell [lo, hi); None for an infinite end, or None
     altogether when the precision is too low."""
     lo, hi = cell
@@ -51,7 +59,7 @@ def gumbel_cell(cell, digits):
     return lower, upper
 
 
-def refine(cell, bits):
+def refine(cell: Cell, bits: _exact.Words) -> Cell:
     """The sub-cell picked by 64 fresh bits (one of 2**64 equal parts)."""
     lo, hi = cell
     width = (hi - lo) / TWO_64
@@ -59,12 +67,14 @@ def refine(cell, bits):
     return lo + width * j, lo + width * (j + 1)
 
 
-def word_cell(w):
+def word_cell(w: SupportsInt) -> Cell:
     """The cell [w 2**-64, (w + 1) 2**-64) of a 64-bit word."""
     return Fraction(int(w), TWO_64), Fraction(int(w) + 1, TWO_64)
 
 
-def decide(d, cell_r, cell_b, bits, enc_b=None):
+def decide(d: Fraction, cell_r: Cell, cell_b: Cell, bits: _exact.Words,
+           enc_b: Enclosure | None = None
+           ) -> tuple[bool, Cell, Cell, Enclosure | None, Enclosure | None]:
     """Whether d + G(R_r) > G(R_b) for real uniforms R_r, R_b in the cells, exactly.
 
     Returns (wins, cell_r, cell_b, enc_r, enc_b): the cells as refined (both refined together,
@@ -89,7 +99,7 @@ def decide(d, cell_r, cell_b, bits, enc_b=None):
         digits += 24  # each refinement narrows a cell by 2**-64 (19.3 digits)
 
 
-def down(q):
+def down(q: Fraction | None) -> float:
     """The largest double <= q (a Fraction), or -inf for None."""
     if q is None:
         return -math.inf
@@ -99,7 +109,7 @@ def down(q):
     return x
 
 
-def up(q):
+def up(q: Fraction | None) -> float:
     """The smallest double >= q (a Fraction), or inf for None."""
     if q is None:
         return math.inf

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Union
+
+#: An exact rational: a Fraction, an int or a double (read exactly).
+Rational = Union[Fraction, int, float]
 
 __all__ = ["GRID_BITS", "round_up", "round_down", "pow2_floor", "pow2_ceil"]
 
@@ -20,7 +24,7 @@ __all__ = ["GRID_BITS", "round_up", "round_down", "pow2_floor", "pow2_ceil"]
 GRID_BITS = 36
 
 
-def round_up(q) -> float:
+def round_up(q: Rational) -> float:
     """The smallest double >= the rational q."""
     x = float(q)  # int / int true division: correctly rounded to nearest
     if Fraction(x) < q:
@@ -28,7 +32,7 @@ def round_up(q) -> float:
     return x
 
 
-def round_down(q) -> float:
+def round_down(q: Rational) -> float:
     """The largest double <= the rational q."""
     x = float(q)
     if Fraction(x) > q:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import sys
 import time
+from types import TracebackType
+from typing import TextIO
 
 __all__ = ["Progress"]
 
 
-def _clock(seconds):
+def _clock(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 60:d}:{seconds % 60:02d}"
 
@@ -40,7 +42,8 @@ class Progress:
         Characters of the bar on a terminal.
     """
 
-    def __init__(self, label, total, *, enabled, stream=None, width=30):
+    def __init__(self, label: str, total: int, *, enabled: bool, stream: TextIO | None = None,
+                 width: int = 30):
         self.label, self.total, self.enabled = label, max(int(total), 0), bool(enabled)
         self.stream = sys.stderr if stream is None else stream
         self.width = width
@@ -51,14 +54,14 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         self._terminal = bool(isatty and isatty())
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close(finished=exc_type is None)
-        return False
 
-    def line(self):
+    def line(self) -> str:
         """The text shown for the current count."""
         fraction = self.done / self.total if self.total else 1.0
         elapsed = time.monotonic() - self._start
@@ -70,7 +73,7 @@ class Progress:
             text = f"[{'#' * filled}{'.' * (self.width - filled)}] " + text
         return text
 
-    def update(self, done):
+    def update(self, done: int) -> None:
         """Set the count to ``done`` (public) and redraw when due."""
         if not self.enabled:
             return
@@ -88,7 +91,7 @@ class Progress:
             self.stream.flush()
             self._last_tenth = tenth
 
-    def close(self, finished=True):
+    def close(self, finished: bool = True) -> None:
         """End the line (on a terminal) after the last update."""
         if self.enabled and self._terminal:
             if finished:

@@ -294,7 +294,7 @@ class SmoothMedianPlan:
     beta: float
 
     @classmethod
-    def calibrate(cls, epsilon, delta=None):
+    def calibrate(cls, epsilon: float, delta: float | None = None) -> SmoothMedianPlan:
         """Split epsilon between sliding (alpha) and dilation (beta); see :func:`median`."""
         epsilon = _epsilon(epsilon)
         eps = Fraction(epsilon)

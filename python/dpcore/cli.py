@@ -15,6 +15,7 @@ import json
 import math
 import sys
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -32,11 +33,11 @@ class CommandError(SystemExit):
     """A one-line error of a subcommand: printed to stderr by :func:`_fail`, exit status 2 (as
     argparse's usage errors), never a traceback. ``str()`` is the message."""
 
-    def __init__(self, message):
+    def __init__(self, message: str):
         super().__init__(2)
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
 
@@ -106,7 +107,8 @@ def _read_rows(path):
 
 def _load_demo(path=None):
     if path is None:
-        with resources.files("dpcore").joinpath("data/demo.csv").open("r", newline="") as handle:
+        with resources.as_file(resources.files("dpcore") / "data" / "demo.csv") as bundled, \
+                open(bundled, newline="") as handle:
             rows = list(csv.DictReader(handle))
     else:
         rows = _read_rows(path)
@@ -128,7 +130,8 @@ def _load_demo(path=None):
     return columns
 
 
-def run_demo(epsilon=1.0, delta=1e-6, data=None, random_state=None):
+def run_demo(epsilon: float = 1.0, delta: float = 1e-6, data: str | None = None,
+             random_state: Any = None) -> dict[str, Any]:
     """Release the demo statistics; returns a dict of releases and the privacy spent.
 
     Budget split (add/remove neighbours, one record per person): 20% for the record count,
@@ -142,13 +145,13 @@ def run_demo(epsilon=1.0, delta=1e-6, data=None, random_state=None):
     delta = check.probability(delta, "--delta", open_low=False)
     cols = _load_demo(data)
     acc = Accountant(epsilon, delta)
-    releases = {}
+    releases: dict[str, Any] = {}
     # One generator for every release: a seed must not restart the same stream for each.
-    kw = {"random_state": dpcore.random.check_random_state(random_state), "accountant": acc}
+    kw: dict[str, Any] = {"random_state": dpcore.random.check_random_state(random_state), "accountant": acc}
     releases["count"] = float(dpcore.laplace(len(cols["age"]), sensitivity=1.0, epsilon=0.2 * epsilon, **kw))
     sectors = DEMO_SECTORS
     counts = np.array([np.sum(cols["sector"] == s) for s in sectors], dtype=float)
-    noisy_counts = dpcore.laplace(counts, sensitivity=1.0, epsilon=0.3 * epsilon, **kw)
+    noisy_counts = np.asarray(dpcore.laplace(counts, sensitivity=1.0, epsilon=0.3 * epsilon, **kw))
     releases["sector_counts"] = dict(zip(sectors, map(float, noisy_counts)))
     noisy_count = max(releases["count"], 1.0)
     for name in ("age", "hours_per_week"):
@@ -231,7 +234,7 @@ def _read_edge_list(path, n_nodes=None, labels=None):
     return edges
 
 
-def run_graph(args):
+def run_graph(args: argparse.Namespace) -> dict[str, Any]:
     """Release a synthetic graph from an edge list with PrivHRG (edge differential privacy)."""
     from dpcore.graph import check_n_nodes, release_hrg
 
@@ -303,7 +306,7 @@ def _parse_ranges(text, n_bins):
     return ranges
 
 
-def run_publish(args):
+def run_publish(args: argparse.Namespace) -> dict[str, Any]:
     """Release a consistent hierarchical histogram of one CSV column (with range counts)."""
     from dpcore.publish import hierarchical_histogram
 
@@ -351,7 +354,7 @@ def run_publish(args):
     return result
 
 
-def run_synth(args):
+def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     """Write synthetic records of a CSV table (MST or AIM on a public schema; rho-zCDP or
     epsilon-DP)."""
     from dpcore.synth import AIM, MST, Domain
@@ -374,7 +377,7 @@ def run_synth(args):
     if missing:
         raise ValueError(f"the input has no column(s) {missing} of the schema")
     extra = {"max_time": args.max_time} if args.method == "aim" else {}
-    model = (AIM if args.method == "aim" else MST)(domain=domain, random_state=args.seed,
+    model: Any = (AIM if args.method == "aim" else MST)(domain=domain, random_state=args.seed,
                                                     **budget, **extra)
     cost = model.cost
     model.fit(args.input)
@@ -427,12 +430,16 @@ def run_synth(args):
     return summary
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog="dpcore", description=__doc__.splitlines()[0])
+def _first_line(doc: str | None) -> str:
+    return doc.splitlines()[0] if doc else ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dpcore", description=_first_line(__doc__))
     parser.add_argument("--version", action="version", version=f"dpcore {dpcore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="release statistics of the bundled demo data",
-                          description=run_demo.__doc__.splitlines()[0])
+                          description=_first_line(run_demo.__doc__))
     demo.add_argument("--epsilon", type=float, default=1.0, help="total epsilon budget (default 1)")
     demo.add_argument("--delta", type=float, default=1e-6, help="total delta budget (default 1e-6)")
     demo.add_argument("--data", help="CSV (or Parquet, with pyarrow) with columns age, "
@@ -440,7 +447,7 @@ def build_parser():
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     graph = sub.add_parser("graph", help="release a synthetic graph (PrivHRG, edge-DP)",
-                           description=run_graph.__doc__.splitlines()[0])
+                           description=_first_line(run_graph.__doc__))
     graph.add_argument("input", help="edge list: two vertex labels per line ('-' for stdin)")
     graph.add_argument("-o", "--output", required=True, help="synthetic edge list ('-' for stdout)")
     graph.add_argument("--epsilon", type=float, required=True, help="total epsilon budget")
@@ -457,7 +464,7 @@ def build_parser():
     graph.add_argument("--quiet", action="store_true", help="no progress on stderr")
     graph.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     publish = sub.add_parser("publish", help="release a consistent histogram of a CSV column",
-                             description=run_publish.__doc__.splitlines()[0])
+                             description=_first_line(run_publish.__doc__))
     publish.add_argument("input", help="CSV (or Parquet, with pyarrow) with a header row")
     publish.add_argument("--column", required=True, help="the numeric column to count; a cell "
                          f"that is not a finite number (or longer than {MAX_CELL_CHARS} characters) "
@@ -474,7 +481,7 @@ def build_parser():
     publish.add_argument("--json", action="store_true", help="machine-readable output")
     publish.add_argument("--seed", type=int, help="seed the generator (tests only; not private)")
     synth = sub.add_parser("synth", help="write synthetic records of a CSV table (MST, AIM)",
-                           description=run_synth.__doc__.splitlines()[0])
+                           description=_first_line(run_synth.__doc__))
     synth.add_argument("input", help="CSV with a header row naming the schema's columns")
     synth.add_argument("--schema", required=True, help="public JSON schema of the columns "
                        "(categories, or numeric bounds and bins; see dpcore.synth.Domain)")
@@ -492,7 +499,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command
     if args.seed is not None:

@@ -24,7 +24,8 @@ from dpcore import _exact
 from dpcore import _select
 from dpcore import _validation as check
 from dpcore.random import Words64, bitgen_handle
-from dpcore._release import Cost, release
+from dpcore._release import Cost
+from dpcore.plans import ADD_REMOVE, Plan, check_relation
 from dpcore._floats import round_down as _round_down, round_up as _round_up
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ _MAX_SCALE = 2.0**1000
 
 
 @functools.lru_cache(maxsize=256)
-def _scale(epsilon: float, sensitivity: float, factor: int):
+def _scale(epsilon: float, sensitivity: float, factor: int) -> tuple[float, float]:
     """(scale, epsilon_effective): the largest double <= epsilon / (factor sensitivity), and
     factor sensitivity scale rounded up (exact rational arithmetic; cached, it is pure)."""
     exact = Fraction(epsilon) / (factor * Fraction(sensitivity))
@@ -63,11 +64,13 @@ def _scale(epsilon: float, sensitivity: float, factor: int):
 
 
 @dataclass(frozen=True)
-class ExponentialMechanism:
+class ExponentialMechanism(Plan):
     """Calibrated exponential-mechanism-type selection for a utility of known sensitivity.
 
     Build it with :meth:`calibrate`; :func:`exponential` and :func:`top_k` are the usual entry
-    points.
+    points. A :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` (pure), known from
+    the calibration alone, under ``relation``; ``release(utility)`` selects one candidate
+    (``k=None``) or the top ``k``.
 
     Attributes
     ----------
@@ -88,6 +91,9 @@ class ExponentialMechanism:
     epsilon_effective : float
         The guarantee that scale gives: k * 2 * sensitivity * scale (k * sensitivity * scale when
         monotonic), rounded up; at most ``epsilon``. This is what is charged.
+    relation : str
+        The neighbouring relation the sensitivity was derived for (default: add/remove one
+        record); plans compose only with plans of the same relation.
     """
 
     method: str
@@ -97,12 +103,16 @@ class ExponentialMechanism:
     k: int | None
     scale: float
     epsilon_effective: float
+    relation: str = ADD_REMOVE
 
     @classmethod
     def calibrate(cls, *, sensitivity: float, epsilon: float, monotonic: bool = False,
-                  method: str = "exact", k: int | None = None) -> ExponentialMechanism:
+                  method: str = "exact", k: int | None = None,
+                  relation: str = ADD_REMOVE) -> ExponentialMechanism:
         """Validate the parameters and compute the score scale and the effective epsilon
-        (``k=None``: one selection, :func:`exponential`; an int: top-k)."""
+        (``k=None``: one selection, :func:`exponential`; an int: top-k; ``relation``: the
+        neighbouring relation ``sensitivity`` was derived for, which the plan states)."""
+        relation = check_relation(relation)
         sensitivity = check.positive(sensitivity, "sensitivity")
         epsilon = check.epsilon(epsilon)
         if not isinstance(monotonic, (bool, np.bool_)):
@@ -114,7 +124,7 @@ class ExponentialMechanism:
         if method not in methods:
             raise ValueError(f"method must be one of {', '.join(repr(m) for m in methods)}, got {method!r}")
         scale, eps_eff = _scale(epsilon, sensitivity, (k or 1) * (1 if monotonic else 2))
-        return cls(method, sensitivity, epsilon, monotonic, k, scale, eps_eff)
+        return cls(method, sensitivity, epsilon, monotonic, k, scale, eps_eff, relation)
 
     def privacy_loss(self, distance: float) -> float:
         """Epsilon of this release for neighbours whose utilities differ by at most ``distance``
@@ -123,6 +133,16 @@ class ExponentialMechanism:
         factor = (self.k or 1) * (1 if self.monotonic else 2)
         return _round_up(factor * Fraction(distance) * Fraction(self.scale)) if distance else 0.0
 
+    @property
+    def label(self) -> str:
+        return f"exponential/{self.method}" if self.k is None else f"top_k/{self.method}"
+
+    @property
+    def cost(self) -> Cost:
+        """What a release charges: ``epsilon_effective``, pure (from the calibration alone).
+        No privacy curve is attached: the accountants compose it as pure epsilon-DP."""
+        return Cost(self.epsilon_effective)
+
     # ------------------------------------------------------------------------------------------
 
     def select(self, utility: Any, *, random_state: RandomStateLike = None,
@@ -130,19 +150,46 @@ class ExponentialMechanism:
         """Select one candidate; see :func:`exponential`."""
         if self.k is not None:
             raise ValueError("this mechanism was calibrated for top-k; use select_top_k")
-        source = _Source(utility)
-        if self.method == "inverse-cdf":
+        return self.release(utility, accountant=accountant, random_state=random_state)
+
+    def select_top_k(self, utility: Any, *, random_state: RandomStateLike = None,
+                     accountant: AccountantLike | None = None) -> np.ndarray:
+        """Select ``k`` candidates, best first; see :func:`top_k`."""
+        if self.k is None:
+            raise ValueError("this mechanism was calibrated for one selection; use select")
+        return self.release(utility, accountant=accountant, random_state=random_state)
+
+    def _prepare(self, data: Any) -> _Source:
+        source = _Source(data)
+        if self.k is not None:
+            if source.array is not None:
+                available = int(np.count_nonzero(source.array != -np.inf))
+                if available < self.k:
+                    raise ValueError(
+                        f"k must be at most the number of candidates not excluded (-inf), got "
+                        f"k={self.k} with {available} available"
+                    )
+        elif self.method == "inverse-cdf":
             source.require_rereadable("method='inverse-cdf'")  # before anything is charged
-        if self.method == EXACT_PERMUTE_AND_FLIP and source.array is None:
+        elif self.method == EXACT_PERMUTE_AND_FLIP and source.array is None:
             raise ValueError("utility must be an array for method 'exact-permute-and-flip' "
                              "(it flips one exact coin per candidate), got a stream")
+        return source
 
-        def draw(rng):
-            if self.method == EXACT_PERMUTE_AND_FLIP:
-                return flip_coins(source.array, self.scale, rng)
-            handle = bitgen_handle(rng)
-            if self.method == "inverse-cdf":
-                return _inverse_cdf(source, self.scale, handle)
+    def _draw(self, prepared: _Source, rng: np.random.Generator) -> int | np.ndarray:
+        """One index (``k=None``) or the top-k indices, best first. A stream is read here,
+        after the charge: one found invalid raises with nothing released."""
+        source = prepared
+        if self.k is not None:
+            return self._draw_top_k(source, self.k, rng)
+        if self.method == EXACT_PERMUTE_AND_FLIP:
+            assert source.array is not None  # checked by _prepare
+            return flip_coins(source.array, self.scale, rng)
+        handle = bitgen_handle(rng)
+        if self.method == "inverse-cdf":
+            index = _inverse_cdf(source, self.scale, handle)
+        else:
+            state: Any
             if self.method == "exact":
                 state = _select.ExactState(self.scale)
             else:
@@ -151,43 +198,20 @@ class ExponentialMechanism:
                 state = _select.ArgmaxState(self.scale, noise)
             for chunk, top in source.chunks():
                 state.feed(chunk, top, handle)
-            return state.index
-
-        index = release(draw, cost=Cost(self.epsilon_effective), accountant=accountant,
-                        random_state=random_state, label=f"exponential/{self.method}")
+            index = state.index
         if index < 0:
             raise source.nothing_selectable()
         return int(index)
 
-    def select_top_k(self, utility: Any, *, random_state: RandomStateLike = None,
-                     accountant: AccountantLike | None = None) -> np.ndarray:
-        """Select ``k`` candidates, best first; see :func:`top_k`."""
-        if self.k is None:
-            raise ValueError("this mechanism was calibrated for one selection; use select")
-        source = _Source(utility)
-        if source.array is not None:
-            available = int(np.count_nonzero(source.array != -np.inf))
-            if available < self.k:
-                raise ValueError(
-                    f"k must be at most the number of candidates not excluded (-inf), got "
-                    f"k={self.k} with {available} available"
-                )
-
-        k = self.k
-
-        def draw(rng):
-            handle = bitgen_handle(rng)
-            state = _select.TopKState(self.scale, k)
-            for chunk, top in source.chunks():
-                state.feed(chunk, top, handle)
-            return state
-
-        state = release(draw, cost=Cost(self.epsilon_effective), accountant=accountant,
-                        random_state=random_state, label=f"top_k/{self.method}")
-        if state.size < self.k:
+    def _draw_top_k(self, source: _Source, k: int, rng: np.random.Generator) -> np.ndarray:
+        state = _select.TopKState(self.scale, k)
+        handle = bitgen_handle(rng)
+        for chunk, top in source.chunks():
+            state.feed(chunk, top, handle)
+        if state.size < k:
             raise ValueError(
                 f"k must be at most the number of candidates not excluded (-inf): the stream gave "
-                f"{state.size} of them, k={self.k}; nothing was released"
+                f"{state.size} of them, k={k}; nothing was released"
             )
         return state.indices()
 
@@ -288,7 +312,7 @@ _FAST_MARGIN = 2.0**-30
 _FAST_LIMIT = 700.0
 
 
-def flip_coins(utility, scale, rng):
+def flip_coins(utility: np.ndarray, scale: float, rng: np.random.Generator) -> int:
     """The index that permute-and-flip with scores ``scale * utility`` selects, exactly.
 
     ``utility``: a validated 1-d float64 array (``-inf`` excludes a candidate, at least one

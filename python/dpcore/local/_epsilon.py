@@ -18,6 +18,10 @@ from functools import lru_cache
 
 from dpcore import _validation as check
 
+#: The neighbouring relation of the local randomizers' plans: one user's input replaced by any
+#: other (the local model's guarantee holds per user, whatever the other users hold).
+LOCAL_RELATION = "one user's value replaced (local DP)"
+
 #: Smallest local epsilon accepted: below it the 64-bit thresholds cannot separate the laws.
 MIN_EPSILON = 2.0**-24
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,17 +15,22 @@ from numpy.typing import ArrayLike
 import dpcore._local as _local  # compiled kernel (no stub: mypy treats it as Any)
 from dpcore import _validation as check
 from dpcore._floats import round_up
-from dpcore._release import Cost, release
+from dpcore._release import Cost
 from dpcore.accounting import AccountantLike
-from dpcore.local._epsilon import _check_epsilon, _e_lower, _ratio_epsilon
+from dpcore.local._epsilon import LOCAL_RELATION, _check_epsilon, _e_lower, _ratio_epsilon
+from dpcore.plans import Plan
 from dpcore.random import RandomStateLike
 
 __all__ = ["duchi", "estimate_mean", "DuchiMechanism", "MeanEstimate"]
 
 
 @dataclass(frozen=True)
-class DuchiMechanism:
+class DuchiMechanism(Plan):
     """Calibration of Duchi et al.'s one-dimensional randomizer.
+
+    A :class:`dpcore.plans.Plan`: ``cost`` is the local ``epsilon`` (see the :mod:`dpcore.local`
+    accounting rule), known from the calibration alone, under ``relation`` (one user's value
+    replaced); ``release(values)`` privatises one value in [-1, 1] per user (:func:`duchi`).
 
     Attributes
     ----------
@@ -36,12 +42,15 @@ class DuchiMechanism:
         (B + 1) / (2 B): the probability that the randomized-response step keeps the sign.
     epsilon_effective : float
         log((B + 1) / (B - 1)) <= epsilon.
+    relation : str
+        The local model's neighbouring relation: one user's value replaced by any other.
     """
 
     epsilon: float
     bound: float
     keep: Fraction
     epsilon_effective: float
+    relation: str = LOCAL_RELATION
 
     @classmethod
     def calibrate(cls, epsilon: float) -> DuchiMechanism:
@@ -53,9 +62,44 @@ class DuchiMechanism:
         """P(report = +B | x) = (1 + x / B) / 2, exactly (as a Fraction) for a double x."""
         return (1 + Fraction(x) / Fraction(self.bound)) / 2
 
+    label = "local.duchi"
+
+    @property
+    def cost(self) -> Cost:
+        """What a release charges: the local ``epsilon``, pure (the proven bound: the law's
+        likelihood ratio is at most a rational lower bound of e^epsilon). An empty input is
+        charged nothing."""
+        return Cost(epsilon=self.epsilon)
+
+    def release(self, data: Any, *, accountant: AccountantLike | None = None,
+                random_state: RandomStateLike = None) -> Any:
+        """Privatise ``data`` (one value in [-1, 1] per user), charging :attr:`cost` once (a bad
+        value raises before the charge; an empty input charges nothing); see :func:`duchi`."""
+        shape, flat = self._prepare(data)
+        if flat.size == 0:
+            return flat.reshape(shape).copy()
+        return self._release_prepared((shape, flat), accountant=accountant,
+                                      random_state=random_state)
+
+    def _prepare(self, data: Any) -> tuple[tuple[int, ...], np.ndarray]:
+        x = check.finite_array(data, "values")
+        if x.ndim > 1:
+            raise ValueError(f"values must be one-dimensional (one value per user), got {x.ndim} dimensions")
+        if x.size and (x.min() < -1.0 or x.max() > 1.0):
+            raise ValueError("values must lie in [-1, 1] (rescale the public range first); some value is outside")
+        return x.shape, np.ascontiguousarray(x.reshape(-1))
+
+    def _draw(self, prepared: tuple[tuple[int, ...], np.ndarray], rng: np.random.Generator
+              ) -> Any:
+        shape, flat = prepared
+        signs = np.empty(flat.size, dtype=np.int8)
+        _local.duchi_into(signs, flat, self.keep.numerator, self.keep.denominator, rng)
+        out = np.where(signs > 0, self.bound, -self.bound).reshape(shape)
+        return out[()] if len(shape) == 0 else out
+
 
 @lru_cache(maxsize=64)
-def _duchi(epsilon):
+def _duchi(epsilon: float) -> DuchiMechanism:
     lower = _e_lower(epsilon)
     bound = round_up((lower + 1) / (lower - 1))
     b = Fraction(bound)
@@ -121,27 +165,8 @@ def duchi(values: ArrayLike, *, epsilon: float, random_state: RandomStateLike = 
     >>> bool(((y == B) | (y == -B)).all())
     True
     """
-    x = check.finite_array(values, "values")
-    if x.ndim > 1:
-        raise ValueError(f"values must be one-dimensional (one value per user), got {x.ndim} dimensions")
-    if x.size and (x.min() < -1.0 or x.max() > 1.0):
-        raise ValueError("values must lie in [-1, 1] (rescale the public range first); some value is outside")
-    mech = DuchiMechanism.calibrate(epsilon)
-    shape = x.shape
-    flat = np.ascontiguousarray(x.reshape(-1))
-    if flat.size == 0:
-        return flat.reshape(shape).copy()
-    num, den = mech.keep.numerator, mech.keep.denominator
-
-    def draw(rng):
-        signs = np.empty(flat.size, dtype=np.int8)
-        _local.duchi_into(signs, flat, num, den, rng)
-        return np.where(signs > 0, mech.bound, -mech.bound)
-
-    out = release(draw, cost=Cost(epsilon=mech.epsilon), accountant=accountant,
-                  random_state=random_state, label="local.duchi")
-    out = out.reshape(shape)
-    return out[()] if len(shape) == 0 else out
+    return DuchiMechanism.calibrate(epsilon).release(values, accountant=accountant,
+                                                     random_state=random_state)
 
 
 @dataclass(frozen=True)

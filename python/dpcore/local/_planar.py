@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,6 +19,8 @@ from dpcore import _noise_planar
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore.accounting import AccountantLike
+from dpcore.local._epsilon import LOCAL_RELATION
+from dpcore.plans import Plan
 from dpcore.random import RandomStateLike
 
 __all__ = ["planar_laplace", "PlanarLaplaceMechanism"]
@@ -25,10 +28,18 @@ __all__ = ["planar_laplace", "PlanarLaplaceMechanism"]
 #: Largest |coordinate| / grid accepted (grid indices and outputs stay exact in doubles).
 MAX_GRID_INDEX = 2.0**50
 
+Box = tuple[tuple[float, float], tuple[float, float]]
+
 
 @dataclass(frozen=True)
-class PlanarLaplaceMechanism:
+class PlanarLaplaceMechanism(Plan):
     """Calibration of the planar Laplace mechanism on a grid.
+
+    A :class:`dpcore.plans.Plan` when calibrated with ``bounds``: ``cost`` is ``epsilon_ldp``
+    (pure), known from the calibration alone, under ``relation`` (one user's location replaced
+    by any other in the box); ``release(points)`` privatises one location per user
+    (:func:`planar_laplace`). Without ``bounds`` there is no finite plain epsilon: ``cost``
+    raises, the mechanism does not compose with plans, and ``release`` refuses an accountant.
 
     Attributes
     ----------
@@ -43,6 +54,10 @@ class PlanarLaplaceMechanism:
     epsilon_ldp : float or None
         With ``bounds``: epsilon * (diameter + sqrt(2) u) rounded up, the plain epsilon-LDP
         guarantee over the box (what an accountant is charged).
+    bounds : ((x_min, x_max), (y_min, y_max)) or None
+        The public box every location must lie in (checked), as floats.
+    relation : str
+        The local model's neighbouring relation: one user's location replaced by any other.
     """
 
     epsilon: float
@@ -50,10 +65,11 @@ class PlanarLaplaceMechanism:
     decay: Fraction
     proposal_scale: float
     epsilon_ldp: float | None
+    bounds: Box | None = None
+    relation: str = LOCAL_RELATION
 
     @classmethod
-    def calibrate(cls, *, epsilon: float, grid: float,
-                  bounds: tuple[tuple[float, float], tuple[float, float]] | None = None
+    def calibrate(cls, *, epsilon: float, grid: float, bounds: Box | None = None
                   ) -> PlanarLaplaceMechanism:
         """Validate the parameters; compute lambda, the proposal scale and the LDP epsilon."""
         epsilon = check.positive(epsilon, "epsilon")
@@ -73,18 +89,79 @@ class PlanarLaplaceMechanism:
         while Fraction(s) ** 2 * lam**2 < 2:
             s = math.nextafter(s, math.inf)
         s = max(s, 2.0**-30)  # a tiny scale only means almost no noise in grid units
-        eps_ldp = None
+        eps_ldp = box = None
         if bounds is not None:
-            (x0, x1), (y0, y1) = _check_box(bounds)
+            box = _check_box(bounds)
+            (x0, x1), (y0, y1) = box
             d2 = (Fraction(x1) - Fraction(x0)) ** 2 + (Fraction(y1) - Fraction(y0)) ** 2
             num, den = d2.numerator, d2.denominator
             diameter_up = Fraction(math.isqrt(num * den * 4**64) + 1, den * 2**64)  # >= sqrt(d2)
             root2_up = Fraction(math.isqrt(2 * 4**64) + 1, 2**64)
             eps_ldp = round_up(Fraction(epsilon) * (diameter_up + root2_up * Fraction(grid)))
-        return cls(epsilon, grid, lam, s, eps_ldp)
+        return cls(epsilon, grid, lam, s, eps_ldp, box)
+
+    label = "local.planar_laplace"
+
+    @property
+    def cost(self) -> Cost:
+        """What a release charges: ``epsilon_ldp``, pure. Without ``bounds`` there is none (a
+        ValueError: geo-indistinguishability has no finite plain epsilon over the plane)."""
+        if self.epsilon_ldp is None:
+            raise _no_plain_epsilon()
+        return Cost(epsilon=self.epsilon_ldp)
+
+    def release(self, data: Any, *, accountant: AccountantLike | None = None,
+                random_state: RandomStateLike = None) -> Any:
+        """Privatise ``data`` (one location per user, shape (n, 2) or (2,)), charging
+        :attr:`cost` once (bad points raise before the charge; an empty input charges nothing);
+        see :func:`planar_laplace`."""
+        prepared = self._prepare(data)
+        if self.bounds is None and accountant is not None:
+            raise _no_plain_epsilon()
+        if prepared[0].size == 0:
+            return np.zeros((0, 2))
+        if self.bounds is None:
+            # Geo-indistinguishability only, which no accountant composes: nothing is charged.
+            return release(lambda rng: self._draw(prepared, rng), cost=Cost(epsilon=0.0),
+                           accountant=None, random_state=random_state, label=self.label)
+        return self._release_prepared(prepared, accountant=accountant, random_state=random_state)
+
+    def _prepare(self, data: Any) -> tuple[np.ndarray, bool]:
+        """(grid centres as int64 indices, shape (n, 2); whether one point was given)."""
+        pts = check.finite_array(data, "points")
+        single = pts.shape == (2,)
+        if single:
+            pts = pts.reshape(1, 2)
+        elif pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"points must have shape (n, 2) or (2,), got {pts.ndim} dimensions / "
+                             f"{pts.shape[-1] if pts.ndim else 0} columns")
+        if self.bounds is not None:
+            (x0, x1), (y0, y1) = self.bounds
+            inside = (pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)
+            if not inside.all():
+                raise ValueError("every point must lie inside bounds; some point is outside")
+        scaled = pts / self.grid  # exact: the grid is a power of two (barring underflow, checked)
+        if np.abs(scaled).max(initial=0.0) >= MAX_GRID_INDEX:
+            raise ValueError("points must lie within 2**50 grid steps of the origin; some point is farther")
+        if np.any((pts != 0) & (scaled * self.grid != pts)):
+            raise ValueError("grid is too fine for these coordinates (points / grid is not exact)")
+        return np.rint(scaled).astype(np.int64), single
+
+    def _draw(self, prepared: tuple[np.ndarray, bool], rng: np.random.Generator) -> np.ndarray:
+        centres, single = prepared
+        offsets = _planar_offsets(centres.shape[0], self, rng)
+        out = (centres + offsets).astype(np.float64) * self.grid  # exact: |index| < 2**51
+        return out[0] if single else out
 
 
-def _check_box(bounds):
+def _no_plain_epsilon() -> ValueError:
+    return ValueError(
+        "an accountant needs bounds: geo-indistinguishability has no finite plain epsilon "
+        "over the unbounded plane (give the public box the locations lie in)"
+    )
+
+
+def _check_box(bounds: Any) -> Box:
     try:
         bx, by = bounds
     except (TypeError, ValueError):
@@ -170,47 +247,12 @@ def planar_laplace(points: ArrayLike, *, epsilon: float, grid: float,
     >>> z.shape, bool((z % 8.0 == 0).all())
     ((2, 2), True)
     """
-    pts = check.finite_array(points, "points")
-    if pts.shape == (2,):
-        single = True
-        pts = pts.reshape(1, 2)
-    else:
-        single = False
-        if pts.ndim != 2 or pts.shape[1] != 2:
-            raise ValueError(f"points must have shape (n, 2) or (2,), got {pts.ndim} dimensions / "
-                             f"{pts.shape[-1] if pts.ndim else 0} columns")
     mech = PlanarLaplaceMechanism.calibrate(epsilon=epsilon, grid=grid, bounds=bounds)
-    if bounds is not None:
-        (x0, x1), (y0, y1) = _check_box(bounds)
-        inside = (pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)
-        if not inside.all():
-            raise ValueError("every point must lie inside bounds; some point is outside")
-    elif accountant is not None:
-        raise ValueError(
-            "an accountant needs bounds: geo-indistinguishability has no finite plain epsilon "
-            "over the unbounded plane (give the public box the locations lie in)"
-        )
-    scaled = pts / mech.grid  # exact: the grid is a power of two (barring underflow, checked)
-    if np.abs(scaled).max(initial=0.0) >= MAX_GRID_INDEX:
-        raise ValueError("points must lie within 2**50 grid steps of the origin; some point is farther")
-    if np.any((pts != 0) & (scaled * mech.grid != pts)):
-        raise ValueError("grid is too fine for these coordinates (points / grid is not exact)")
-    centres = np.rint(scaled).astype(np.int64)
-    if centres.size == 0:
-        return pts.reshape((2,) if single else (0, 2)).copy()
-
-    def draw(rng):
-        offsets = _planar_offsets(centres.shape[0], mech, rng)
-        out = (centres + offsets).astype(np.float64) * mech.grid  # exact: |index| < 2**51
-        return out[0] if single else out
-
-    # Without bounds no accountant reaches this point (refused above), so nothing is charged.
-    cost = Cost(epsilon=mech.epsilon_ldp if mech.epsilon_ldp is not None else 0.0)
-    return release(draw, cost=cost, accountant=accountant, random_state=random_state,
-                   label="local.planar_laplace")
+    return mech.release(points, accountant=accountant, random_state=random_state)
 
 
-def _planar_offsets(n, mech, rng):
+def _planar_offsets(n: int, mech: PlanarLaplaceMechanism, rng: np.random.Generator
+                    ) -> np.ndarray:
     """n exact draws of d in Z^2 with P(d) proportional to exp(-lambda ||d||_2)."""
     out = np.empty((n, 2), dtype=np.int64)
     _noise_planar.planar_laplace_into(out, mech.decay, mech.proposal_scale, rng)
