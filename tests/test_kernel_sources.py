@@ -139,3 +139,14 @@ def test_zero_counts_of_nonzero_words():
 def test_zero_counts_refuse_zero():
     with pytest.raises(ValueError, match="nonzero"):
         _random._zero_counts(np.array([1, 0], dtype=np.uint64))
+
+
+@requires_sources
+def test_every_kernel_sharing_the_neglog_decisions_fills_its_tables():
+    """A kernel that cimports _noise_neglog.pxd has its own bracket tables (static storage in
+    noise_bounds.h) and must fill them at import: init_brackets() at module level."""
+    users = [p for p in KERNEL_DIR.glob("_*.pyx")
+             if re.search(r"dpcore\._noise_neglog cimport", p.read_text())]
+    assert {p.stem for p in users} >= {"_noise", "_noise_grid", "_noise_snapping", "_noise_planar"}
+    for path in users:
+        assert re.search(r"^init_brackets\(\)$", path.read_text(), re.MULTILINE), path.name
