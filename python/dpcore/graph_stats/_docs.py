@@ -1,6 +1,13 @@
 """Docstring pieces shared by the graph releases (filled in by
 :func:`dpcore._docstrings.fill`): the graph input, the generator and accountant, the errors and
-the neighbouring relation, stated once."""
+the neighbouring relation, stated once.
+
+Privacy
+-------
+None released and nothing charged: this module holds text only. Each of the graph statistics that
+fills a piece in states its own guarantee (epsilon-DP or (epsilon, delta)-DP and the
+neighbouring relation) in its Privacy section, checked by tests/test_docstrings.py.
+"""
 from dpcore._docstrings import RANDOM_STATE
 
 __all__ = ["ACCOUNTANT_EPSILON", "EDGE_DP", "GRAPH", "RAISES", "RANDOM_STATE", "SIMPLIFY",

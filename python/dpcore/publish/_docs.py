@@ -1,6 +1,13 @@
 """Docstring pieces shared by the publishing releases (filled in by
 :func:`dpcore._docstrings.fill`): the parameters and the Privacy text every grid release of
-this package states the same way."""
+this package states the same way.
+
+Privacy
+-------
+None released and nothing charged: this module holds text only. Each of the publishing releases
+that fills a piece in states its own guarantee (epsilon-DP or (epsilon, delta)-DP and the
+neighbouring relation) in its Privacy section, checked by tests/test_docstrings.py.
+"""
 from dpcore._docstrings import RANDOM_STATE
 
 __all__ = ["ACCOUNTANT", "CHARGED", "GRID_1D", "OUTSIDE", "RANDOM_STATE"]
