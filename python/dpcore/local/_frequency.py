@@ -10,15 +10,24 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 import dpcore._local as _local  # compiled kernel (no stub: mypy treats it as Any)
 from dpcore import _validation as check
-from dpcore._release import Cost, release
+from dpcore._release import Cost
 from dpcore.accounting import AccountantLike
-from dpcore.local._epsilon import _EXP_CAP, _check_epsilon, _e_lower, _exp_lower, _ratio_epsilon
+from dpcore.local._epsilon import (
+    _EXP_CAP,
+    LOCAL_RELATION,
+    _check_epsilon,
+    _e_lower,
+    _exp_lower,
+    _ratio_epsilon,
+)
+from dpcore.plans import Plan
 from dpcore.random import RandomStateLike
 
 __all__ = [
@@ -41,6 +50,10 @@ MAX_HASH_RANGE = 2**31 - 1
 _WORD = 2**64  # thresholds are out of 2**64: P = threshold / 2**64
 
 _MECHANISMS = ("randomized_response", "symmetric_unary", "optimized_unary", "local_hashing")
+#: The public randomizer releasing each mechanism's reports (its plan's label).
+_RELEASES = {"randomized_response": "local.randomized_response",
+             "symmetric_unary": "local.unary_encoding", "optimized_unary": "local.unary_encoding",
+             "local_hashing": "local.local_hashing"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -88,12 +101,18 @@ def _hash_digits(k, g):
 
 
 @dataclass(frozen=True)
-class FrequencyOracle:
+class FrequencyOracle(Plan):
     """The exact law of a pure frequency oracle ([WBLJ17]) for a domain {0, ..., k - 1}.
 
     A report *supports* value j (RR: the report is j; unary: bit j is 1; local hashing: the
     reported hash equals h(j)) with probability ``p`` when the user's value is j and ``q``
     otherwise, independently across users.
+
+    A :class:`dpcore.plans.Plan`: ``cost`` is known from the calibration alone (see the
+    :mod:`dpcore.local` accounting rule), under ``relation`` (one user's value replaced);
+    ``release(values)`` privatises one value in [0, k) per user exactly as
+    :func:`randomized_response`, :func:`unary_encoding` or :func:`local_hashing` does with ``k``
+    (the same draws for the same generator).
 
     Attributes
     ----------
@@ -114,6 +133,8 @@ class FrequencyOracle:
         Hash range (a prime) for "local_hashing".
     thresholds : tuple of int
         The kernel's integer thresholds (probabilities are threshold / 2**64).
+    relation : str
+        The local model's neighbouring relation: one user's value replaced by any other.
     """
 
     mechanism: str
@@ -125,6 +146,7 @@ class FrequencyOracle:
     epsilon_effective: float
     g: int | None
     thresholds: tuple
+    relation: str = LOCAL_RELATION
 
     def variance(self, n: int, frequencies: ArrayLike) -> np.ndarray:
         """Exact variance of each estimated frequency from ``n`` reports when the true
@@ -134,6 +156,62 @@ class FrequencyOracle:
         p, q = float(self.p), float(self.q)
         gap = float(self.p - self.q)
         return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * gap * gap)
+
+    @property
+    def label(self) -> str:
+        """The public randomizer's name: what the accountant's history shows."""
+        return _RELEASES[self.mechanism]
+
+    @property
+    def cost(self) -> Cost:
+        """The local ``epsilon`` (pure), proven: ``ratio`` <= a rational lower bound of
+        e^epsilon. Charged once per non-empty release."""
+        return Cost(epsilon=self.epsilon)
+
+    def release(self, data: Any, *, accountant: AccountantLike | None = None,
+                random_state: RandomStateLike = None) -> Any:
+        """Privatise ``data`` (one integer in [0, k) per user; bools for randomized response
+        with k = 2), charging :attr:`cost` once (a bad value raises before the charge; an empty
+        input charges nothing). Returns what the public randomizer returns for ``k``."""
+        return self._release_codes(self._prepare(data), accountant, random_state)
+
+    def _prepare(self, data: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+        """(codes, the input's shape): int64 codes in [0, k), or 0/1 bytes for boolean input
+        to randomized response (its byte kernel)."""
+        rr = self.mechanism == "randomized_response"
+        codes, _, shape, _ = _encode(data, self.k, None, as_bytes=rr)
+        if len(shape) != 1 and not rr:
+            raise ValueError("values must be one-dimensional (one value per user), got a scalar")
+        return codes, shape
+
+    def _release_codes(self, prepared: tuple[np.ndarray, tuple[int, ...]],
+                       accountant: AccountantLike | None, random_state: RandomStateLike) -> Any:
+        """`release` of checked codes: an empty input draws nothing and is charged nothing."""
+        if prepared[0].size == 0:
+            return self._draw(prepared, None)
+        return self._release_prepared(prepared, accountant=accountant, random_state=random_state)
+
+    def _draw(self, prepared: tuple[np.ndarray, tuple[int, ...]], rng: Any) -> Any:
+        codes, shape = prepared
+        if self.mechanism == "randomized_response":
+            out = np.empty_like(codes)
+            if codes.size and codes.dtype == np.uint8:  # bytes in, bytes out: same draws as k = 2
+                _local.binary_rr_u8_into(out, codes, self.thresholds[0], rng)
+            elif codes.size:
+                _local.grr_into(out, codes, self.k, self.thresholds[0], rng)
+            out = (out.view(np.bool_) if codes.dtype == np.uint8 else out).reshape(shape)
+            return out[()] if len(shape) == 0 else out
+        if self.mechanism == "local_hashing":
+            assert self.g is not None  # set by the calibration
+            seeds = np.empty((codes.size, _hash_digits(self.k, self.g) + 1), dtype=np.int64)
+            values = np.empty(codes.size, dtype=np.int64)
+            if codes.size:
+                _local.olh_into(seeds, values, codes, self.g, self.thresholds[0], rng)
+            return LocalHashingReports(seeds, values, self.g, self.k)
+        bits = np.empty((codes.size, self.k), dtype=np.uint8)
+        if codes.size:
+            _local.unary_into(bits, codes, self.thresholds[0], self.thresholds[1], rng)
+        return bits
 
 
 def frequency_oracle(mechanism: str, *, k: int, epsilon: float, g: int | None = None) -> FrequencyOracle:
@@ -402,29 +480,8 @@ def randomized_response(values: ArrayLike, *, k: int | None = None, categories: 
     """
     codes, k, shape, cats = _encode(values, k, categories, as_bytes=True)
     oracle = _oracle("randomized_response", k, _check_epsilon(epsilon), None)
-    is_bool = codes.dtype == np.uint8
-    if codes.size == 0:
-        return (cats[:0] if cats is not None else np.zeros(shape, dtype=bool if is_bool else np.int64))
-    if is_bool:  # bytes in, bytes out: the same draws as the int64 kernel with k = 2
-        def draw(rng):
-            out = np.empty_like(codes)
-            _local.binary_rr_u8_into(out, codes, oracle.thresholds[0], rng)
-            return out.view(np.bool_)
-    else:
-        def draw(rng):
-            out = np.empty_like(codes)
-            _local.grr_into(out, codes, k, oracle.thresholds[0], rng)
-            return out
-
-    out = release(draw, cost=Cost(epsilon=oracle.epsilon), accountant=accountant,
-                  random_state=random_state, label="local.randomized_response")
-    return _decode(out, shape, cats, is_bool)
-
-
-def _decode(codes, shape, cats, is_bool=False):
-    result = cats[codes] if cats is not None else (codes.astype(bool, copy=False) if is_bool else codes)
-    result = result.reshape(shape)
-    return result[()] if len(shape) == 0 else result
+    out = oracle._release_codes((codes, shape), accountant, random_state)
+    return out if cats is None else cats[out]
 
 
 # ------------------------------------------------------------------------------------------
@@ -492,17 +549,7 @@ def unary_encoding(values: ArrayLike, *, k: int | None = None, categories: Array
     if len(shape) != 1:
         raise ValueError("values must be one-dimensional (one value per user), got a scalar")
     oracle = _oracle(f"{method}_unary", k, _check_epsilon(epsilon), None)
-    if codes.size == 0:
-        return np.zeros((0, k), dtype=np.uint8)
-    t_one, t_zero = oracle.thresholds
-
-    def draw(rng):
-        out = np.empty((codes.size, k), dtype=np.uint8)
-        _local.unary_into(out, codes, t_one, t_zero, rng)
-        return out
-
-    return release(draw, cost=Cost(epsilon=oracle.epsilon), accountant=accountant,
-                   random_state=random_state, label="local.unary_encoding")
+    return oracle._release_codes((codes, shape), accountant, random_state)
 
 
 # ------------------------------------------------------------------------------------------
@@ -610,22 +657,8 @@ def local_hashing(values: ArrayLike, *, k: int | None = None, categories: ArrayL
     codes, k, shape, _ = _encode(values, k, categories)
     if len(shape) != 1:
         raise ValueError("values must be one-dimensional (one value per user), got a scalar")
-    epsilon = _check_epsilon(epsilon)
-    oracle = _oracle("local_hashing", k, epsilon, None if g is None else _check_g(g))
-    g = oracle.g
-    m = _hash_digits(k, g)
-
-    def draw(rng):
-        seeds = np.empty((codes.size, m + 1), dtype=np.int64)
-        out = np.empty(codes.size, dtype=np.int64)
-        if codes.size:
-            _local.olh_into(seeds, out, codes, g, oracle.thresholds[0], rng)
-        return LocalHashingReports(seeds, out, g, k)
-
-    if codes.size == 0:
-        return draw(None)
-    return release(draw, cost=Cost(epsilon=epsilon), accountant=accountant,
-                   random_state=random_state, label="local.local_hashing")
+    oracle = _oracle("local_hashing", k, _check_epsilon(epsilon), None if g is None else _check_g(g))
+    return oracle._release_codes((codes, shape), accountant, random_state)
 
 
 # ------------------------------------------------------------------------------------------
