@@ -475,8 +475,9 @@ def test_accountant_charged_epsilon_once_and_not_on_bad_arguments(label, run):
     assert not acc.history
     run(epsilon=0.7, accountant=acc, random_state=1)
     assert len(acc.history) == 1
-    assert acc.history[0].epsilon == 0.7 and acc.history[0].delta == 0.0
-    assert acc.history[0].label == label
+    # the effective epsilon is charged (within an ulp or two of 0.7 here), the nominal labelled
+    assert acc.history[0].epsilon <= 0.7 and acc.history[0].delta == 0.0
+    assert acc.history[0].label == f"{label}(epsilon=0.7)"
     assert acc.spent[0] == pytest.approx(0.7, abs=1e-12)
     # over budget: refused before anything is drawn
     gen, twin = dpcore.ChaCha20(3), dpcore.ChaCha20(3)
@@ -484,6 +485,62 @@ def test_accountant_charged_epsilon_once_and_not_on_bad_arguments(label, run):
         run(epsilon=1.5, accountant=acc, random_state=gen)
     assert gen.random_raw() == twin.random_raw()
     assert len(acc.history) == 1
+
+
+def _exact_loss(plan):
+    """log of the largest likelihood ratio of the law the kernel draws, from its integer
+    thresholds (frequency oracles) or its public bound (Duchi), in 80-digit arithmetic."""
+    word = Fraction(2**64)
+    if isinstance(plan, local.DuchiMechanism):
+        b = Fraction(plan.bound)
+        ratio = (b + 1) / (b - 1)
+    elif plan.mechanism.endswith("unary"):
+        t_one, t_zero = plan.thresholds
+        p, q = t_one / word, t_zero / word
+        ratio = p * (1 - q) / ((1 - p) * q)
+    else:
+        size = plan.k if plan.mechanism == "randomized_response" else plan.g
+        p = plan.thresholds[0] / word
+        ratio = p / ((1 - p) / (size - 1))
+    return mpmath.log(mpmath.mpf(ratio.numerator) / ratio.denominator)
+
+
+LOSS_CASES = [(m, k, eps) for m in ("randomized_response", "optimized_unary", "symmetric_unary",
+                                    "local_hashing")
+              for k in (2, 7, 2**32) for eps in (2.0**-24, 0.3, 1.0, 7.5, 45.0, 60.0, 2.0**40)]
+
+
+@pytest.mark.parametrize("mechanism, k, eps", LOSS_CASES)
+def test_effective_epsilon_bounds_the_exact_loss_from_above(mechanism, k, eps):
+    """What is charged is never below the exact privacy loss of the law drawn, at most the
+    nominal epsilon, and tight: within 4 ulps of the loss unless the nominal caps it first."""
+    plan = local.frequency_oracle(mechanism, k=k, epsilon=eps)
+    _check_effective(plan, eps)
+
+
+@pytest.mark.parametrize("eps", [2.0**-24, 0.25, 1.0, 6.0, 36.5, 500.0])
+def test_duchi_effective_epsilon_bounds_the_exact_loss(eps):
+    _check_effective(local.DuchiMechanism.calibrate(eps), eps)
+
+
+def _check_effective(plan, eps):
+    loss = _exact_loss(plan)
+    charged = plan.cost.epsilon
+    assert charged == plan.epsilon_effective and plan.cost.delta == 0.0
+    assert loss <= charged <= eps
+    assert charged == eps or charged - loss <= 4 * math.ulp(charged)
+    assert plan.label.endswith(f"(epsilon={eps!r})")
+
+
+def test_saturated_thresholds_charge_less_than_the_nominal():
+    """Beyond epsilon ~ 44 the 64-bit threshold saturates (p = 1 - 2**-64): the exact loss is
+    log((2**64 - 1)(k - 1)), well below a nominal 60, and that is what is charged."""
+    plan = local.frequency_oracle("randomized_response", k=2, epsilon=60.0)
+    assert plan.cost.epsilon == pytest.approx(math.log(2.0**64), rel=1e-12)
+    acc = dpcore.Accountant(100.0)
+    local.randomized_response([0, 1], k=2, epsilon=60.0, accountant=acc, random_state=0)
+    assert acc.spent[0] == plan.cost.epsilon < 45.0
+    assert acc.history[0].label == "local.randomized_response(epsilon=60.0)"
 
 
 def test_empty_input_charges_nothing():

@@ -93,7 +93,9 @@ def test_cost_is_what_the_release_charges(cls, params, data, function):
     if cls is selection.ExponentialMechanism:
         assert cost == Cost(mech.epsilon_effective) and cost.epsilon <= params["epsilon"]
     elif cls in (local.DuchiMechanism, local.FrequencyOracle):
-        assert cost == Cost(params["epsilon"]) and mech.epsilon_effective <= cost.epsilon
+        # the effective epsilon (test_local: proven >= the exact loss), the nominal labelled
+        assert cost == Cost(mech.epsilon_effective) and cost.epsilon <= params["epsilon"]
+        assert mech.label.endswith(f"(epsilon={params['epsilon']!r})")
     else:
         assert cost == Cost(mech.epsilon_ldp)
     acc = RecordingAccountant()

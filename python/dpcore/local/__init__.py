@@ -18,10 +18,16 @@ epsilon) and the estimators, built from the same rationals, are exactly unbiased
 reported by :func:`frequency_oracle` (``p``, ``q`` as Fractions) and :class:`DuchiMechanism`.
 
 Accounting. A per-user randomizer needs no central accountant; when one is given, it is
-charged ``epsilon`` once per call: the local epsilon of every user (parallel composition across
-users, each user's value being used once). :func:`planar_laplace` is charged its plain LDP
-epsilon over the public ``bounds`` it requires for that. An empty input releases nothing and
-charges nothing.
+charged once per call the local epsilon of every user (parallel composition across users, each
+user's value being used once): the *effective* epsilon, ``epsilon_effective`` of the
+calibration, under a label naming the requested (nominal) one, e.g.
+``"local.randomized_response(epsilon=1.0)"``. The effective epsilon is the exact privacy loss
+log(ratio) of the rational law drawn (``ratio`` its largest likelihood ratio), rounded up to a
+double proven >= it, and never above the nominal epsilon; it is below the nominal by an ulp or
+two, except where the 64-bit thresholds saturate (local epsilons beyond about 44, where the
+nominal would overstate the loss). :func:`planar_laplace` is charged its plain LDP epsilon over
+the public ``bounds`` it requires for that (a rounded-up bound of the loss over the box). An
+empty input releases nothing and charges nothing.
 
 Decoding is post-processing (no charge). Local hashing decodes in O(n k m) integer operations
 (n reports, k values, m base-g digits), in the compiled kernel.

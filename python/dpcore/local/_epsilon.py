@@ -64,6 +64,26 @@ def _e_lower(epsilon):
     return _exp_lower(min(Fraction(epsilon), _EXP_CAP))
 
 
-def _ratio_epsilon(ratio, epsilon):
-    """log(ratio) as a float, never reported above epsilon (ratio <= e^epsilon is proven)."""
-    return min(math.log(ratio.numerator) - math.log(ratio.denominator), epsilon)
+def _ratio_epsilon(ratio: Fraction, epsilon: float) -> float:
+    """The effective local epsilon: a double proven >= log(ratio), the exact privacy loss of a
+    law whose largest likelihood ratio is the rational ``ratio`` > 1, and at most ``epsilon``.
+
+    x is proven when a rational lower bound of e^x (``_exp_lower``) is >= ratio; the first
+    double tried is log1p(ratio - 1) as a float (within a few ulps), then the next ones up.
+    ``epsilon`` itself is proven by every calibration (ratio <= a lower bound of e^epsilon),
+    so it caps the answer.
+    """
+    x = math.log1p(float(ratio - 1))
+    for _ in range(64):  # a few steps at most: the float estimate is within a few ulps
+        if x >= epsilon:
+            return epsilon
+        if x > 0 and _exp_lower(Fraction(x)) >= ratio:
+            return x
+        x = math.nextafter(x, math.inf)
+    return epsilon  # unreachable; still sound (see above)
+
+
+def _nominal_label(release: str, epsilon: float) -> str:
+    """A local randomizer's label: its name and the requested (nominal) epsilon, the cost
+    charged being the effective epsilon (at most the nominal)."""
+    return f"{release}(epsilon={epsilon!r})"

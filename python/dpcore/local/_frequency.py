@@ -25,6 +25,7 @@ from dpcore.local._epsilon import (
     _check_epsilon,
     _e_lower,
     _exp_lower,
+    _nominal_label,
     _ratio_epsilon,
 )
 from dpcore.plans import Plan
@@ -125,10 +126,11 @@ class FrequencyOracle(Plan):
     p, q : fractions.Fraction
         The exact support probabilities drawn by the kernel.
     ratio : fractions.Fraction
-        The largest likelihood ratio P(y | v) / P(y | v') of the reports: e^epsilon_effective,
-        proven <= e^epsilon.
+        The largest likelihood ratio P(y | v) / P(y | v') of the reports (exact), proven <=
+        e^epsilon: its log is the exact privacy loss of the randomizer.
     epsilon_effective : float
-        log(ratio) (the guarantee actually provided), <= ``epsilon``.
+        log(ratio) rounded up (a double proven >= log(ratio)), <= ``epsilon``: what a release
+        charges.
     g : int or None
         Hash range (a prime) for "local_hashing".
     thresholds : tuple of int
@@ -159,14 +161,15 @@ class FrequencyOracle(Plan):
 
     @property
     def label(self) -> str:
-        """The public randomizer's name: what the accountant's history shows."""
-        return _RELEASES[self.mechanism]
+        """The public randomizer's name and the nominal epsilon, e.g.
+        ``"local.randomized_response(epsilon=1.0)"``."""
+        return _nominal_label(_RELEASES[self.mechanism], self.epsilon)
 
     @property
     def cost(self) -> Cost:
-        """The local ``epsilon`` (pure), proven: ``ratio`` <= a rational lower bound of
-        e^epsilon. Charged once per non-empty release."""
-        return Cost(epsilon=self.epsilon)
+        """``epsilon_effective`` (pure): a double proven >= log(``ratio``), the exact privacy
+        loss of the law drawn, and <= ``epsilon``. Charged once per non-empty release."""
+        return Cost(epsilon=self.epsilon_effective)
 
     def release(self, data: Any, *, accountant: AccountantLike | None = None,
                 random_state: RandomStateLike = None) -> Any:
@@ -433,7 +436,7 @@ def randomized_response(values: ArrayLike, *, k: int | None = None, categories: 
         (unlike numpy/scikit-learn, where None means an insecure generator). Seeds and numpy
         generators are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once (see Privacy) before anything is drawn.
+        Charged the effective epsilon (<= ``epsilon``; see Privacy) once before anything is drawn.
 
     Returns
     -------
@@ -460,8 +463,8 @@ def randomized_response(values: ArrayLike, *, k: int | None = None, categories: 
     L <= e^epsilon (``frequency_oracle("randomized_response", ...).epsilon_effective`` <=
     epsilon; p is within ~2**-63 of e^epsilon / (e^epsilon + k - 1)). The reports of different
     users are independent: the release is epsilon-DP under replace-one of a user's value, in
-    the central model too. If an accountant is given it is charged ``epsilon`` once (the
-    per-user local epsilon; parallel composition across users).
+    the central model too. If an accountant is given it is charged ``epsilon_effective`` (<=
+    epsilon, see the :mod:`dpcore.local` accounting rule) once.
 
     References
     ----------
@@ -513,7 +516,7 @@ def unary_encoding(values: ArrayLike, *, k: int | None = None, categories: Array
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once before anything is drawn.
+        Charged the effective epsilon (<= ``epsilon``) once before anything is drawn.
 
     Returns
     -------
@@ -533,8 +536,8 @@ def unary_encoding(values: ArrayLike, *, k: int | None = None, categories: Array
     rational lower bound, ratio (1 - q) / q <= L; symmetric p = A / 2**64 (A as for binary
     randomized response with a lower bound L' of e^(epsilon/2)), q = 1 - p, ratio (p / q)**2
     <= L'**2 <= e^epsilon. ``frequency_oracle(...)`` reports p, q and ``epsilon_effective``
-    <= epsilon. If an accountant is given it is charged ``epsilon`` once (the per-user local
-    epsilon; parallel composition across users).
+    <= epsilon. If an accountant is given it is charged ``epsilon_effective`` (<= epsilon,
+    see the :mod:`dpcore.local` accounting rule) once.
 
     Examples
     --------
@@ -618,7 +621,7 @@ def local_hashing(values: ArrayLike, *, k: int | None = None, categories: ArrayL
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once before anything is drawn.
+        Charged the effective epsilon (<= ``epsilon``) once before anything is drawn.
 
     Returns
     -------
@@ -635,9 +638,9 @@ def local_hashing(values: ArrayLike, *, k: int | None = None, categories: ArrayL
     P(seed, y | v) <= e^epsilon P(seed, y | v'). The seed is drawn uniformly, independently of
     the value; y is exact randomized response over Z_g of h(v) (P(y = h(v)) = A / 2**64, each
     other residue (1 - A / 2**64) / (g - 1), A as in :func:`randomized_response` with k = g),
-    whose likelihood ratio is at most a rational lower bound of e^epsilon. If an accountant is
-    given it is charged ``epsilon`` once (the per-user local epsilon; parallel composition
-    across users).
+    whose likelihood ratio is at most a rational lower bound of e^epsilon. If an accountant
+    is given it is charged ``epsilon_effective`` (<= epsilon, see the :mod:`dpcore.local`
+    accounting rule) once.
 
     Notes
     -----

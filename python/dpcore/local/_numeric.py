@@ -17,7 +17,13 @@ from dpcore import _validation as check
 from dpcore._floats import round_up
 from dpcore._release import Cost
 from dpcore.accounting import AccountantLike
-from dpcore.local._epsilon import LOCAL_RELATION, _check_epsilon, _e_lower, _ratio_epsilon
+from dpcore.local._epsilon import (
+    LOCAL_RELATION,
+    _check_epsilon,
+    _e_lower,
+    _nominal_label,
+    _ratio_epsilon,
+)
 from dpcore.plans import Plan
 from dpcore.random import RandomStateLike
 
@@ -28,7 +34,7 @@ __all__ = ["duchi", "estimate_mean", "DuchiMechanism", "MeanEstimate"]
 class DuchiMechanism(Plan):
     """Calibration of Duchi et al.'s one-dimensional randomizer.
 
-    A :class:`dpcore.plans.Plan`: ``cost`` is the local ``epsilon`` (see the :mod:`dpcore.local`
+    A :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` (see the :mod:`dpcore.local`
     accounting rule), known from the calibration alone, under ``relation`` (one user's value
     replaced); ``release(values)`` privatises one value in [-1, 1] per user (:func:`duchi`).
 
@@ -41,7 +47,8 @@ class DuchiMechanism(Plan):
     keep : fractions.Fraction
         (B + 1) / (2 B): the probability that the randomized-response step keeps the sign.
     epsilon_effective : float
-        log((B + 1) / (B - 1)) <= epsilon.
+        log((B + 1) / (B - 1)), the exact privacy loss, rounded up (a double proven >= it),
+        <= epsilon: what a release charges.
     relation : str
         The local model's neighbouring relation: one user's value replaced by any other.
     """
@@ -62,14 +69,16 @@ class DuchiMechanism(Plan):
         """P(report = +B | x) = (1 + x / B) / 2, exactly (as a Fraction) for a double x."""
         return (1 + Fraction(x) / Fraction(self.bound)) / 2
 
-    label = "local.duchi"
+    @property
+    def label(self) -> str:
+        """``"local.duchi(epsilon=...)"``: the nominal epsilon (the cost is the effective one)."""
+        return _nominal_label("local.duchi", self.epsilon)
 
     @property
     def cost(self) -> Cost:
-        """What a release charges: the local ``epsilon``, pure (the proven bound: the law's
-        likelihood ratio is at most a rational lower bound of e^epsilon). An empty input is
-        charged nothing."""
-        return Cost(epsilon=self.epsilon)
+        """What a release charges: ``epsilon_effective``, pure (<= the requested epsilon). An
+        empty input is charged nothing."""
+        return Cost(epsilon=self.epsilon_effective)
 
     def release(self, data: Any, *, accountant: AccountantLike | None = None,
                 random_state: RandomStateLike = None) -> Any:
@@ -127,7 +136,7 @@ def duchi(values: ArrayLike, *, epsilon: float, random_state: RandomStateLike = 
     random_state : None, int, numpy Generator or BitGenerator, optional
         None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
     accountant : dpcore.Accountant, optional
-        Charged ``epsilon`` once before anything is drawn.
+        Charged the effective epsilon (<= ``epsilon``) once before anything is drawn.
 
     Returns
     -------
@@ -149,9 +158,9 @@ def duchi(values: ArrayLike, *, epsilon: float, random_state: RandomStateLike = 
     at most L <= e^epsilon. The law drawn is exactly P(+B | x) = (1 + x / B) / 2: a sign s
     with P(s = +1) = (1 + x) / 2 (a full-precision uniform compared with the double |x|,
     exact) followed by randomized response keeping s with probability (B + 1) / (2 B)
-    (an exact integer ratio). Outputs are the two public doubles +-B: no low-order bits. If an
-    accountant is given it is charged ``epsilon`` once (the per-user local epsilon; parallel
-    composition across users).
+    (an exact integer ratio). Outputs are the two public doubles +-B: no low-order bits. If
+    an accountant is given it is charged ``epsilon_effective`` (<= epsilon, see the
+    :mod:`dpcore.local` accounting rule) once.
 
     References
     ----------
