@@ -8,7 +8,7 @@ import pytest
 from _recording import RecordingAccountant
 
 import dpcore
-from dpcore import local, plans, selection
+from dpcore import curves, local, plans, selection
 from dpcore._release import Cost
 from dpcore.local._epsilon import LOCAL_RELATION
 
@@ -91,7 +91,14 @@ def test_cost_is_what_the_release_charges(cls, params, data, function):
     mech = calibrate(cls, params)
     cost = mech.cost  # from the calibration alone
     if cls is selection.ExponentialMechanism:
-        assert cost == Cost(mech.epsilon_effective) and cost.epsilon <= params["epsilon"]
+        assert cost == Cost(mech.epsilon_effective, curve=mech.curve)
+        assert cost.epsilon <= params["epsilon"]
+        # bounded-range rounds for the exponential mechanism's law (test_curves_bounded_range)
+        if mech.method in ("exact", "gumbel", "inverse-cdf"):
+            per_round = curves.BoundedRange(mech.epsilon_effective / (mech.k or 1))
+            assert mech.curve == (per_round if mech.k is None else per_round.repeat(mech.k))
+        else:
+            assert mech.curve is None
     elif cls in (local.DuchiMechanism, local.FrequencyOracle):
         # the effective epsilon (test_local: proven >= the exact loss), the nominal labelled
         assert cost == Cost(mech.epsilon_effective) and cost.epsilon <= params["epsilon"]

@@ -25,6 +25,7 @@ from dpcore import _select
 from dpcore import _validation as check
 from dpcore.random import Words64, bitgen_handle
 from dpcore._release import Cost
+from dpcore.curves import BoundedRange, PrivacyCurve
 from dpcore.plans import ADD_REMOVE, Plan, check_relation
 from dpcore._floats import round_down as _round_down, round_up as _round_up
 
@@ -42,6 +43,8 @@ METHODS = ("exact", "gumbel", "permute-and-flip", "inverse-cdf")
 EXACT_PERMUTE_AND_FLIP = "exact-permute-and-flip"
 #: Methods of :func:`top_k`.
 TOP_K_METHODS = ("gumbel",)
+# The methods whose law is the exponential mechanism's (bounded-range); permute-and-flip's is not.
+_EXPONENTIAL_LAW = ("exact", "gumbel", "inverse-cdf")
 
 # Score scales outside this range are refused: beyond it the kernels' error bounds (and 2 * scale)
 # could leave the double range.
@@ -138,10 +141,25 @@ class ExponentialMechanism(Plan):
         return f"exponential/{self.method}" if self.k is None else f"top_k/{self.method}"
 
     @property
+    def curve(self) -> PrivacyCurve | None:
+        """The release's privacy curve (:mod:`dpcore.curves`), or None for permute-and-flip
+        (composed as pure ``epsilon_effective``-DP). An exponential mechanism with score scale c
+        is (2 sensitivity c)-bounded-range (sensitivity c when monotonic), rounded up:
+        :class:`~dpcore.curves.BoundedRange`, epsilon**2/8-zCDP; top-k is k such rounds
+        (peeling), composed. The RDP and PLD accountants use it; the others the pure epsilon."""
+        if self.method not in _EXPONENTIAL_LAW:
+            return None
+        # one round's loss range: c times the width of u_r - u'_r's range, rounded up
+        width = Fraction(self.sensitivity) * (1 if self.monotonic else 2)
+        per_round = BoundedRange(_round_up(width * Fraction(self.scale)))
+        rounds = self.k or 1
+        return per_round if rounds == 1 else per_round.repeat(rounds)
+
+    @property
     def cost(self) -> Cost:
-        """What a release charges: ``epsilon_effective``, pure (from the calibration alone).
-        No privacy curve is attached: the accountants compose it as pure epsilon-DP."""
-        return Cost(self.epsilon_effective)
+        """What a release charges: ``epsilon_effective``, pure, with ``curve`` (from the
+        calibration alone)."""
+        return Cost(self.epsilon_effective, curve=self.curve)
 
     # ------------------------------------------------------------------------------------------
 
@@ -452,9 +470,13 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
 
     The scale c = epsilon / (2 sensitivity) is rounded down to a double, so the guarantee is
     ``epsilon_effective`` = 2 sensitivity c <= epsilon (exact rational arithmetic); that is
-    charged to the accountant, as one pure (epsilon, 0) release. (An exponential mechanism is
-    also epsilon-bounded-range, hence epsilon**2/8-zCDP, a better rate for long compositions
-    than the accountant's generic conversion.)
+    charged to the accountant, as one pure (epsilon, 0) release, with its privacy curve: an
+    exponential mechanism is also ``epsilon_effective``-bounded-range (Durfee-Rogers 2019),
+    hence epsilon**2/8-zCDP (Cesar-Rogers 2021), a better rate for long compositions, which
+    accountants with ``method="rdp"`` or ``"pld"`` use
+    (:class:`~dpcore.curves.BoundedRange`; not for permute-and-flip, which is not
+    bounded-range). For ``"gumbel"`` and ``"inverse-cdf"`` both hold for the idealised
+    algorithm, as below.
 
     Which methods are exact:
 
@@ -565,7 +587,8 @@ def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
     without the 2 for ``monotonic=True``, valid only for utilities that move in the same
     direction for every pair of neighbours). Each round is also bounded-range, so the release is
     k (epsilon/k)**2 / 8-zCDP as well. ``epsilon_effective`` is charged as one pure
-    (epsilon, 0) release.
+    (epsilon, 0) release, with the curve of k bounded-range rounds for the RDP and PLD
+    accountants (``ExponentialMechanism.curve``).
 
     Floating point: the Gumbel noise is computed in double precision, so the law matches
     peeling up to rounding, and candidates whose score is more than about 712 below the

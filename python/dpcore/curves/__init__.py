@@ -11,6 +11,8 @@ the curves:
 * :class:`Gaussian`, :class:`Laplace`: the continuous mechanisms;
 * :class:`DiscreteLaplace`, :class:`DiscreteGaussian`: dpcore's exact integer noise (the
   discrete Gaussian through its proven zCDP/RDP bound only);
+* :class:`BoundedRange`: the exponential mechanism (epsilon-bounded-range, hence
+  epsilon**2/8-zCDP: a tighter RDP than pure DP);
 * :class:`PoissonSubsampled` (add/remove), :class:`SampledWithoutReplacement` (substitution),
   :class:`Repeated` (k-fold composition).
 
@@ -28,6 +30,7 @@ Curves are arithmetic on public parameters: building or evaluating one releases 
 spends no budget. Each class's docstring states the guarantee it describes and the result it
 relies on.
 """
+from dpcore.curves._bounded_range import BoundedRange
 from dpcore.curves._curves import (
     DEFAULT_INTERVAL,
     RELATIONS,
@@ -68,4 +71,5 @@ __all__ = [
     "epsilon_from_rdp",
     "delta_from_rdp",
     "gaussian_pld",
+    "BoundedRange",
 ]
