@@ -167,6 +167,23 @@ def test_pure_dp_rdp_is_randomized_response_and_below_epsilon():
     assert np.all(PureDP(e0).rdp(ORDERS) <= e0 * (1 + 1e-12))
 
 
+@pytest.mark.parametrize("e0", [2.0**-30, 1e-9, 1e-7, 1e-4, 0.8, 30.0])
+def test_pure_dp_rdp_is_never_below_the_exact_divergence(e0):
+    """For tiny epsilon the closed form cancels (terms near log 2, result near a e0**2 / 2):
+    the bound must still be above randomized response's divergence, computed in 50 digits
+    (it was 0 at e0 = 1e-9, order 1.1, before the allowance), and stay tight."""
+    import mpmath
+    with mpmath.workdps(50):
+        e = mpmath.exp(mpmath.mpf(e0))
+        p, q = e / (1 + e), 1 / (1 + e)
+        for a in ORDERS:
+            a_ = mpmath.mpf(a)
+            exact = mpmath.log(p**a_ * q**(1 - a_) + q**a_ * p**(1 - a_)) / (a_ - 1)
+            bound = PureDP(e0).rdp([a])[0]
+            assert exact <= bound
+            assert bound <= exact * (1 + 1e-6) + 2e-13 / (a - 1)
+
+
 def test_approx_dp_pld_keeps_delta_at_infinity():
     pld = ApproxDP(0.5, 1e-5).pld(H)
     assert pld.delta(0.5 + 2 * H) >= 1e-5

@@ -92,13 +92,17 @@ def delta_from_rdp(orders: ArrayLike, rdp: ArrayLike, epsilon: float) -> float:
 
 def randomized_response(orders: ArrayLike, epsilon: float) -> np.ndarray:
     """RDP of randomized response with parameter epsilon, the largest of any epsilon-DP
-    mechanism [Mir17, Prop. 5; KOV]: log((e^(a eps) + e^((1-a) eps)) / (1 + e^eps)) / (a - 1)."""
+    mechanism [Mir17, Prop. 5; KOV]: log((e^(a eps) + e^((1-a) eps)) / (1 + e^eps)) / (a - 1),
+    plus an allowance for the cancellation of its terms (about log 2 each for a small eps, whose
+    RDP is near a eps**2 / 2), and never above a eps**2 / 2 (eps-DP is eps**2/2-zCDP, Bun-Steinke
+    2016) nor eps."""
     a = np.asarray(orders, dtype=np.float64)
     e = float(epsilon)
     if e == 0.0:
         return np.zeros_like(a)
     value = (a * e + np.log1p(np.exp((1.0 - 2.0 * a) * e)) - np.logaddexp(0.0, e)) / (a - 1.0)
-    return up(np.minimum(value, e))
+    allowance = 2.0**-46 * (a * e + e + 2.0 * math.log(2.0)) / (a - 1.0)
+    return up(np.minimum(np.minimum(value + allowance, a * (e * e / 2.0)), e))
 
 
 def laplace(orders: ArrayLike, e0: float) -> np.ndarray:
