@@ -167,19 +167,43 @@ def test_pure_dp_rdp_is_randomized_response_and_below_epsilon():
     assert np.all(PureDP(e0).rdp(ORDERS) <= e0 * (1 + 1e-12))
 
 
-@pytest.mark.parametrize("e0", [2.0**-30, 1e-9, 1e-7, 1e-4, 0.8, 30.0])
-def test_pure_dp_rdp_is_never_below_the_exact_divergence(e0):
-    """For tiny epsilon the closed form cancels (terms near log 2, result near a e0**2 / 2):
-    the bound must still be above randomized response's divergence, computed in 50 digits
-    (it was 0 at e0 = 1e-9, order 1.1, before the allowance), and stay tight."""
+def _exact_rdp(kind, e0, a):
+    """Randomized response, Laplace or discrete Laplace (shift 1, scale 1/e0): the Rényi
+    divergence of order a in 50-digit arithmetic (closed forms and an exact geometric sum)."""
     import mpmath
-    with mpmath.workdps(50):
-        e = mpmath.exp(mpmath.mpf(e0))
+    a, e0 = mpmath.mpf(a), mpmath.mpf(e0)
+    if kind == "rr":
+        e = mpmath.exp(e0)
         p, q = e / (1 + e), 1 / (1 + e)
+        return mpmath.log(p**a * q**(1 - a) + q**a * p**(1 - a)) / (a - 1)
+    if kind == "laplace":
+        return mpmath.log(a / (2 * a - 1) * mpmath.exp((a - 1) * e0)
+                          + (a - 1) / (2 * a - 1) * mpmath.exp(-a * e0)) / (a - 1)
+    r = mpmath.exp(-e0)  # DLap(1) against DLap(0): z <= 0, z >= 1 tails are geometric
+    norm = (1 - r) / (1 + r)
+    left = mpmath.exp(-a * e0) / (1 - r)             # sum over z <= 0 of r^(a|z-1| + (1-a)|z|)
+    right = mpmath.exp(-(1 - a) * e0) / (1 - r)      # sum over z >= 1
+    return mpmath.log(norm * (left + right)) / (a - 1)
+
+
+PURE_CURVES = {"rr": PureDP, "laplace": lambda e0: Laplace(1.0 / e0),
+               "discrete_laplace": lambda e0: DiscreteLaplace(1.0 / e0)}
+
+
+@pytest.mark.parametrize("kind", list(PURE_CURVES))
+@pytest.mark.parametrize("e0", [2.0**-30, 1e-9, 1e-7, 1e-4, 0.8, 30.0])
+def test_pure_dp_rdp_is_never_below_the_exact_divergence(kind, e0):
+    """For a small epsilon the closed forms cancel (terms near log 2, result near a e0**2 / 2):
+    the bounds must still be above the exact divergences, computed in 50 digits (randomized
+    response was 0 at e0 = 1e-9, order 1.1, Laplace negative at order 2, before the
+    allowance), and stay tight."""
+    import mpmath
+    curve = PURE_CURVES[kind](e0)
+    with mpmath.workdps(50):
         for a in ORDERS:
-            a_ = mpmath.mpf(a)
-            exact = mpmath.log(p**a_ * q**(1 - a_) + q**a_ * p**(1 - a_)) / (a_ - 1)
-            bound = PureDP(e0).rdp([a])[0]
+            exact = _exact_rdp(kind, float(1 / mpmath.mpf(curve.scale)) if kind != "rr" else e0,
+                               a)
+            bound = curve.rdp([a])[0]
             assert exact <= bound
             assert bound <= exact * (1 + 1e-6) + 2e-13 / (a - 1)
 

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from dpcore._floats import round_up
 
 #: The default orders grid (that of Google's dp_accounting, so the two can be compared order for
 #: order): 1.1 .. 10.9 by 0.1, 11 .. 63, and 128, 256, 512, 1024.
@@ -101,17 +104,27 @@ def randomized_response(orders: ArrayLike, epsilon: float) -> np.ndarray:
     if e == 0.0:
         return np.zeros_like(a)
     value = (a * e + np.log1p(np.exp((1.0 - 2.0 * a) * e)) - np.logaddexp(0.0, e)) / (a - 1.0)
-    allowance = 2.0**-46 * (a * e + e + 2.0 * math.log(2.0)) / (a - 1.0)
-    return up(np.minimum(np.minimum(value + allowance, a * (e * e / 2.0)), e))
+    return _pure_capped(value, a, e, a * e + e + 2.0 * math.log(2.0))
+
+
+def _pure_capped(value: np.ndarray, a: np.ndarray, e0: float, magnitude: ArrayLike
+                 ) -> np.ndarray:
+    """The RDP ``value`` of an e0-DP mechanism from a closed form whose terms, of size up to
+    ``magnitude`` in total, cancel (for a small e0 they are O(1) while the RDP is near
+    a e0**2 / 2): plus a rounding allowance of 2**-46 ``magnitude`` / (a - 1), and capped by
+    a e0**2 / 2 (e0-DP is e0**2/2-zCDP, Bun-Steinke 2016) and e0; pushed up."""
+    allowance = 2.0**-46 * np.asarray(magnitude, dtype=np.float64) / (a - 1.0)
+    return up(np.minimum(np.minimum(value + allowance, a * (e0 * e0 / 2.0)), e0))
 
 
 def laplace(orders: ArrayLike, e0: float) -> np.ndarray:
     """RDP of the Laplace mechanism with sensitivity / scale = e0 [Mir17, Prop. 6]:
     log(a/(2a-1) e^((a-1) e0) + (a-1)/(2a-1) e^(-a e0)) / (a - 1)."""
     a = np.asarray(orders, dtype=np.float64)
-    value = np.logaddexp(np.log(a / (2.0 * a - 1.0)) + (a - 1.0) * e0,
-                         np.log((a - 1.0) / (2.0 * a - 1.0)) - a * e0) / (a - 1.0)
-    return up(np.minimum(value, e0))
+    first = np.log(a / (2.0 * a - 1.0)) + (a - 1.0) * e0
+    second = np.log((a - 1.0) / (2.0 * a - 1.0)) - a * e0
+    value = np.logaddexp(first, second) / (a - 1.0)
+    return _pure_capped(value, a, e0, np.abs(first) + np.abs(second))
 
 
 def discrete_laplace(orders: ArrayLike, scale: float, shift: int) -> np.ndarray:
@@ -129,8 +142,11 @@ def discrete_laplace(orders: ArrayLike, scale: float, shift: int) -> np.ndarray:
         with np.errstate(over="ignore"):
             middle = (log_c - a * d / t + w + _log_expm1((d - 1.0) * w) - _log_expm1(w))
         terms.append(middle)
-    value = np.logaddexp.reduce(np.stack(terms), axis=0) / (a - 1.0)
-    return up(np.minimum(value, d / t))
+    stacked = np.stack(terms)
+    value = np.logaddexp.reduce(stacked, axis=0) / (a - 1.0)
+    e0 = round_up(Fraction(shift) / Fraction(scale))  # D / t: the pure guarantee
+    magnitude = np.sum(np.where(np.isfinite(stacked), np.abs(stacked), 0.0), axis=0)
+    return _pure_capped(value, a, e0, magnitude)
 
 
 def _log_expm1(x):
