@@ -15,7 +15,7 @@ import re
 import textwrap
 from typing import Callable, Mapping, TypeVar
 
-__all__ = ["RANDOM_STATE", "fill", "render"]
+__all__ = ["RANDOM_STATE", "fill", "render", "RELATION"]
 
 T = TypeVar("T")
 
@@ -26,6 +26,12 @@ RANDOM_STATE = """\
 random_state : None, int, numpy Generator or BitGenerator, optional
     None (default): dpcore's process-wide cryptographically secure generator. Seeds are for
     tests and reproducibility only."""
+
+#: The ``relation`` attribute of the calibrated mechanisms (plans).
+RELATION = """\
+relation : str
+    The neighbouring relation the sensitivity was derived for (default: add/remove one
+    record); plans compose only with plans of the same relation."""
 
 
 def render(doc: str, pieces: Mapping[str, str], where: str = "docstring") -> str:

@@ -26,6 +26,7 @@ import numpy as np
 from dpcore import _noise, _noise_grid, _noise_snapping
 from dpcore import _validation as check
 from dpcore import calibration
+from dpcore._docstrings import RELATION, fill
 from dpcore._release import Cost, public_arithmetic
 from dpcore.plans import ADD_REMOVE, Plan, check_relation
 from dpcore.curves import DiscreteGaussian, DiscreteLaplace, PrivacyCurve
@@ -157,6 +158,7 @@ class _GridNoise(Plan):
 # Laplace
 
 
+@fill(relation=RELATION)
 @dataclass(frozen=True)
 class LaplaceMechanism(_GridNoise):
     """Calibrated Laplace-type mechanism for a query of known L1 sensitivity.
@@ -188,9 +190,7 @@ class LaplaceMechanism(_GridNoise):
         number of elements for snapping, <= ``epsilon`` for discrete), slack terms included.
     delta_effective : float
         0, except for snapping with a bound beyond 372 lambda (see :func:`laplace`).
-    relation : str
-        The neighbouring relation the sensitivity was derived for (default: add/remove one
-        record); plans compose only with plans of the same relation.
+    {relation}
     """
 
     method: str
@@ -446,6 +446,7 @@ def laplace(value: ArrayLike, *, sensitivity: float, epsilon: float, bound: floa
 # Gaussian
 
 
+@fill(relation=RELATION)
 @dataclass(frozen=True)
 class GaussianMechanism(_GridNoise):
     """Calibrated discrete Gaussian mechanism on a power-of-two grid (L2 sensitivity).
@@ -467,9 +468,7 @@ class GaussianMechanism(_GridNoise):
         zCDP parameter guaranteed (D**2 / (2 sigma**2), D the sensitivity in grid units).
     epsilon, delta : float or None
         The (epsilon, delta) guarantee when calibrated from them, else None.
-    relation : str
-        The neighbouring relation the sensitivity was derived for (default: add/remove one
-        record).
+    {relation}
     """
 
     sensitivity: float

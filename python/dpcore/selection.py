@@ -23,6 +23,7 @@ import numpy as np
 from dpcore import _exact
 from dpcore import _select
 from dpcore import _validation as check
+from dpcore._docstrings import RANDOM_STATE, RELATION, fill
 from dpcore.random import Words64, bitgen_handle
 from dpcore._release import Cost
 from dpcore.curves import BoundedRange, PrivacyCurve
@@ -46,6 +47,17 @@ TOP_K_METHODS = ("gumbel",)
 # The methods whose law is the exponential mechanism's (bounded-range); permute-and-flip's is not.
 _EXPONENTIAL_LAW = ("exact", "gumbel", "inverse-cdf")
 
+# The parameters the selections share (docstring pieces, :func:`dpcore._docstrings.fill`).
+_SENSITIVITY = """\
+sensitivity : float
+    Public bound Delta > 0 on |u(D, r) - u(D', r)| over neighbouring data sets D, D' and all
+    candidates r."""
+_MONOTONIC = """\
+monotonic : bool, default=False
+    Declare that between any two neighbours all utilities move in the same direction (e.g.
+    counts under add/remove): scale epsilon / sensitivity, half the noise. Never inferred: a
+    wrong declaration voids the guarantee."""
+
 # Score scales outside this range are refused: beyond it the kernels' error bounds (and 2 * scale)
 # could leave the double range.
 _MIN_SCALE = 2.0**-1000
@@ -66,6 +78,7 @@ def _scale(epsilon: float, sensitivity: float, factor: int) -> tuple[float, floa
     return scale, _round_up(factor * Fraction(sensitivity) * Fraction(scale))
 
 
+@fill(relation=RELATION)
 @dataclass(frozen=True)
 class ExponentialMechanism(Plan):
     """Calibrated exponential-mechanism-type selection for a utility of known sensitivity.
@@ -94,9 +107,7 @@ class ExponentialMechanism(Plan):
     epsilon_effective : float
         The guarantee that scale gives: k * 2 * sensitivity * scale (k * sensitivity * scale when
         monotonic), rounded up; at most ``epsilon``. This is what is charged.
-    relation : str
-        The neighbouring relation the sensitivity was derived for (default: add/remove one
-        record); plans compose only with plans of the same relation.
+    {relation}
     """
 
     method: str
@@ -381,6 +392,7 @@ def flip_coins(utility: np.ndarray, scale: float, rng: np.random.Generator) -> i
 # Public functions
 
 
+@fill(sensitivity=_SENSITIVITY, monotonic=_MONOTONIC)
 def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monotonic: bool = False,
                 method: str = "exact", random_state: RandomStateLike = None,
                 accountant: AccountantLike | None = None) -> int:
@@ -400,15 +412,10 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
         (``"inverse-cdf"`` reads the stream twice and needs the callable, which must give the
         same chunks both times). The index returned counts across chunks. Lists, tuples and
         arrays are in-memory utilities.
-    sensitivity : float
-        Public bound Delta > 0 on |u(D, r) - u(D', r)| over neighbouring data sets D, D' and all
-        candidates r.
+    {sensitivity}
     epsilon : float
         Privacy parameter, > 0.
-    monotonic : bool, default=False
-        Declare that between any two neighbours all utilities move in the same direction (e.g.
-        counts under add/remove). Halves the noise (scale epsilon / sensitivity). Never inferred:
-        a wrong declaration voids the guarantee.
+    {monotonic}
     method : str, default="exact"
         One of :data:`METHODS`, or ``"exact-permute-and-flip"``:
         ``"exact"``: exactly the exponential mechanism's law, in floating point too
@@ -533,6 +540,7 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
     return mech.select(utility, random_state=random_state, accountant=accountant)
 
 
+@fill(sensitivity=_SENSITIVITY, monotonic=_MONOTONIC, random_state=RANDOM_STATE)
 def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
           monotonic: bool = False, method: str = "gumbel", random_state: RandomStateLike = None,
           accountant: AccountantLike | None = None) -> np.ndarray:
@@ -548,16 +556,13 @@ def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
         streams of chunks for large candidate sets).
     k : int
         Number of candidates to select, >= 1 and at most the number not excluded.
-    sensitivity : float
-        Public bound > 0 on how much one candidate's utility changes between neighbours.
+    {sensitivity}
     epsilon : float
         Total privacy parameter of the k selections, > 0.
-    monotonic : bool, default=False
-        As in :func:`exponential`.
+    {monotonic}
     method : {"gumbel"}, default="gumbel"
         One-shot Gumbel top-k in double precision: one pass, O(k) memory.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        As in :func:`exponential`.
+    {random_state}
     accountant : dpcore.Accountant, optional
         Charged with ``epsilon_effective`` before anything is drawn, as in :func:`exponential`
         (streams are charged before their first chunk is read).
@@ -615,6 +620,7 @@ def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
     return mech.select_top_k(utility, random_state=random_state, accountant=accountant)
 
 
+@fill(random_state=RANDOM_STATE)
 def exponential_index(utility: ArrayLike, scale: float, *,
                       random_state: RandomStateLike = None) -> int:
     """Draw index r with probability exactly proportional to exp(scale * utility[r]).
@@ -629,8 +635,7 @@ def exponential_index(utility: ArrayLike, scale: float, *,
         ``-inf`` excludes a candidate (at least one must remain); NaN and ``+inf`` are errors.
     scale : float
         The score scale c > 0.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default): dpcore's cryptographically secure generator. Seeds are for tests only.
+    {random_state}
 
     Returns
     -------
@@ -656,6 +661,7 @@ def exponential_index(utility: ArrayLike, scale: float, *,
     return int(state.index)
 
 
+@fill(sensitivity=_SENSITIVITY, monotonic=_MONOTONIC, random_state=RANDOM_STATE)
 def permute_and_flip(utility: ArrayLike, *, sensitivity: float, epsilon: float,
                      monotonic: bool = False, random_state: RandomStateLike = None,
                      accountant: AccountantLike | None = None) -> int:
@@ -673,18 +679,11 @@ def permute_and_flip(utility: ArrayLike, *, sensitivity: float, epsilon: float,
         The utility u_r of each candidate (larger is better), in memory (one coin per
         candidate; streams are not accepted). ``-inf`` excludes a candidate; NaN and ``+inf``
         are errors.
-    sensitivity : float
-        Public bound Delta > 0 on |u(D, r) - u(D', r)| over neighbouring data sets D, D' and all
-        candidates r.
+    {sensitivity}
     epsilon : float
         Privacy parameter, > 0.
-    monotonic : bool, default=False
-        Declare that between any two neighbours all utilities move in the same direction (e.g.
-        counts under add/remove): scale epsilon / sensitivity. Never inferred: a wrong
-        declaration voids the guarantee.
-    random_state : None, int, numpy Generator or BitGenerator, optional
-        None (default) uses dpcore's process-wide cryptographically secure generator. Seeds are
-        for tests only.
+    {monotonic}
+    {random_state}
     accountant : dpcore.Accountant, optional
         Charged with ``epsilon_effective`` (see :class:`ExponentialMechanism`) before anything
         is drawn; a refusal releases nothing.

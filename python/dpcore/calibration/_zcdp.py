@@ -12,9 +12,18 @@ import math
 import numpy as np
 
 from dpcore import _validation as check
+from dpcore._docstrings import fill
 from dpcore.calibration._common import ETA, _TINY, _exp_up, _inflate
 
 __all__ = ["zcdp_delta", "zcdp_epsilon", "zcdp_epsilon_simple", "zcdp_rho_for"]
+
+# The parameters the conversions share (docstring pieces, :func:`dpcore._docstrings.fill`).
+_RHO = """\
+rho : float
+    zCDP parameter, > 0."""
+_DELTA = """\
+delta : float
+    0 < delta < 1."""
 
 
 def _zcdp_log_delta_at(x, rho, epsilon):
@@ -28,13 +37,13 @@ def _zcdp_log_delta_at(x, rho, epsilon):
     return value, err
 
 
+@fill(rho=_RHO)
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """Tight delta(eps) of a rho-zCDP mechanism (Canonne-Kamath-Steinke).
 
     Parameters
     ----------
-    rho : float
-        zCDP parameter, > 0.
+    {rho}
     epsilon : float
         >= 0.
 
@@ -110,15 +119,14 @@ def _grid_then_refine(fun, lo, hi, num=741):
     return best_t, best
 
 
+@fill(rho=_RHO, delta=_DELTA)
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """Tight epsilon of a rho-zCDP mechanism at ``delta`` (rounded up).
 
     Parameters
     ----------
-    rho : float
-        zCDP parameter, > 0.
-    delta : float
-        0 < delta < 1.
+    {rho}
+    {delta}
 
     Returns
     -------
@@ -168,15 +176,14 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     return _bisect_between(holds, lo, hi, increasing=True)
 
 
+@fill(rho=_RHO, delta=_DELTA)
 def zcdp_epsilon_simple(rho: float, delta: float) -> float:
     """The simple rho-zCDP conversion eps = rho + 2 sqrt(rho ln(1/delta)) (Bun-Steinke).
 
     Parameters
     ----------
-    rho : float
-        > 0.
-    delta : float
-        0 < delta < 1.
+    {rho}
+    {delta}
 
     Returns
     -------
@@ -194,6 +201,7 @@ def zcdp_epsilon_simple(rho: float, delta: float) -> float:
     return _inflate(rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)))
 
 
+@fill(delta=_DELTA)
 def zcdp_rho_for(epsilon: float, delta: float) -> float:
     """The largest rho whose tight conversion gives ``zcdp_delta(rho, epsilon) <= delta``.
 
@@ -201,8 +209,7 @@ def zcdp_rho_for(epsilon: float, delta: float) -> float:
     ----------
     epsilon : float
         > 0.
-    delta : float
-        0 < delta < 1.
+    {delta}
 
     Returns
     -------
