@@ -51,6 +51,10 @@ REGISTRY = [
      lambda d, **kw: local.local_hashing(d, k=5, epsilon=1.1, **kw)),
     (local.FrequencyOracle, dict(mechanism="local_hashing", k=5, epsilon=1.1, g=7), CODES,
      lambda d, **kw: local.local_hashing(d, k=5, epsilon=1.1, g=7, **kw)),
+    (selection.ExponentialMechanism, dict(sensitivity=1.0, epsilon=0.6,
+                                          method="permute-and-flip"), UTILITY,
+     lambda d, **kw: selection.exponential(d, sensitivity=1.0, epsilon=0.6,
+                                           method="permute-and-flip", **kw)),
 ]
 IDS = [f"{cls.__name__}-{i}" for i, (cls, *_) in enumerate(REGISTRY)]
 

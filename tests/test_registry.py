@@ -11,7 +11,10 @@ and of every public subpackage, and each must appear in the registry that walks 
   ``REGISTRY`` of tests/test_plans_selection_local.py (its ``cost`` is what ``release``
   charges; its draws are the public function's);
 - a learner: also ``ESTIMATORS`` of tests/test_learn_estimator_checks.py (scikit-learn's
-  checks), unless waived below with its reason.
+  checks), unless waived below with its reason;
+- every plan variant of the plan registries (class and method): a goodness-of-fit test of its
+  output law, named in ``LAW_TESTS`` (the plan registries check that a plan draws what its
+  public function draws, so the function's law test covers the plan).
 
 Those registries stay where they are (other work appends to them); this module is the one
 place that reads them together, so a new public release that none of them walks fails here,
@@ -44,6 +47,27 @@ NOT_SKLEARN_CHECKED = {
                      "cannot give (they feed arbitrary data)",
     "PCA": "not yet in the checks: with its default method 'ppca' several checks fail on "
            "n_components (to be settled by the learners' owners)",
+}
+
+
+#: (plan class, variant) -> the goodness-of-fit test of that output law ("module::function").
+LAW_TESTS = {
+    ("LaplaceMechanism", "discrete"): "test_mechanisms::test_laplace_discrete_law",
+    ("LaplaceMechanism", "snapping"): "test_mechanisms::test_snapping_law",
+    ("GaussianMechanism", None): "test_mechanisms::test_gaussian_law",
+    ("ExponentialMechanism", "exact"): "test_selection::test_exponential_mechanism_law",
+    ("ExponentialMechanism", "gumbel"): "test_selection::test_exponential_mechanism_law",
+    ("ExponentialMechanism", "inverse-cdf"): "test_selection::test_exponential_mechanism_law",
+    ("ExponentialMechanism", "permute-and-flip"):
+        "test_selection::test_permute_and_flip_law_and_power",
+    ("ExponentialMechanism", "exact-permute-and-flip"): "test_permute_and_flip::test_law_and_power",
+    ("ExponentialMechanism", "top-k gumbel"): "test_selection::test_top_k_law_and_power",
+    ("FrequencyOracle", "randomized_response"): "test_local::test_randomized_response_law",
+    ("FrequencyOracle", "optimized_unary"): "test_local::test_unary_encoding_law",
+    ("FrequencyOracle", "symmetric_unary"): "test_local::test_unary_encoding_law",
+    ("FrequencyOracle", "local_hashing"): "test_local::test_local_hashing_law",
+    ("DuchiMechanism", None): "test_local::test_duchi_law",
+    ("PlanarLaplaceMechanism", None): "test_local::test_planar_laplace_law",
 }
 
 
@@ -162,3 +186,25 @@ def test_the_check_catches_a_missing_release(monkeypatch):
                         list(dpcore.local.__all__) + ["UnwalkedMechanism"])
     missing = missing_from_the_registries(releases_taking_an_accountant())
     assert [m.split(" ")[0] for m in missing] == ["local.UnwalkedMechanism", "stats.private_total"]
+
+
+def _variant(plan):
+    """The law a calibrated plan draws: its class and method (top-k named apart)."""
+    variant = getattr(plan, "mechanism", None) or getattr(plan, "method", None)
+    if getattr(plan, "k", None) is not None and type(plan).__name__ == "ExponentialMechanism":
+        variant = f"top-k {variant}"
+    return type(plan).__name__, variant
+
+
+def test_every_plan_variant_has_an_output_law_test():
+    variants = {_variant(cls.calibrate(**params)) for cls, ps in test_plans.MECHANISMS.items()
+                for params in ps}
+    variants |= {_variant(test_plans_selection_local.calibrate(cls, params))
+                 for cls, params, *_ in test_plans_selection_local.REGISTRY}
+    assert variants == set(LAW_TESTS), sorted(variants ^ set(LAW_TESTS), key=str)
+    for target in set(LAW_TESTS.values()):
+        module_name, function = target.split("::")
+        test = getattr(importlib.import_module(module_name), function)
+        source = inspect.getsource(test)
+        # a goodness-of-fit test against an exact law, at the stated ALPHA (tests/_gof.py)
+        assert "ALPHA" in source or "pvalue" in source, target
