@@ -84,9 +84,10 @@ class ExponentialMechanism(Plan):
     """Calibrated exponential-mechanism-type selection for a utility of known sensitivity.
 
     Build it with :meth:`calibrate`; :func:`exponential` and :func:`top_k` are the usual entry
-    points. A :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` (pure), known from
-    the calibration alone, under ``relation``; ``release(utility)`` selects one candidate
-    (``k=None``) or the top ``k``.
+    points. A :class:`dpcore.plans.Plan`: ``cost`` is ``epsilon_effective`` (pure) with the
+    bounded-range ``curve`` of the exponential-law methods, known from the calibration alone,
+    under ``relation``; ``release(utility)`` selects one candidate (``k=None``) or the top
+    ``k``.
 
     Attributes
     ----------
