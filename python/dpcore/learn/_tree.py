@@ -36,7 +36,7 @@ from dpcore.learn._tree_grid import (
     tree_defaults,
 )
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
-from dpcore.selection import ExponentialMechanism
+from dpcore.selection import ExponentialMechanism, exponential_index
 
 __all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
            "forest_defaults", "permute_and_flip_labels", "random_forest_defaults",
@@ -570,7 +570,9 @@ def _grow(codes, yi, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, rn
                 row = np.flatnonzero(inside[r].reshape(d, -1)[f])
                 choice = f * (n_bins - 1) + int(row[rng.integers(row.size)])
             else:
-                choice = mech.select(utility[r], random_state=rng)
+                # the exact sampler behind mech.select, without its release (the fit is the
+                # release, charged once): the same draws
+                choice = exponential_index(utility[r], mech.scale, random_state=rng)
             f, j = divmod(choice, n_bins - 1)
             t, i = divmod(r, width)
             v = base[t] + width - 1 + i
