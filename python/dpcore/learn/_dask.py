@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 
@@ -305,7 +306,7 @@ class DaskRecords:
     those integer totals leave the workers, so the released model is the in-memory one bit for
     bit whatever the chunking."""
 
-    def __init__(self, Xd, yd, prepare, params):
+    def __init__(self, Xd: Any, yd: Any, prepare: Callable[..., tuple], params: tuple) -> None:
         dask, _ = _dask()
         self.shape = tuple(int(v) for v in Xd.shape)
         if self.shape[0] < 1:
@@ -324,7 +325,7 @@ class DaskRecords:
             summaries = [p[1] for p in self.parts]
         self.summary = _add_parts(summaries)
 
-    def per_chunk(self, values=None):
+    def per_chunk(self, values: np.ndarray | None = None) -> list:
         """One item per chunk: None each (``values`` None), or the chunk's rows of the
         per-record array ``values`` (sent to the workers once: futures with a Client)."""
         if values is None:
@@ -332,7 +333,7 @@ class DaskRecords:
         pieces = [values[a:b] for a, b in zip(self.bounds[:-1], self.bounds[1:])]
         return self.client.scatter(pieces) if self.client is not None else pieces
 
-    def sum(self, fn, extras, *args):
+    def sum(self, fn: Callable[..., np.ndarray], extras: list, *args: Any) -> np.ndarray:
         """The exact sum over the chunks of ``fn(payload, extra, *args)`` (int64 arrays)."""
         if self.client is not None:
             results = self.client.gather(self.client.map(_apply_extra, self.parts, extras,
@@ -349,7 +350,7 @@ def _apply_extra(part, extra, fn, args):
     return fn(part[0], extra, *args)
 
 
-def tree_chunks(est, X, y, classes):
+def tree_chunks(est: Any, X: Any, y: Any, classes: np.ndarray | None) -> tuple[Any, Any]:
     """Aligned Dask arrays of X and y for a tree fit (the public classes are required; sets
     ``est.n_features_in_``)."""
     if classes is None:
@@ -360,7 +361,7 @@ def tree_chunks(est, X, y, classes):
     return X, y
 
 
-def check_tree_flags(bad_values, bad_labels):
+def check_tree_flags(bad_values: bool, bad_labels: bool) -> None:
     """Refuse a Dask fit whose chunks flagged a label outside classes or a non-finite X
     (before anything is charged)."""
     if bad_labels:
@@ -376,19 +377,20 @@ class DaskLevelCounts:
     chunk's part; a chunk moves its records from their roots down every level so far (the
     workers keep no state between levels, so a lost or repeated task changes nothing)."""
 
-    def __init__(self, records, chunk_fn):
+    def __init__(self, records: DaskRecords, chunk_fn: Callable[..., np.ndarray]) -> None:
         self.records, self.chunk_fn = records, chunk_fn
 
-    def start(self, part):
-        self.starts, self.history = self.records.per_chunk(part), []
+    def start(self, part: np.ndarray | None) -> None:
+        self.starts = self.records.per_chunk(part)
+        self.history: list[tuple] = []
 
-    def count(self, routing, row, table):
+    def count(self, routing: tuple, row: np.ndarray, table: np.ndarray) -> None:
         self.history.append((routing, row.size))
         table += self.records.sum(self.chunk_fn, self.starts, self.history, row,
                                   table.shape)
 
 
-def class_index(y, classes):
+def class_index(y: Any, classes: np.ndarray) -> tuple[np.ndarray, bool]:
     """(class index of each label (int32), whether a label is outside classes)."""
     y = np.asarray(y)
     index = np.minimum(np.searchsorted(classes, y), classes.size - 1)

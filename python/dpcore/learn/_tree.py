@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -41,6 +42,7 @@ from dpcore.learn._tree_grid import (  # noqa: F401 (_base_offsets, bin_threshol
     tree_defaults,
 )
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
+from dpcore.random import RandomStateLike
 from dpcore.selection import ExponentialMechanism
 
 __all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
@@ -83,16 +85,16 @@ class Trees:
     depth: int
 
     @property
-    def n_leaves(self):
+    def n_leaves(self) -> int:
         return int(self.values.shape[0])
 
-    def apply(self, X):
+    def apply(self, X: np.ndarray) -> np.ndarray:
         """(n, n_trees) index of the leaf each row of X reaches in each tree."""
         out = np.empty((X.shape[0], self.roots.size), dtype=np.int32)
         _tree.apply(X, self.feature, self.threshold, self.left, self.roots, self.depth, out)
         return out
 
-    def vote(self, X):
+    def vote(self, X: np.ndarray) -> np.ndarray:
         """(n, k) sum over the trees of the values of the leaves reached."""
         out = np.zeros((X.shape[0], self.values.shape[1]))
         _tree.vote(X, self.feature, self.threshold, self.left, self.roots, self.depth, self.slot,
@@ -333,9 +335,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, max_depth="auto",
-                 n_bins="auto", split_share="auto", criterion="max", random_state=None,
-                 accountant=None, split_levels="auto"):
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None, classes: Any = None,
+                 max_depth: int | str = "auto", n_bins: Any = "auto",
+                 split_share: float | str = "auto", criterion: str = "max",
+                 random_state: RandomStateLike = None, accountant: Any = None,
+                 split_levels: int | str = "auto") -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -369,7 +373,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> DecisionTreeClassifier:
         """Grow the private tree (see the class docstring). Returns self.
 
         X and y may be Dask collections (array, dataframe, series; ``classes`` required): the
@@ -379,12 +383,12 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         classes = self._check_params()[2]
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
-            epsilon, bounds, _, *plan = self._check_params(*X.shape, classes)
+            epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
             self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, 1, epsilon,
                                            "DecisionTreeClassifier")
         else:
             X, classes, yi = _labels(self, X, y, classes, finite=False)
-            epsilon, bounds, _, *plan = self._check_params(*X.shape, classes)
+            epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
             self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
                                       "DecisionTreeClassifier")
         self.classes_ = classes
@@ -512,7 +516,8 @@ def _fit_private_dask(est, Xd, yd, classes, bounds, plan, n_trees, epsilon, labe
                             (lower, inv), plan, n_trees, epsilon, label)
 
 
-def chunk_codes(x, y, lower, inv, top, width, code_dtype, classes):
+def chunk_codes(x: Any, y: Any, lower: np.ndarray, inv: np.ndarray, top: np.ndarray, width: int,
+                code_dtype: Any, classes: np.ndarray) -> tuple[tuple, tuple]:
     """On a Dask worker: the payload (codes, class indices) of a chunk and its summary ((root
     table,), X not finite, a label outside classes), as :func:`_fit_private` bins in memory."""
     x = np.ascontiguousarray(x, dtype=np.float64)
@@ -523,22 +528,23 @@ def chunk_codes(x, y, lower, inv, top, width, code_dtype, classes):
     return (codes, labels), ((root,), bad, outside)
 
 
-def chunk_level_counts(payload, start, history, row, shape):
+def chunk_level_counts(payload: tuple, start: np.ndarray | None, history: list, row: np.ndarray,
+                       shape: tuple) -> np.ndarray:
     """On a Dask worker: a chunk's part of a level's table (``shape``, nodes ``row``), its
     records started at ``start`` (None: node 0) and moved down every level of ``history``
     ((routing, nodes of that level) pairs, the last one this level's)."""
     codes, labels = payload
     node = np.zeros(labels.size, np.int32) if start is None else np.array(start, np.int32)
     table = np.zeros(shape, dtype=np.int64)
-    for i, (routing, m) in enumerate(history):
+    for i, ((feature, split, left), m) in enumerate(history):
         last = i + 1 == len(history)
-        _tree.level_counts(codes, labels, node, *routing,
+        _tree.level_counts(codes, labels, node, feature, split, left,
                            row if last else np.full(m, -1, dtype=np.int32),
                            table if last else table[:0])
     return table
 
 
-def chunk_rows(x, y, classes):
+def chunk_rows(x: Any, y: Any, classes: np.ndarray) -> tuple[tuple, tuple]:
     """On a Dask worker: the payload (rows, class indices) of a chunk for random trees and
     its summary ((), X not finite, a label outside classes)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
@@ -546,7 +552,7 @@ def chunk_rows(x, y, classes):
     return (x, labels), ((), not bool(np.isfinite(x).all()), outside)
 
 
-def chunk_forest_counts(payload, _, forest, shape):
+def chunk_forest_counts(payload: tuple, _: None, forest: Trees, shape: tuple) -> np.ndarray:
     """On a Dask worker: a chunk's leaf class counts in the random trees ``forest``."""
     x, labels = payload
     counts = np.zeros(shape, dtype=np.int64)
@@ -712,10 +718,12 @@ class RandomForestClassifier(_TreeClassifierBase):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators="auto",
-                 max_depth="auto", n_bins="auto", split_share="auto", criterion="max",
-                 algorithm="partition", voting="proba", random_state=None, accountant=None,
-                 split_levels="auto"):
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None, classes: Any = None,
+                 n_estimators: int | str = "auto", max_depth: int | str = "auto",
+                 n_bins: Any = "auto", split_share: float | str = "auto",
+                 criterion: str = "max", algorithm: str = "partition", voting: str = "proba",
+                 random_state: RandomStateLike = None, accountant: Any = None,
+                 split_levels: int | str = "auto") -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -775,7 +783,7 @@ class RandomForestClassifier(_TreeClassifierBase):
             given = (self.n_estimators, self.max_depth, None, None, None)
         return tuple(a if _is_auto(g) or g is None else g for a, g in zip(auto, given))
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> RandomForestClassifier:
         """Grow the trees and release their leaves. Returns self.
 
         X and y may be Dask collections (``classes`` required), counted chunk by chunk on the
@@ -785,7 +793,8 @@ class RandomForestClassifier(_TreeClassifierBase):
         label = "RandomForestClassifier"
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
-            epsilon, bounds, _, trees, *plan = self._check_params(*X.shape, classes)
+            epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
+                                                                  classes)
             if self.algorithm == "partition":
                 self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, trees, epsilon,
                                                label)
@@ -794,26 +803,29 @@ class RandomForestClassifier(_TreeClassifierBase):
                 check_tree_flags(*records.summary[1:])
                 self.tree_ = self._fit_random(
                     lambda f, c: records.sum(chunk_forest_counts, records.per_chunk(), f, c),
-                    classes.size, bounds, trees, *plan, epsilon)
+                    classes.size, bounds, trees, plan, epsilon)
         else:
             X, classes, yi = _labels(self, X, y, classes, finite=False)
-            epsilon, bounds, _, trees, *plan = self._check_params(*X.shape, classes)
+            epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
+                                                                  classes)
             if self.algorithm == "partition":
                 self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, trees,
                                           epsilon, label)
             else:
                 self.tree_ = self._fit_random(_memory_leaf_counts(X, yi), classes.size, bounds,
-                                              trees, *plan, epsilon)
+                                              trees, plan, epsilon)
         self.classes_ = classes
         (self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_,
          self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
         _warn_if_one_class(self.tree_.values, "forest")
         return self
 
-    def _fit_random(self, leaf_counts, k, bounds, trees, depth, scale, epsilon):
+    def _fit_random(self, leaf_counts, k, bounds, trees, plan, epsilon):
         """Random trees whose leaf class counts ``leaf_counts(forest, counts_shape)`` gives
-        (exact integers), released with discrete Laplace noise."""
+        (exact integers), released with discrete Laplace noise; ``plan``: (max_depth, noise
+        scale)."""
         lower, upper = bounds
+        depth, scale = plan
 
         def draw(rng):
             forest = random_trees(lower, upper, trees, depth, rng)
@@ -831,7 +843,8 @@ class RandomForestClassifier(_TreeClassifierBase):
         return replace(self.tree_, values=_proba(self.tree_.values))
 
 
-def random_trees(lower, upper, n_trees, depth, rng):
+def random_trees(lower: np.ndarray, upper: np.ndarray, n_trees: int, depth: int,
+                 rng: np.random.Generator) -> Trees:
     """``n_trees`` complete random trees of depth ``depth`` over the box [lower, upper]
     (data-independent, :func:`random_tree_arrays`), leaves numbered in order; ``values`` is
     left empty (0 columns)."""

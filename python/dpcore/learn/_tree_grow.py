@@ -13,6 +13,8 @@ labels with :func:`dpcore.learn._permute_and_flip.permute_and_flip_labels`.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpcore.learn._permute_and_flip import permute_and_flip_labels
@@ -23,7 +25,9 @@ from dpcore.selection import exponential_index
 __all__ = ["grow_trees", "level_tables"]
 
 
-def grow_trees(counts, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, rng):
+def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, bins: np.ndarray,
+               mechs: tuple, leaf_eps: float, criterion: str,
+               rng: np.random.Generator) -> dict[str, Any]:
     """Complete trees of depth ``depth``, one per row of ``roots`` (the root tables (T, d, k, B)),
     grown together level by level inside the release (draws with ``rng``); ``counts``
     (``dpcore.learn._tree._RecordCounts`` or its Dask twin, started) counts the records of the levels below the roots.
@@ -51,7 +55,7 @@ def grow_trees(counts, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, 
     feature, threshold, left, right, slot = node_arrays(total)
     class_counts = roots[:, 0].sum(axis=2)  # (m, k): records per class of each node of the level
     parents = None                          # the tables of the level above
-    routing = None                          # the level above's splits, to move the records down
+    routing: Any = None                     # the level above's splits, to move the records down
     for level in range(depth):
         mech = mechs[level]
         width = 2**level
@@ -113,7 +117,8 @@ def grow_trees(counts, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, 
                 roots=base, values=values, depth=depth)
 
 
-def level_tables(counts, routing, class_counts, growing, parents):
+def level_tables(counts: Any, routing: tuple, class_counts: np.ndarray, growing: np.ndarray,
+                 parents: np.ndarray) -> np.ndarray:
     """The tables of the growing nodes of a level (the records moved down to it). Nodes come
     in sibling pairs (2p, 2p + 1) under the p-th growing node of the level above; parents[p]
     is its table."""

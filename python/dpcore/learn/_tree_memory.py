@@ -7,6 +7,8 @@ Allocation only: nothing is read, released or charged here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["huge_pages", "record_arrays"]
@@ -14,7 +16,7 @@ __all__ = ["huge_pages", "record_arrays"]
 _HUGE_PAGE = 2**21
 
 
-def huge_pages(shape, dtype):
+def huge_pages(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """An uninitialised array; when it is large, on 2 MiB-aligned whole 2 MiB pages. numpy
     advises the OS to back allocations of 4 MiB or more with huge pages (Linux transparent huge
     pages), and aligned whole huge pages fault in once each instead of once per 4 KiB page
@@ -28,7 +30,8 @@ def huge_pages(shape, dtype):
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-def record_arrays(n, d, code_dtype):
+def record_arrays(n: int, d: int,
+                  code_dtype: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Uninitialised per-record arrays of a fit, in one block of memory (:func:`huge_pages`):
     the codes (n, d) of ``code_dtype``, and the node and the class index of each record (n,
     int32 each), every one 64-byte aligned."""

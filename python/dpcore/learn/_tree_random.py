@@ -9,6 +9,8 @@ the generator only (the forest's release is stated and charged in ``dpcore.learn
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["node_arrays", "random_tree_arrays"]
@@ -22,7 +24,8 @@ def node_arrays(total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
             np.full(total, -1, dtype=np.int32))
 
 
-def random_tree_arrays(lower, upper, n_trees, depth, rng):
+def random_tree_arrays(lower: np.ndarray, upper: np.ndarray, n_trees: int, depth: int,
+                       rng: np.random.Generator) -> dict[str, Any]:
     """The node arrays (the fields of ``dpcore.learn._tree.Trees``) of ``n_trees`` complete
     random trees of depth ``depth`` over the box [lower, upper], drawn with ``rng`` without
     looking at any data: each internal node takes a feature uniformly at random and a threshold
