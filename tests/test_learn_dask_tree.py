@@ -133,10 +133,11 @@ def _bad_cases():
         (None, Xd, yd, "classes is required"),
         ((0, 1, 2), Xd[:-1], yd, "same number of rows"),
         ((0, 1, 2), Xd[:, 0], yd, "2-d"),
+        ((0, 1, 2), Xd[:, :0], yd, "no features"),
     ]
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(7))
 @pytest.mark.parametrize("cls, kw", [CASES[0], CASES[4], CASES[5]])
 def test_bad_dask_input_is_refused_before_the_charge(case, cls, kw):
     classes, Xd, yd, match = _bad_cases()[case]

@@ -357,6 +357,8 @@ def tree_chunks(est: Any, X: Any, y: Any, classes: np.ndarray | None) -> tuple[A
         raise ValueError("classes is required to fit a Dask collection: give the public label "
                          "set")
     X, y, _ = aligned_chunks(X, y)
+    if X.shape[1] < 1:
+        raise ValueError("X has no features (columns)")
     est.n_features_in_ = int(X.shape[1])
     return X, y
 
