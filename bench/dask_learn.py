@@ -7,9 +7,9 @@ the released model of both against each other (the same seed must give the same 
 Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10**6 rows
 (``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
 persisted on the cluster and waited for before the timing (else the first learner timed pays for
-making the data). Learners: ``LogisticRegression(method="gd", n_steps=--gd-steps)`` (each step one pass over every row: the lattice gradient sums per chunk)
-and ``GaussianNB`` (one pass: exact integer counts, sums, squares), at epsilon 1 (gd:
-delta 1e-6), seed 0, ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
+making the data). Learners: ``LogisticRegression(method="gd", n_steps=--gd-steps)`` (each
+step one pass over every row: the lattice gradient sums per chunk) and ``GaussianNB`` (one
+pass: exact integer counts, sums, squares), at epsilon 1 (gd: delta 1e-6), seed 0, ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
 counts and sums per chunk) and ``DecisionTreeClassifier`` (defaults, bounds (-4, 4): one pass
 binning every chunk and counting the root's table, kept on the workers as codes, then one pass
 per level below the root: exact count tables per chunk). ``--only NAME [NAME ...]`` times some
