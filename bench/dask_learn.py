@@ -7,19 +7,19 @@ the released model of both against each other (the same seed must give the same 
 Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10**6 rows
 (``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
 persisted on the cluster and waited for before the timing (else the first learner timed pays for
-making the data). Learners: ``LogisticRegression(method="gd", n_steps=--gd-steps)`` (each
-step one pass over every row: the lattice gradient sums per chunk) and ``GaussianNB`` (one
-pass: exact integer counts, sums, squares), at epsilon 1 (gd: delta 1e-6), seed 0, ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
-counts and sums per chunk) and ``DecisionTreeClassifier`` (defaults, bounds (-4, 4): one pass
-binning every chunk and counting the root's table, kept on the workers as codes, then one pass
-per level below the root: exact count tables per chunk). ``--only NAME [NAME ...]`` times some
-of the learners only. For each worker count the cluster is started once
-(``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
+making the data). Learners: ``LogisticRegression(method="gd", n_steps=--gd-steps)`` (each step one
+pass over every row: the lattice gradient sums per chunk) and ``GaussianNB`` (one pass: exact
+integer counts, sums, squares), at epsilon 1 (gd: delta 1e-6), seed 0, ``KMeans(4, init="sphere")``
+(5 Lloyd iterations, each a pass: exact counts and sums per chunk) and ``DecisionTreeClassifier``
+(defaults, bounds (-4, 4): one pass binning every chunk and counting the root's table, kept on the
+workers as codes, then one pass per level below the root: exact count tables per chunk). ``--only
+NAME [NAME ...]`` times some of the learners only. For each worker count the cluster is started
+once (``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
 ``--repeats`` times (wall time; the cluster counts alternate 1, 2, 1, 2, ...); reported: the min
-per learner and worker count, the ratio, the load average, whether the models of 1 and 2
-workers are identical, and the CPU time of the fit summed over the client and the workers (what
-the load distorts least; it shows the work, not the parallel gain). Wall times on a shared machine overstate an idle one's and understate the
-ratio: rerun idle for a speed claim.
+per learner and worker count, the ratio, the load average, whether the models of 1 and 2 workers
+are identical, and the CPU time of the fit summed over the client and the workers (what the load
+distorts least; it shows the work, not the parallel gain). Wall times on a shared machine overstate
+an idle one's and understate the ratio: rerun idle for a speed claim.
 """
 import argparse
 import os
