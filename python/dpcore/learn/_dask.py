@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 
@@ -290,3 +291,113 @@ def _second(part):
 
 def _apply_payload(part, fn, args):
     return fn(part[0], *args)
+
+
+# ------------------------------------------------------------------------------------------------
+# Records prepared once per chunk, then summed over many times (the trees' level counts)
+
+class DaskRecords:
+    """Aligned chunks of X and y (:func:`aligned_chunks`) prepared once on the workers and kept
+    there: ``prepare(x, y, *params)`` returns (payload, summary), the summary being (tuple of
+    int64 arrays, flags...); the summaries are added exactly and the flags or-ed into
+    ``summary`` (checked by the caller before any charge). :meth:`sum` then adds, over the
+    chunks, ``fn(payload, extra, *args)`` (an int64 array), ``extra`` being the chunk's item of
+    a per-chunk list. The private trees count their levels on it (``dpcore.learn._tree``): only
+    those integer totals leave the workers, so the released model is the in-memory one bit for
+    bit whatever the chunking."""
+
+    def __init__(self, Xd: Any, yd: Any, prepare: Callable[..., tuple], params: tuple) -> None:
+        dask, _ = _dask()
+        self.shape = tuple(int(v) for v in Xd.shape)
+        if self.shape[0] < 1:
+            raise ValueError("X has no rows")
+        _base.check_n(self.shape[0])
+        self.bounds = np.cumsum((0,) + tuple(int(c) for c in Xd.chunks[0])).tolist()
+        task = dask.delayed(prepare, pure=True)
+        parts = [task(xb, yb, *params)
+                 for xb, yb in zip(Xd.to_delayed().ravel(), yd.to_delayed().ravel())]
+        self.client = _client()
+        if self.client is not None:   # futures: the payloads stay on the workers
+            self.parts = self.client.compute(parts)
+            summaries = self.client.gather(self.client.map(_second, self.parts))
+        else:
+            self.parts = list(dask.compute(*parts))
+            summaries = [p[1] for p in self.parts]
+        self.summary = _add_parts(summaries)
+
+    def per_chunk(self, values: np.ndarray | None = None) -> list:
+        """One item per chunk: None each (``values`` None), or the chunk's rows of the
+        per-record array ``values`` (sent to the workers once: futures with a Client)."""
+        if values is None:
+            return [None] * len(self.parts)
+        pieces = [values[a:b] for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+        return self.client.scatter(pieces) if self.client is not None else pieces
+
+    def sum(self, fn: Callable[..., np.ndarray], extras: list, *args: Any) -> np.ndarray:
+        """The exact sum over the chunks of ``fn(payload, extra, *args)`` (int64 arrays)."""
+        if self.client is not None:
+            results = self.client.gather(self.client.map(_apply_extra, self.parts, extras,
+                                                         fn=fn, args=args, pure=False))
+        else:
+            results = [fn(p[0], e, *args) for p, e in zip(self.parts, extras)]
+        total = np.array(results[0], dtype=np.int64, copy=True)
+        for r in results[1:]:
+            total += r
+        return total
+
+
+def _apply_extra(part, extra, fn, args):
+    return fn(part[0], extra, *args)
+
+
+def tree_chunks(est: Any, X: Any, y: Any, classes: np.ndarray | None) -> tuple[Any, Any]:
+    """Aligned Dask arrays of X and y for a tree fit (the public classes are required; sets
+    ``est.n_features_in_``)."""
+    if classes is None:
+        raise ValueError("classes is required to fit a Dask collection: give the public label "
+                         "set")
+    X, y, _ = aligned_chunks(X, y)
+    if X.shape[1] < 1:
+        raise ValueError("X has no features (columns)")
+    est.n_features_in_ = int(X.shape[1])
+    return X, y
+
+
+def check_tree_flags(bad_values: bool, bad_labels: bool) -> None:
+    """Refuse a Dask fit whose chunks flagged a label outside classes or a non-finite X
+    (before anything is charged)."""
+    if bad_labels:
+        raise ValueError("y contains labels outside classes")
+    if bad_values:
+        raise ValueError("Input X contains NaN or infinity")
+
+
+class DaskLevelCounts:
+    """The level counts of private trees (``start(part)``, ``count(routing, row, table)``, as
+    ``dpcore.learn._tree._RecordCounts`` in memory) over :class:`DaskRecords`: each level's
+    table is summed over the chunks, ``chunk_fn(payload, start, history, row, shape)`` giving a
+    chunk's part; a chunk moves its records from their roots down every level so far (the
+    workers keep no state between levels, so a lost or repeated task changes nothing)."""
+
+    def __init__(self, records: DaskRecords, chunk_fn: Callable[..., np.ndarray]) -> None:
+        self.records, self.chunk_fn = records, chunk_fn
+
+    def start(self, part: np.ndarray | None) -> None:
+        self.starts = self.records.per_chunk(part)
+        self.history: list[tuple] = []
+
+    def count(self, routing: tuple, row: np.ndarray, table: np.ndarray) -> None:
+        self.history.append((routing, row.size))
+        table += self.records.sum(self.chunk_fn, self.starts, self.history, row,
+                                  table.shape)
+
+
+def class_index(y: Any, classes: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(class index of each label (int32), whether a label is outside classes)."""
+    y = np.asarray(y)
+    index = np.minimum(np.searchsorted(classes, y), classes.size - 1)
+    try:
+        outside = not bool(np.all(np.take(classes, index) == y))
+    except (TypeError, ValueError):
+        outside = True
+    return index.astype(np.int32), outside

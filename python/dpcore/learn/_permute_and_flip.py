@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcore.random import check_random_state
-from dpcore.selection import permute_and_flip
+from dpcore.selection import EXACT_PERMUTE_AND_FLIP, ExponentialMechanism, flip_coins
 
 __all__ = ["permute_and_flip_labels"]
 
@@ -38,7 +38,9 @@ def permute_and_flip_labels(counts, epsilon, random_state=None):
     labels = np.empty(counts.shape[0], dtype=np.int64)
     if counts.size and np.abs(counts).max() >= 2**53:
         raise ValueError("counts must be below 2**53 in absolute value (exact doubles)")
+    # permute_and_flip's calibration, once; each row then flips its coins as it would
+    scale = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=epsilon, monotonic=True,
+                                           method=EXACT_PERMUTE_AND_FLIP).scale
     for i, row in enumerate(counts.astype(np.float64)):  # exact: |counts| < 2**53
-        labels[i] = permute_and_flip(row, sensitivity=1.0, epsilon=epsilon, monotonic=True,
-                                     random_state=rng)
+        labels[i] = flip_coins(row, scale, rng)
     return labels

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -25,8 +26,13 @@ from dpcore import _validation as check
 from dpcore._floats import round_down, round_up
 from dpcore._release import Cost, release
 from dpcore.learn import _base
+from dpcore.learn._dask import (DaskLevelCounts, DaskRecords, check_tree_flags, class_index,
+                                is_dask_collection, tree_chunks)
 from dpcore.learn._permute_and_flip import permute_and_flip_labels
-from dpcore.learn._tree_grid import (
+from dpcore.learn._tree_grow import grow_trees
+from dpcore.learn._tree_memory import record_arrays
+from dpcore.learn._tree_random import random_tree_arrays
+from dpcore.learn._tree_grid import (  # noqa: F401 (_base_offsets, bin_threshold: re-exported)
     _base_offsets,
     bin_threshold,
     forest_defaults,
@@ -36,6 +42,7 @@ from dpcore.learn._tree_grid import (
     tree_defaults,
 )
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
+from dpcore.random import RandomStateLike
 from dpcore.selection import ExponentialMechanism
 
 __all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
@@ -78,16 +85,16 @@ class Trees:
     depth: int
 
     @property
-    def n_leaves(self):
+    def n_leaves(self) -> int:
         return int(self.values.shape[0])
 
-    def apply(self, X):
+    def apply(self, X: np.ndarray) -> np.ndarray:
         """(n, n_trees) index of the leaf each row of X reaches in each tree."""
         out = np.empty((X.shape[0], self.roots.size), dtype=np.int32)
         _tree.apply(X, self.feature, self.threshold, self.left, self.roots, self.depth, out)
         return out
 
-    def vote(self, X):
+    def vote(self, X: np.ndarray) -> np.ndarray:
         """(n, k) sum over the trees of the values of the leaves reached."""
         out = np.zeros((X.shape[0], self.values.shape[1]))
         _tree.vote(X, self.feature, self.threshold, self.left, self.roots, self.depth, self.slot,
@@ -129,7 +136,7 @@ def _dlap_scale(sensitivity_over_epsilon, names):
 
 def _labels(est, X, y, classes, *, finite=True):
     """Validated X (float64, C order), the label set (public ``classes``, or read from y with a
-    PrivacyWarning when None) and the class index of each label (int32). No message quotes a
+    PrivacyWarning when None) and the class index of each label (uint8 or intp). No message quotes a
     label. ``finite=False`` leaves the check that X is finite to the caller (the tree's binning
     pass makes it, the forest a sum)."""
     kw = {}
@@ -155,7 +162,7 @@ def _labels(est, X, y, classes, *, finite=True):
         found = False   # labels not comparable with the classes
     if not found:
         raise ValueError("y contains labels outside classes")
-    return X, classes, index.astype(np.int32)
+    return X, classes, index   # uint8 (<= 16 classes) or intp: callers convert
 
 
 def _noisy(counts, scale, rng):
@@ -328,9 +335,11 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, max_depth="auto",
-                 n_bins="auto", split_share="auto", criterion="max", random_state=None,
-                 accountant=None, split_levels="auto"):
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None, classes: Any = None,
+                 max_depth: int | str = "auto", n_bins: Any = "auto",
+                 split_share: float | str = "auto", criterion: str = "max",
+                 random_state: RandomStateLike = None, accountant: Any = None,
+                 split_levels: int | str = "auto") -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -364,13 +373,24 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y):
-        """Grow the private tree (see the class docstring). Returns self."""
+    def fit(self, X: Any, y: Any) -> DecisionTreeClassifier:
+        """Grow the private tree (see the class docstring). Returns self.
+
+        X and y may be Dask collections (array, dataframe, series; ``classes`` required): the
+        records are binned and counted chunk by chunk on the workers, only the exact integer
+        count tables come back, and the splits and labels are drawn here (the same tree as in
+        memory for the same seed, whatever the chunking)."""
         classes = self._check_params()[2]
-        X, classes, yi = _labels(self, X, y, classes, finite=False)
-        epsilon, bounds, _, *plan = self._check_params(*X.shape, classes)
-        self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
-                                  "DecisionTreeClassifier")
+        if is_dask_collection(X) or is_dask_collection(y):
+            X, y = tree_chunks(self, X, y, classes)
+            epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
+            self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, 1, epsilon,
+                                           "DecisionTreeClassifier")
+        else:
+            X, classes, yi = _labels(self, X, y, classes, finite=False)
+            epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
+            self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
+                                      "DecisionTreeClassifier")
         self.classes_ = classes
         (self.max_depth_, self.n_bins_, self.split_share_,
          self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
@@ -424,30 +444,143 @@ def _private_plan(epsilon, bounds, classes, depth, n_bins, share, criterion, n_f
 def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
     """Bin X on the public grid and release ``n_trees`` private trees (one per random part of
     the records when n_trees > 1), charging ``epsilon`` once."""
-    depth, n_bins, mechs, leaf_eps = plan
-    lower, upper = bounds
     n, d = X.shape
-    n_bins = np.broadcast_to(n_bins, (d,))
-    inv = n_bins / (upper - lower)   # public grid: bin = floor((x - lower) * inv)
-    width = int(n_bins.max())
-    codes = np.empty((n, d), dtype=np.uint8 if width <= 256 else np.uint16)
+    lower, inv, top, width, code_dtype = _grid(bounds, plan[1], d)
+    codes, node, labels = record_arrays(n, d, code_dtype)
+    np.copyto(labels, yi, casting="unsafe")   # class indices: 0 .. k - 1
     root = np.zeros((d, k, width), dtype=np.int64)   # the root's table, counted while binning
-    if _tree.bin_codes(X, lower, inv, (n_bins - 1).astype(np.float64), yi, codes, root):
+    if _tree.bin_codes(X, lower, inv, top, labels, codes, root):
         raise ValueError("Input X contains NaN or infinity")
+    return _release_private(est, _RecordCounts(codes, labels, node), root, n, (lower, inv),
+                            plan, n_trees, epsilon, label)
+
+
+def _grid(bounds, n_bins, d):
+    """(lower, inv, top, width, code dtype) of the public grid: bin = floor((x - lower) * inv)
+    clamped to [0, top]; width = the largest number of bins."""
+    lower, upper = bounds
+    n_bins = np.broadcast_to(n_bins, (d,))
+    width = int(n_bins.max())
+    return (lower, n_bins / (upper - lower), (n_bins - 1).astype(np.float64), width,
+            np.uint8 if width <= 256 else np.uint16)
+
+
+class _RecordCounts:
+    """The level counts of records in memory: ``start(part)`` puts every record at its tree's
+    root (``part``: the tree of each record, None: tree 0); ``count(routing, row, table)``
+    moves the records one level down the splits ``routing`` and adds the class counts of the
+    nodes with ``row[v] >= 0`` to ``table[row[v]]`` (``dpcore._tree.level_counts``).
+    ``dpcore.learn._dask.DaskRecords`` counts the same integers chunk by chunk."""
+
+    def __init__(self, codes, labels, node):
+        self.codes, self.labels, self.node = codes, labels, node
+
+    def start(self, part):
+        if part is None:
+            self.node.fill(0)
+        else:
+            self.node[:] = part
+
+    def count(self, routing, row, table):
+        _tree.level_counts(self.codes, self.labels, self.node, *routing, row, table)
+
+
+def _memory_leaf_counts(X, yi):
+    """leaf_counts(forest, shape) of random trees over X in memory (checked finite here)."""
+    # scikit-learn's test (a finite sum, else element by element), without its overhead
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(np.sum(X)) or np.isfinite(X).all()
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity")
+    labels = yi.astype(np.int32)
+
+    def leaf_counts(forest, shape):
+        counts = np.zeros(shape, dtype=np.int64)
+        _tree.forest_counts(X, labels, forest.feature, forest.threshold, forest.roots.size,
+                            forest.depth, counts)
+        return counts
+
+    return leaf_counts
+
+
+# ------------------------------------------------------------------------------------------------
+# Dask collections: the same counts, chunk by chunk on the workers (dpcore.learn._dask)
+
+def _fit_private_dask(est, Xd, yd, classes, bounds, plan, n_trees, epsilon, label):
+    """:func:`_fit_private` on Dask arrays: binned and counted on the workers."""
+    lower, inv, top, width, code_dtype = _grid(bounds, plan[1], int(Xd.shape[1]))
+    records = DaskRecords(Xd, yd, chunk_codes, (lower, inv, top, width, code_dtype, classes))
+    (root,), bad_values, bad_labels = records.summary
+    check_tree_flags(bad_values, bad_labels)
+    return _release_private(est, DaskLevelCounts(records, chunk_level_counts), root, records.shape[0],
+                            (lower, inv), plan, n_trees, epsilon, label)
+
+
+def chunk_codes(x: Any, y: Any, lower: np.ndarray, inv: np.ndarray, top: np.ndarray, width: int,
+                code_dtype: Any, classes: np.ndarray) -> tuple[tuple, tuple]:
+    """On a Dask worker: the payload (codes, class indices) of a chunk and its summary ((root
+    table,), X not finite, a label outside classes), as :func:`_fit_private` bins in memory."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    labels, outside = class_index(y, classes)
+    codes = np.empty(x.shape, dtype=code_dtype)
+    root = np.zeros((x.shape[1], classes.size, width), dtype=np.int64)
+    bad = bool(_tree.bin_codes(x, lower, inv, top, labels, codes, root))
+    return (codes, labels), ((root,), bad, outside)
+
+
+def chunk_level_counts(payload: tuple, start: np.ndarray | None, history: list, row: np.ndarray,
+                       shape: tuple) -> np.ndarray:
+    """On a Dask worker: a chunk's part of a level's table (``shape``, nodes ``row``), its
+    records started at ``start`` (None: node 0) and moved down every level of ``history``
+    ((routing, nodes of that level) pairs, the last one this level's)."""
+    codes, labels = payload
+    node = np.zeros(labels.size, np.int32) if start is None else np.array(start, np.int32)
+    table = np.zeros(shape, dtype=np.int64)
+    for i, ((feature, split, left), m) in enumerate(history):
+        last = i + 1 == len(history)
+        _tree.level_counts(codes, labels, node, feature, split, left,
+                           row if last else np.full(m, -1, dtype=np.int32),
+                           table if last else table[:0])
+    return table
+
+
+def chunk_rows(x: Any, y: Any, classes: np.ndarray) -> tuple[tuple, tuple]:
+    """On a Dask worker: the payload (rows, class indices) of a chunk for random trees and
+    its summary ((), X not finite, a label outside classes)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    labels, outside = class_index(y, classes)
+    return (x, labels), ((), not bool(np.isfinite(x).all()), outside)
+
+
+def chunk_forest_counts(payload: tuple, _: None, forest: Trees, shape: tuple) -> np.ndarray:
+    """On a Dask worker: a chunk's leaf class counts in the random trees ``forest``."""
+    x, labels = payload
+    counts = np.zeros(shape, dtype=np.int64)
+    _tree.forest_counts(x, labels, forest.feature, forest.threshold, forest.roots.size,
+                        forest.depth, counts)
+    return counts
+
+
+def _release_private(est, counts, root, n, grid, plan, n_trees, epsilon, label):
+    """Release ``n_trees`` private trees over ``n`` binned records whose root table (d, k, B)
+    is ``root`` and whose level counts ``counts`` gives, charging ``epsilon`` once."""
+    depth, n_bins, mechs, leaf_eps = plan
+    n_bins = np.broadcast_to(n_bins, (root.shape[0],))
     criterion = est.criterion
 
     def draw(rng):
         if n_trees == 1:
-            return _grow(codes, yi, root[None], (lower, inv), k, depth, n_bins, mechs, leaf_eps,
-                         criterion, rng)
+            counts.start(None)   # every record at the root
+            return Trees(**grow_trees(counts, root[None], grid, root.shape[1], depth, n_bins,
+                                      mechs, leaf_eps, criterion, rng))
         # each record joins one tree, uniformly at random and independently of the data
-        node = rng.integers(0, n_trees, n, dtype=np.int32)
-        roots = np.zeros((n_trees, d, k, width), dtype=np.int64)
+        counts.start(rng.integers(0, n_trees, n, dtype=np.int32))
+        roots = np.zeros((n_trees,) + root.shape, dtype=np.int64)
         through = np.arange(n_trees, dtype=np.int32)   # a pass-through level: node u stays u
-        _tree.level_counts(codes, yi, node, np.zeros(n_trees, dtype=np.int32),
-                           np.full(n_trees, 2**31 - 1, dtype=np.int32), through, through, roots)
-        return _grow(codes, yi, roots, (lower, inv), k, depth, n_bins, mechs, leaf_eps,
-                     criterion, rng, node)
+        counts.count((np.zeros(n_trees, dtype=np.int32),
+                      np.full(n_trees, 2**31 - 1, dtype=np.int32), through), through, roots)
+        return Trees(**grow_trees(counts, roots, grid, root.shape[1], depth, n_bins, mechs,
+                                  leaf_eps, criterion, rng))
 
     return release(draw, cost=Cost(epsilon), accountant=est.accountant,
                    random_state=est.random_state, label=label)
@@ -467,121 +600,6 @@ def _warn_if_one_class(values, what):
             f"the released {what} predicts one class everywhere (every leaf favours the same "
             f"class): the noise at this epsilon drowned the splits; use a larger epsilon or "
             f"more records", SingleLeafWarning, stacklevel=3)
-
-
-def _grow(codes, yi, roots, grid, k, depth, bins, mechs, leaf_eps, criterion, rng, node=None):
-    """Complete trees of depth ``depth``, one per row of ``roots`` (the root tables (T, d, k, B)),
-    grown together level by level inside the release (draws with ``rng``); ``node`` (None: every
-    record in tree 0) is the tree of each record, an int32 array the growth overwrites.
-
-    Level l holds T 2**l nodes, node r of the level being position r % 2**l of tree r // 2**l
-    (its children at the next level are 2r and 2r + 1); in the flat arrays tree t takes
-    2**(depth + 1) - 1 nodes in heap order (node i has children 2i + 1 and 2i + 2). Count tables
-    are (node, feature, class, bin). A node's class counts come from its parent's table at the
-    chosen split; a node's table is counted, or is its parent's minus its sibling's: of each pair
-    of siblings only the one with fewer records is counted."""
-    n_bins = int(bins.max())   # the tables' width; feature f uses its first bins[f] bins
-    d = bins.size
-    n_trees = roots.shape[0]
-    # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]; a node's
-    # candidates are the splits strictly inside its box (bins lo[f] .. hi[f] - 1, narrowed by
-    # the released splits above), so none leaves a child empty by construction. The others get
-    # -inf: a public exclusion (a function of the released splits only).
-    cut = np.arange(1, n_bins)
-    excluded = (cut[None, :] >= bins[:, None]).ravel()
-    lo = np.zeros((n_trees, d), dtype=np.int64)
-    hi = np.repeat(np.asarray(bins, dtype=np.int64)[None, :], n_trees, axis=0)
-    per_tree = 2 ** (depth + 1) - 1
-    base = np.arange(n_trees, dtype=np.int32) * per_tree       # flat id of each tree's root
-    total = n_trees * per_tree
-    feature = np.full(total, -1, dtype=np.int32)
-    threshold = np.zeros(total)
-    left = np.full(total, -1, dtype=np.int32)
-    right = np.full(total, -1, dtype=np.int32)
-    slot = np.full(total, -1, dtype=np.int32)
-    class_counts = roots[:, 0].sum(axis=2)  # (m, k): records per class of each node of the level
-    parents = None                          # the tables of the level above
-    routing = None                          # the level above's splits, to move the records down
-    for level in range(depth):
-        mech = mechs[level]
-        width = 2**level
-        m = n_trees * width
-        if parents is None:
-            tables = roots
-        else:
-            tables, node = _level_tables(codes, yi, node, routing, class_counts,
-                                         np.arange(m), parents)
-        cum = np.cumsum(tables, axis=3)                  # (m, d, k, B)
-        below = cum[..., :-1]                            # split j + 1: bins <= j go left
-        above = cum[..., -1:] - below
-        inside = ((cut[None, None, :] > lo[:, :, None])
-                  & (cut[None, None, :] < hi[:, :, None])).reshape(m, -1)
-        # a node with no split inside its box (every feature cut down to one bin) takes any
-        inside[~inside.any(axis=1)] = ~excluded
-        # base measure: each feature with candidates equally likely, then its thresholds (a
-        # feature whose box was narrowed keeps its weight, so a dense region can be cut again)
-        per_feature = inside.reshape(m, d, n_bins - 1).sum(axis=2)          # (m, d)
-        if mech is not None:
-            utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
-                                    criterion)                                # (m, d, B - 1)
-            utility = (utility + _base_offsets(per_feature, mech.scale)[:, :, None])
-            utility = utility.reshape(m, -1)
-            utility[~inside] = -np.inf
-        split_f = np.empty(m, dtype=np.int32)
-        split_j = np.empty(m, dtype=np.int32)
-        children = np.empty((2 * m, k), dtype=np.int64)
-        for r in range(m):
-            if mech is None:   # data-independent: a feature, then one of its thresholds
-                usable = np.flatnonzero(per_feature[r])
-                f = int(usable[rng.integers(usable.size)])
-                row = np.flatnonzero(inside[r].reshape(d, -1)[f])
-                choice = f * (n_bins - 1) + int(row[rng.integers(row.size)])
-            else:
-                choice = mech.select(utility[r], random_state=rng)
-            f, j = divmod(choice, n_bins - 1)
-            t, i = divmod(r, width)
-            v = base[t] + width - 1 + i
-            feature[v], threshold[v] = f, bin_threshold(grid[0][f], grid[1][f], j + 1)
-            left[v] = base[t] + 2 * width - 1 + 2 * i
-            right[v] = left[v] + 1
-            split_f[r], split_j[r] = f, j + 1
-            children[2 * r], children[2 * r + 1] = below[r, f, :, j], above[r, f, :, j]
-        class_counts = children
-        parents = tables
-        routing = (split_f, split_j, 2 * np.arange(m, dtype=np.int32))
-        lo, hi = np.repeat(lo, 2, axis=0), np.repeat(hi, 2, axis=0)   # children in level order
-        rows = np.arange(m)
-        hi[2 * rows, split_f] = np.minimum(hi[2 * rows, split_f], split_j)
-        lo[2 * rows + 1, split_f] = np.maximum(lo[2 * rows + 1, split_f], split_j)
-    leaves = (base[:, None] + np.arange(2**depth - 1, per_tree)[None, :]).ravel()
-    slot[leaves] = np.arange(leaves.size, dtype=np.int32)
-    labels = permute_and_flip_labels(class_counts, leaf_eps, rng)
-    values = np.zeros((leaves.size, k))
-    values[np.arange(leaves.size), labels] = 1.0
-    return Trees(feature=feature, threshold=threshold, left=left, right=right, slot=slot,
-                 roots=base, values=values, depth=depth)
-
-
-def _level_tables(codes, yi, node, routing, class_counts, growing, parents):
-    """(tables of the growing nodes of a level, node of each record at this level). Nodes come
-    in sibling pairs (2p, 2p + 1) under the p-th growing node of the level above; parents[p]
-    is its table."""
-    if node is None:
-        node = np.zeros(codes.shape[0], dtype=np.int32)
-    m = class_counts.shape[0]
-    sizes = class_counts.sum(axis=1)
-    pairs = np.unique(growing // 2)
-    counted = 2 * pairs + (sizes[2 * pairs + 1] < sizes[2 * pairs])   # the smaller sibling
-    row = np.full(m, -1, dtype=np.int32)
-    row[counted] = np.arange(counted.size, dtype=np.int32)
-    table = np.zeros((counted.size,) + parents.shape[1:], dtype=np.int64)
-    _tree.level_counts(codes, yi, node, *routing, row, table)   # moves the records too
-    tables = np.empty((growing.size,) + parents.shape[1:], dtype=np.int64)
-    own = row[growing] >= 0
-    tables[own] = table[row[growing[own]]]
-    other = growing[~own]
-    tables[~own] = parents[other // 2] - table[row[other ^ 1]]
-    return tables, node
 
 
 # ------------------------------------------------------------------------------------------------
@@ -700,10 +718,12 @@ class RandomForestClassifier(_TreeClassifierBase):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, n_estimators="auto",
-                 max_depth="auto", n_bins="auto", split_share="auto", criterion="max",
-                 algorithm="partition", voting="proba", random_state=None, accountant=None,
-                 split_levels="auto"):
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None, classes: Any = None,
+                 n_estimators: int | str = "auto", max_depth: int | str = "auto",
+                 n_bins: Any = "auto", split_share: float | str = "auto",
+                 criterion: str = "max", algorithm: str = "partition", voting: str = "proba",
+                 random_state: RandomStateLike = None, accountant: Any = None,
+                 split_levels: int | str = "auto") -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -763,34 +783,53 @@ class RandomForestClassifier(_TreeClassifierBase):
             given = (self.n_estimators, self.max_depth, None, None, None)
         return tuple(a if _is_auto(g) or g is None else g for a, g in zip(auto, given))
 
-    def fit(self, X, y):
-        """Grow the trees and release their leaves. Returns self."""
+    def fit(self, X: Any, y: Any) -> RandomForestClassifier:
+        """Grow the trees and release their leaves. Returns self.
+
+        X and y may be Dask collections (``classes`` required), counted chunk by chunk on the
+        workers as in :meth:`DecisionTreeClassifier.fit`: the same model as in memory for the
+        same seed."""
         classes = self._check_params()[2]
-        X, classes, yi = _labels(self, X, y, classes, finite=False)
-        epsilon, bounds, _, trees, *plan = self._check_params(*X.shape, classes)
-        if self.algorithm == "partition":
-            self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, trees, epsilon,
-                                      "RandomForestClassifier")
+        label = "RandomForestClassifier"
+        if is_dask_collection(X) or is_dask_collection(y):
+            X, y = tree_chunks(self, X, y, classes)
+            epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
+                                                                  classes)
+            if self.algorithm == "partition":
+                self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, trees, epsilon,
+                                               label)
+            else:
+                records = DaskRecords(X, y, chunk_rows, (classes,))
+                check_tree_flags(*records.summary[1:])
+                self.tree_ = self._fit_random(
+                    lambda f, c: records.sum(chunk_forest_counts, records.per_chunk(), f, c),
+                    classes.size, bounds, trees, plan, epsilon)
         else:
-            self.tree_ = self._fit_random(X, yi, classes.size, bounds, trees, *plan, epsilon)
+            X, classes, yi = _labels(self, X, y, classes, finite=False)
+            epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
+                                                                  classes)
+            if self.algorithm == "partition":
+                self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, trees,
+                                          epsilon, label)
+            else:
+                self.tree_ = self._fit_random(_memory_leaf_counts(X, yi), classes.size, bounds,
+                                              trees, plan, epsilon)
         self.classes_ = classes
         (self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_,
          self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
         _warn_if_one_class(self.tree_.values, "forest")
         return self
 
-    def _fit_random(self, X, yi, k, bounds, trees, depth, scale, epsilon):
-        # scikit-learn's test (a finite sum, else element by element), without its overhead
-        with np.errstate(over="ignore", invalid="ignore"):
-            finite = np.isfinite(np.sum(X)) or np.isfinite(X).all()
-        if not finite:
-            raise ValueError("Input X contains NaN or infinity")
+    def _fit_random(self, leaf_counts, k, bounds, trees, plan, epsilon):
+        """Random trees whose leaf class counts ``leaf_counts(forest, counts_shape)`` gives
+        (exact integers), released with discrete Laplace noise; ``plan``: (max_depth, noise
+        scale)."""
         lower, upper = bounds
+        depth, scale = plan
 
         def draw(rng):
             forest = random_trees(lower, upper, trees, depth, rng)
-            counts = np.zeros((forest.values.shape[0], k), dtype=np.int64)
-            _tree.forest_counts(X, yi, forest.feature, forest.threshold, trees, depth, counts)
+            counts = leaf_counts(forest, (forest.values.shape[0], k))
             forest.values = _noisy(counts, scale, rng)
             return forest
 
@@ -804,44 +843,9 @@ class RandomForestClassifier(_TreeClassifierBase):
         return replace(self.tree_, values=_proba(self.tree_.values))
 
 
-def random_trees(lower, upper, n_trees, depth, rng):
+def random_trees(lower: np.ndarray, upper: np.ndarray, n_trees: int, depth: int,
+                 rng: np.random.Generator) -> Trees:
     """``n_trees`` complete random trees of depth ``depth`` over the box [lower, upper]
-    (data-independent), leaves numbered in order; ``values`` is left empty (0 columns)."""
-    d = lower.size
-    per_tree = 2 ** (depth + 1) - 1
-    n_internal = 2**depth - 1
-    total = n_trees * per_tree
-    feature = np.full(total, -1, dtype=np.int32)
-    threshold = np.zeros(total)
-    left = np.full(total, -1, dtype=np.int32)
-    right = np.full(total, -1, dtype=np.int32)
-    slot = np.full(total, -1, dtype=np.int32)
-    # intervals of the current level's nodes only: (n_trees, nodes, d)
-    lo = np.broadcast_to(lower, (n_trees, 1, d)).copy()
-    hi = np.broadcast_to(upper, (n_trees, 1, d)).copy()
-    offsets = np.arange(n_trees) * per_tree
-    rows = np.arange(n_trees)[:, None]
-    # heap order inside a tree: node i has children 2i + 1 and 2i + 2; a level at a time
-    for level in range(depth):
-        nodes = np.arange(2**level - 1, 2 ** (level + 1) - 1)
-        cols = np.arange(nodes.size)[None, :]
-        f = rng.integers(0, d, size=(n_trees, nodes.size))
-        a = lo[rows, cols, f]
-        b = hi[rows, cols, f]
-        t = a + (b - a) * rng.random((n_trees, nodes.size))
-        gid = offsets[:, None] + nodes[None, :]
-        feature[gid] = f
-        threshold[gid] = t
-        left[gid] = gid + nodes + 1      # offset + 2i + 1
-        right[gid] = gid + nodes + 2
-        if level + 1 == depth:
-            break
-        # children in heap order: (left of node 0, right of node 0, left of node 1, ...)
-        lo = np.repeat(lo, 2, axis=1)
-        hi = np.repeat(hi, 2, axis=1)
-        hi[rows, 2 * cols, f] = t
-        lo[rows, 2 * cols + 1, f] = t
-    leaves = offsets[:, None] + np.arange(n_internal, per_tree)[None, :]
-    slot[leaves.ravel()] = np.arange(leaves.size, dtype=np.int32)
-    return Trees(feature=feature, threshold=threshold, left=left, right=right, slot=slot,
-                 roots=offsets.astype(np.int32), values=np.zeros((leaves.size, 0)), depth=depth)
+    (data-independent, :func:`random_tree_arrays`), leaves numbered in order; ``values`` is
+    left empty (0 columns)."""
+    return Trees(**random_tree_arrays(lower, upper, n_trees, depth, rng))
