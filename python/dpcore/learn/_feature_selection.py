@@ -167,7 +167,8 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     (5000, 1)
     """
 
-    def __init__(self, k: int = 10, *, epsilon: float = 1.0, bounds: tuple[ArrayLike, ArrayLike] | None = None,
+    def __init__(self, k: int = 10, *, epsilon: float = 1.0,
+                 bounds: tuple[ArrayLike, ArrayLike] | None = None,
                  classes: ArrayLike | None = None, n_bins: int = 10,
                  method: Literal["exact", "gumbel"] = "exact",
                  random_state: RandomStateLike = None,
