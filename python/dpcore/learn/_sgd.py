@@ -72,7 +72,8 @@ def gd_steps(n: int, epsilon: float) -> int:
 
 def _noisy_descent(lattice_gradient: Callable[[np.ndarray], np.ndarray],
                    shape: int | tuple[int, int], unit: float, lam: float, radius: float,
-                   rho: float, n_steps: int, step_size: float, rng: np.random.Generator) -> NDArray[np.float64]:
+                   rho: float, n_steps: int, step_size: float, rng: np.random.Generator
+                   ) -> NDArray[np.float64]:
     """Noisy projected gradient descent from 0 on the averaged objective: each step releases
     the integer lattice sum ``lattice_gradient(W)`` (every record's vector has L2 norm <=
     2**LATTICE_BITS, so replacing one record moves the sum by at most 2**(LATTICE_BITS + 1))
