@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 from sklearn.base import clone
@@ -22,6 +23,13 @@ from dpcore import _validation as check
 from dpcore._release import check_accountant
 from dpcore.accounting import PrivacyWarning
 from dpcore.random import check_random_state
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dpcore._release import Cost
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _sk_validate_data
@@ -42,7 +50,7 @@ _RESHAPE = ("Reshape your data either using array.reshape(-1, 1) if your data ha
 _SHAPE = re.compile(r"\((\d+)((?:, \d+)*),?\)")
 
 
-def _public_message(msg):
+def _public_message(msg: str) -> str:
     """``msg`` (from scikit-learn or numpy input validation) without private values: no dumped
     array, label or string from the data, no sample count (the number of rows is private under
     add/remove neighbours). What is wrong is still said."""
@@ -65,7 +73,7 @@ def _public_message(msg):
     return _SHAPE.sub(lambda m: "(n_samples" + m.group(2) + ")", msg)
 
 
-def _rethrow(exc):
+def _rethrow(exc: Exception) -> Exception:
     """The same exception type with a message that quotes no private value."""
     try:
         new = type(exc)(_public_message(str(exc)))
@@ -74,7 +82,13 @@ def _rethrow(exc):
     return new
 
 
-def validate_data(est, X, y=NO_Y, *, reset, **kw):
+@overload
+def validate_data(est: Any, X: ArrayLike, *, reset: bool, **kw: Any) -> np.ndarray: ...
+@overload
+def validate_data(est: Any, X: ArrayLike, y: ArrayLike | None, *, reset: bool,
+                  **kw: Any) -> tuple[np.ndarray, np.ndarray]: ...
+def validate_data(est: Any, X: ArrayLike, y: object = NO_Y, *, reset: bool,
+                  **kw: Any) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """scikit-learn's input validation (sets/checks n_features_in_); y=None in fit raises. Its
     errors are re-raised without the private values scikit-learn quotes (array dumps, labels,
     sample counts)."""
@@ -90,7 +104,7 @@ def validate_data(est, X, y=NO_Y, *, reset, **kw):
         raise _rethrow(exc) from None
 
 
-def check_targets(y):
+def check_targets(y: ArrayLike) -> None:
     """scikit-learn's check that y holds class labels; the error quotes no label."""
     try:
         check_classification_targets(y)
@@ -101,18 +115,22 @@ def check_targets(y):
 # ------------------------------------------------------------------------------------------------
 # Parameters (public values: their messages may quote them)
 
-def check_epsilon(epsilon, name="epsilon"):
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     """A privacy parameter: > 0 and <= MAX_EPSILON (what the accountant accepts)."""
     return check.epsilon(epsilon, name)
 
 
-def check_bool(value, name):
+def check_bool(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
-def check_classes(classes, name="classes"):
+@overload
+def check_classes(classes: None, name: str = ...) -> None: ...
+@overload
+def check_classes(classes: ArrayLike, name: str = ...) -> np.ndarray: ...
+def check_classes(classes: ArrayLike | None, name: str = "classes") -> np.ndarray | None:
     """The public label set, sorted and unique, with at least 2 labels (or None)."""
     if classes is None:
         return None
@@ -127,7 +145,7 @@ def check_classes(classes, name="classes"):
     return classes
 
 
-def label_set(y, classes, *, minimum=2):
+def label_set(y: np.ndarray, classes: np.ndarray | None, *, minimum: int = 2) -> np.ndarray:
     """The label set a classifier fits: the public ``classes`` (every label of y must be in
     it), or, when None, the labels found in y (at least ``minimum`` of them), with a
     PrivacyWarning (that set is read from the private data without noise). The messages never
@@ -148,7 +166,7 @@ def label_set(y, classes, *, minimum=2):
     return classes
 
 
-def check_labels(y, classes):
+def check_labels(y: np.ndarray, classes: ArrayLike | None) -> np.ndarray:
     """The public ``classes`` (required; sorted, unique) with every label of y in it. The
     messages never quote a label of y (labels are private)."""
     if classes is None:
@@ -162,7 +180,7 @@ def check_labels(y, classes):
     return classes
 
 
-def bounds_array(bounds, name, d):
+def bounds_array(bounds: Any, name: str, d: int | None) -> tuple[np.ndarray, np.ndarray]:
     if bounds is None:
         raise ValueError(
             f"{name} is required: give public bounds (lower, upper), scalars or arrays of length "
@@ -193,7 +211,8 @@ def bounds_array(bounds, name, d):
     return lower, upper
 
 
-def release_rng(random_state, accountant):
+def release_rng(random_state: RandomStateLike,
+                accountant: AccountantLike | None) -> np.random.Generator:
     """Check ``accountant`` and resolve ``random_state`` before a fit charges anything."""
     check_accountant(accountant)
     return check_random_state(random_state)
@@ -204,7 +223,7 @@ def release_rng(random_state, accountant):
 MAX_RECORDS = 2**36
 
 
-def laplace_grid(sensitivity, epsilon):
+def laplace_grid(sensitivity: float, epsilon: float) -> float:
     """Power-of-two grid for :func:`dpcore.laplace`: its default (sensitivity/epsilon * 2^-30),
     but never finer than 2^-23, so that any |value| <= 2 * 2^36 stays below 2^60 grid units
     (a huge epsilon would otherwise make the grid too fine). Independent of the data."""
@@ -212,7 +231,7 @@ def laplace_grid(sensitivity, epsilon):
     return max(fine, 2.0 ** (37 - 60))
 
 
-def check_n(n):
+def check_n(n: int | None) -> None:
     if n is not None and n > MAX_RECORDS:
         raise ValueError("at most 2**36 records are supported")  # n itself may be private
 
@@ -220,7 +239,8 @@ def check_n(n):
 # ------------------------------------------------------------------------------------------------
 # Candidates of a grid search: every parameter checked before the first fit is charged
 
-def check_candidate(est, *, n_samples=None, n_features=None):
+def check_candidate(est: Any, *, n_samples: int | None = None,
+                    n_features: int | None = None) -> int | None:
     """Check the parameters of ``est`` (a dpcore estimator, a Pipeline of steps, or another
     estimator holding dpcore estimators) without fitting anything: each dpcore estimator's
     ``_check_params`` runs with the shape it would see (when it can be known from the public
@@ -246,6 +266,21 @@ def check_candidate(est, *, n_samples=None, n_features=None):
 # ------------------------------------------------------------------------------------------------
 # Clones share the accountant and the generator
 
+class _Estimator(Protocol):
+    """What the mixin reads of the estimator it is mixed into (``BaseEstimator.get_params``)."""
+
+    def get_params(self, deep: bool = ...) -> dict[str, Any]: ...
+
+
+class _PrivateEstimator(Protocol):
+    """A private estimator: its cost from the public parameters."""
+
+    def _cost(self) -> Cost: ...
+
+
+_E = TypeVar("_E", bound=_Estimator)
+
+
 class SharedStateCloneMixin:
     """``sklearn.base.clone`` that shares the accountant and a generator instead of copying them.
 
@@ -257,7 +292,7 @@ class SharedStateCloneMixin:
     scikit-learn does (an int seed is copied: seeds are for tests only).
     """
 
-    def __sklearn_clone__(self):
+    def __sklearn_clone__(self: _E) -> _E:
         params = self.get_params(deep=False)
         shared = {"accountant"}
         if isinstance(params.get("random_state"),
@@ -267,7 +302,7 @@ class SharedStateCloneMixin:
                              for k, v in params.items()})
 
     @property
-    def cost(self):
+    def cost(self: _PrivateEstimator) -> Cost:
         """What ``fit`` charges (a ``Cost``: epsilon and delta, or rho), from the public
         parameters alone: known before any data is read, so a search or a caller can sum costs
         before fitting. Every parameter is checked first (ValueError/TypeError as in ``fit``).

@@ -3,6 +3,7 @@ top-k) on a score of sensitivity 1, and PrivateKD's greedy selection (Vinterbo 2
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -15,6 +16,15 @@ from dpcore._release import Cost, release
 from dpcore._release.sums import split_budget
 from dpcore.learn import _base
 from dpcore.selection import ExponentialMechanism
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["PrivateKD", "SelectKBest", "majority_scores", "within_cell_pairs"]
 
@@ -35,13 +45,13 @@ class ExactTopK:
     effective epsilon, rounded up (<= epsilon). Calibrated from public values only.
     """
 
-    def __init__(self, epsilon, k):
+    def __init__(self, epsilon: float, k: int) -> None:
         self.k = k
         self.round = ExponentialMechanism.calibrate(
             sensitivity=1.0, epsilon=split_budget(epsilon, k), monotonic=True, method="exact")
         self.epsilon_effective = round_up(k * Fraction(self.round.epsilon_effective))
 
-    def select(self, scores, rng):
+    def select(self, scores: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
         """The k selected indices, in order of selection (``scores`` a float array)."""
         utility = np.array(scores, dtype=np.float64)
         chosen = []
@@ -55,7 +65,8 @@ class ExactTopK:
 MAX_SCORE_CELLS = 2**28
 
 
-def bin_codes(X, lower, upper, n_bins):
+def bin_codes(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, n_bins: int
+              ) -> NDArray[np.int64]:
     """Bin of each value on the public grid: floor((x - l) n_bins / (u - l)), clipped to
     [0, n_bins - 1] (values outside the bounds fall in the end bins)."""
     Xc = np.clip(X, lower, upper)
@@ -63,7 +74,8 @@ def bin_codes(X, lower, upper, n_bins):
     return np.clip(codes, 0, n_bins - 1).astype(np.int64)
 
 
-def majority_scores(codes, y_index, n_bins, n_classes):
+def majority_scores(codes: NDArray[np.int64], y_index: NDArray[np.intp], n_bins: int,
+                    n_classes: int) -> NDArray[np.int64]:
     """For each feature j, the number of records that the one-feature majority rule on j's bins
     classifies correctly: u_j = sum over bins b of max over classes c of n_jbc (exact
     integers)."""
@@ -155,8 +167,12 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     (5000, 1)
     """
 
-    def __init__(self, k=10, *, epsilon=1.0, bounds=None, classes=None, n_bins=10,
-                 method="exact", random_state=None, accountant=None):
+    def __init__(self, k: int = 10, *, epsilon: float = 1.0,
+                 bounds: tuple[ArrayLike, ArrayLike] | None = None,
+                 classes: ArrayLike | None = None, n_bins: int = 10,
+                 method: Literal["exact", "gumbel"] = "exact",
+                 random_state: RandomStateLike = None,
+                 accountant: AccountantLike | None = None) -> None:
         self.k = k
         self.epsilon = epsilon
         self.bounds = bounds
@@ -166,7 +182,9 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples: int | None = None, n_features: int | None = None
+                      ) -> tuple[ExactTopK | ExponentialMechanism, int,
+                                 tuple[np.ndarray, np.ndarray], np.ndarray | None]:
         """Every parameter, checked before anything is charged. Returns (mechanism, n_bins,
         (lower, upper), classes); the mechanism is an :class:`ExactTopK` or a calibrated
         Gumbel top-k, both with ``epsilon_effective``."""
@@ -189,13 +207,13 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         _base.check_n(n_samples)
         return mech, n_bins, bounds, classes
 
-    def _n_features_out(self, n_features):
+    def _n_features_out(self, n_features: int | None) -> int:
         return check.integer(self.k, "k", minimum=1)
 
-    def _cost(self):
+    def _cost(self) -> Cost:
         return Cost(self._check_params()[0].epsilon_effective)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select the features (see the class docstring). Returns self."""
         self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
@@ -207,7 +225,7 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         codes = bin_codes(X, lower, upper, n_bins)
         scores = majority_scores(codes, np.searchsorted(classes, y), n_bins, classes.size)
 
-        def draw(rng):
+        def draw(rng: np.random.Generator) -> NDArray[np.int64]:
             if isinstance(mech, ExactTopK):
                 return mech.select(scores.astype(np.float64), rng)
             return mech.select_top_k(scores.astype(np.float64), random_state=rng)
@@ -219,19 +237,19 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         self.classes_ = classes
         return self
 
-    def _get_support_mask(self):
+    def _get_support_mask(self) -> NDArray[np.bool_]:
         check_is_fitted(self)
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.selected_] = True
         return mask
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
 
 
-def _check_cells(d, n_bins, n_classes):
+def _check_cells(d: int, n_bins: int, n_classes: int) -> None:
     cells = d * n_bins * n_classes
     if cells > MAX_SCORE_CELLS:
         raise ValueError(f"n_features * n_bins * classes = {cells} counts, more than "
@@ -243,7 +261,7 @@ MAX_PAIR_RECORDS = 2**31
 _DENSE_CELLS = 2**24
 
 
-def within_cell_pairs(cells, y_index, n_classes):
+def within_cell_pairs(cells: NDArray[np.int64], y_index: NDArray[np.intp], n_classes: int) -> int:
     """Number of pairs of records with different labels in the same cell (exact integer):
     sum over cells of (m**2 - sum over classes of m_c**2) / 2."""
     n_cells = int(cells.max()) + 1 if cells.size else 0
@@ -256,7 +274,8 @@ def within_cell_pairs(cells, y_index, n_classes):
     return int((np.sum(m * m) - np.sum(table * table)) // 2)
 
 
-def pair_gains(cells, codes, y_index, n_bins, n_classes, excluded):
+def pair_gains(cells: NDArray[np.int64], codes: NDArray[np.int64], y_index: NDArray[np.intp],
+               n_bins: int, n_classes: int, excluded: Collection[int]) -> NDArray[np.float64]:
     """Gain of each feature a for the partition ``cells`` (compact codes of the features
     selected so far): the number of different-label pairs in a common cell that a separates.
     Excluded features get -inf."""
@@ -334,8 +353,11 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     [2]
     """
 
-    def __init__(self, k=10, *, epsilon=1.0, bounds=None, classes=None, n_bins=10,
-                 random_state=None, accountant=None):
+    def __init__(self, k: int = 10, *, epsilon: float = 1.0,
+                 bounds: tuple[ArrayLike, ArrayLike] | None = None,
+                 classes: ArrayLike | None = None, n_bins: int = 10,
+                 random_state: RandomStateLike = None,
+                 accountant: AccountantLike | None = None) -> None:
         self.k = k
         self.epsilon = epsilon
         self.bounds = bounds
@@ -344,7 +366,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples: int | None = None, n_features: int | None = None
+                      ) -> tuple[float, int, int, tuple[np.ndarray, np.ndarray],
+                                 np.ndarray | None, ExponentialMechanism | None]:
         """Every parameter, checked before anything is charged. Returns (epsilon, k, n_bins,
         (lower, upper), classes, mechanism or None)."""
         epsilon = _base.check_epsilon(self.epsilon)
@@ -354,7 +378,7 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         n_bins = check.integer(self.n_bins, "n_bins", minimum=1, maximum=2**20)
         bounds = _base.bounds_array(self.bounds, "bounds", n_features)
         classes = _base.check_classes(self.classes)
-        mech = None
+        mech: ExponentialMechanism | None = None
         if n_samples is not None:   # n is public under replace-one neighbours
             if n_samples > MAX_PAIR_RECORDS:
                 raise ValueError("PrivateKD supports at most 2**31 records")
@@ -365,13 +389,13 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
                                                   method="exact")
         return epsilon, k, n_bins, bounds, classes, mech
 
-    def _n_features_out(self, n_features):
+    def _n_features_out(self, n_features: int | None) -> int:
         return check.integer(self.k, "k", minimum=1)
 
-    def _cost(self):
+    def _cost(self) -> Cost:
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select the features (see the class docstring). Returns self."""
         self._check_params()
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
@@ -382,8 +406,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         codes = bin_codes(X, lower, upper, n_bins)
         y_index = np.searchsorted(classes, y)
         n_classes = classes.size
+        assert mech is not None   # calibrated: n_samples was given
 
-        def draw(rng):
+        def draw(rng: np.random.Generator) -> NDArray[np.int64]:
             cells = np.zeros(n, dtype=np.int64)
             chosen: list[int] = []
             for _ in range(k):
@@ -399,13 +424,13 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         self.classes_ = classes
         return self
 
-    def _get_support_mask(self):
+    def _get_support_mask(self) -> NDArray[np.bool_]:
         check_is_fitted(self)
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.selected_] = True
         return mask
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags

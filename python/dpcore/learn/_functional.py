@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -26,6 +27,14 @@ from dpcore.learn._sgd import ArrayRows, noisy_sgd, regression_design, regressio
 from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
 from dpcore.mechanisms import LaplaceMechanism
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.learn._sgd import RowSource
+    from dpcore.random import RandomStateLike
+
 # LinearRegression with an intercept spends this share of epsilon on sum y alone (sensitivity 2
 # against the FM's 2 (d^2 + 4d)): the intercept then costs little R^2 even when the slopes
 # are drowned in noise, and the slopes keep 80% of the budget.
@@ -40,7 +49,7 @@ __all__ = [
 ]
 
 
-def functional_mechanism_sensitivity(d, intercept=False):
+def functional_mechanism_sensitivity(d: int, intercept: bool = False) -> float:
     """L1 sensitivity (replace-one) of the least-squares coefficients released by the FM.
 
     With every coordinate of x and y in [-1, 1], one record adds 2|y x_j| to the d linear
@@ -61,7 +70,7 @@ def functional_mechanism_sensitivity(d, intercept=False):
     return 2.0 * (d * d + (4 if intercept else 2) * d)
 
 
-def functional_mechanism_noise_norm(p, sensitivity, epsilon):
+def functional_mechanism_noise_norm(p: int, sensitivity: float, epsilon: float) -> float:
     """A bound on the spectral norm of the functional mechanism's noise on the quadratic.
 
     ``LinearRegression(eigen_floor="auto")`` raises every positive eigenvalue of the noisy
@@ -252,9 +261,13 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     array([ 0.5, -0.3])
     """
 
-    def __init__(self, *, epsilon=1.0, bounds_X=None, bounds_y=None, fit_intercept=True, alpha=0.0,
-                 eigen_floor="auto", method="ssp", delta=None, data_norm=None, n_hint=None,
-                 random_state=None, accountant=None):
+    def __init__(self, *, epsilon: float = 1.0, bounds_X: tuple[ArrayLike, ArrayLike] | None = None,
+                 bounds_y: tuple[float, float] | None = None, fit_intercept: bool = True,
+                 alpha: float = 0.0, eigen_floor: float | Literal["auto"] = "auto",
+                 method: Literal["ssp", "adassp", "functional", "sgd"] = "ssp",
+                 delta: float | None = None, data_norm: float | None = None,
+                 n_hint: int | None = None, random_state: RandomStateLike = None,
+                 accountant: AccountantLike | None = None) -> None:
         self.epsilon = epsilon
         self.bounds_X = bounds_X
         self.bounds_y = bounds_y
@@ -268,7 +281,10 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples: int | None = None, n_features: int | None = None
+                      ) -> tuple[float, float, float | Literal["auto"],
+                                 tuple[np.ndarray, np.ndarray] | None, tuple[float, float],
+                                 float | None, float | None]:
         """Every parameter, checked before anything is charged (also for each candidate of a
         grid search). Returns (epsilon, alpha, eigen_floor, bounds_X pair or None, (ly, uy),
         delta, data_norm)."""
@@ -278,11 +294,12 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         alpha = check.nonnegative(self.alpha, "alpha")
         if isinstance(self.eigen_floor, str) and self.eigen_floor != "auto":
             raise ValueError(f"eigen_floor must be a number >= 0 or 'auto', got {self.eigen_floor!r}")
-        eigen_floor = "auto" if self.eigen_floor == "auto" \
+        eigen_floor: float | Literal["auto"] = "auto" if self.eigen_floor == "auto" \
             else check.nonnegative(self.eigen_floor, "eigen_floor")
         _base.check_bool(self.fit_intercept, "fit_intercept")
         functional = self.method == "functional"
-        delta = data_norm = None
+        delta: float | None = None
+        data_norm: float | None = None
         if functional:
             for name in ("delta", "data_norm"):
                 if getattr(self, name) is not None:
@@ -319,15 +336,16 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
             raise ValueError(f"n_hint applies to method='sgd' only, got method={self.method!r}")
         return epsilon, alpha, eigen_floor, bx, by, delta, data_norm
 
-    def _cost(self):
+    def _cost(self) -> Cost:
         epsilon, *_, delta, _ = self._check_params()
         if self.method == "sgd":
+            assert delta is not None and self.n_hint is not None   # checked: required
             return sgd_plan(1, epsilon, delta, self.n_hint, smoothness=1.0).cost
         if delta is not None:   # ssp / adassp with delta: rho-zCDP, whichever part n releases
             return Cost(rho=zcdp_rho_for(epsilon, delta))
         return Cost(epsilon)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private model (see the class docstring). Returns self. With
         ``method="sgd"``, X and y may be Dask collections (``dpcore.learn._dask``): the
         same model as in memory for the same seed."""
@@ -343,17 +361,20 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
             return self._fit_sgd(X, y, epsilon, alpha, delta, data_norm, bx, by)
         return self._fit_ssp(X, y, epsilon, alpha, delta, data_norm, bx, by)
 
-    def _target_scale(self, by):
+    def _target_scale(self, by: tuple[float, float]) -> tuple[float, float]:
         ly, uy = by
         if self.fit_intercept:
             return (ly + uy) / 2.0, (uy - ly) / 2.0
         return 0.0, max(abs(ly), abs(uy))
 
-    def _fit_ssp(self, X, y, epsilon, alpha, delta, data_norm, bx, by):
+    def _fit_ssp(self, X: np.ndarray, y: np.ndarray, epsilon: float, alpha: float,
+                 delta: float | None, data_norm: float | None,
+                 bx: tuple[np.ndarray, np.ndarray] | None, by: tuple[float, float]) -> Self:
         n, d = X.shape          # n is public under replace-one neighbours
         my, hy = self._target_scale(by)
         Xc = X if bx is None else np.clip(X, *bx)
         if data_norm is None:   # per-feature bounds only: affine map to [-1, 1]
+            assert bx is not None   # checked: required without data_norm
             lx, ux = bx
             if self.fit_intercept:
                 mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
@@ -387,7 +408,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.intercept_ = float(my + hy * (sol.intercept - np.sum(sol.coef * mx / hx)))
         return self
 
-    def _fit_sgd_dask(self, X, y):
+    def _fit_sgd_dask(self, X: Any, y: Any) -> Self:
         """``method="sgd"`` on Dask chunks: rows and targets prepared on the workers
         (:class:`dpcore.learn._dask.DaskRows`), checked before the charge."""
         if self.method != "sgd":
@@ -405,15 +426,21 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         return self._fit_sgd(np.zeros((0, d)), None, epsilon, alpha, delta, data_norm, bx, by,
                              rows=rows)
 
-    def _fit_sgd(self, X, y, epsilon, alpha, delta, data_norm, bx, by, rows=None):
+    def _fit_sgd(self, X: np.ndarray, y: np.ndarray | None, epsilon: float, alpha: float,
+                 delta: float | None, data_norm: float | None,
+                 bx: tuple[np.ndarray, np.ndarray] | None, by: tuple[float, float],
+                 rows: RowSource | None = None) -> Self:
         """DP-SGD on the squared loss (dpcore.learn._sgd), rows of norm <= 1, target in [-1, 1]
         (``rows``: a Dask row source; X is then an empty array of the public width)."""
+        n_hint = self.n_hint
+        assert delta is not None and n_hint is not None   # checked: required
         my, hy = self._target_scale(by)
         Z, mx, hx, scale = regression_rows(X, bx, data_norm, self.fit_intercept)
         if rows is None:
+            assert y is not None   # in memory: y is given with X
             rows = ArrayRows(Z, (np.clip(y, *by) - my) / hy)
-        plan = sgd_plan(Z.shape[1], epsilon, delta, self.n_hint, smoothness=1.0, loss="squared")
-        w = release(lambda rng: noisy_sgd(rows, None, 1, "squared", plan, alpha / self.n_hint,
+        plan = sgd_plan(Z.shape[1], epsilon, delta, n_hint, smoothness=1.0, loss="squared")
+        w = release(lambda rng: noisy_sgd(rows, None, 1, "squared", plan, alpha / n_hint,
                                           rng)[0],
                     cost=plan.cost, accountant=self.accountant, random_state=self.random_state,
                     label="LinearRegression(sgd)")
@@ -424,8 +451,12 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.intercept_ = float(my + hy * (offset - np.sum(self.coef_ * mx) / hy))
         return self
 
-    def _fit_functional(self, X, y, epsilon, alpha, eigen_floor, bx, by):
+    def _fit_functional(self, X: np.ndarray, y: np.ndarray, epsilon: float, alpha: float,
+                        eigen_floor: float | Literal["auto"],
+                        bx: tuple[np.ndarray, np.ndarray] | None,
+                        by: tuple[float, float]) -> Self:
         d = X.shape[1]
+        assert bx is not None   # checked: required by the functional mechanism
         (lx, ux), (ly, uy) = bx, by
         if self.fit_intercept:
             mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
@@ -467,7 +498,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         A = np.triu(A) + np.triu(A, 1).T
         if self.fit_intercept:
             # profile out the intercept c = (sum y - w^T sum x) / n (n is public)
-            sx, sy = fm[-d:] / 2.0, self.noisy_target_sum_
+            sx, sy = fm[-d:] / 2.0, float(noisy[1][0])   # noisy_target_sum_
             A -= np.outer(sx, sx) / n
             g = g + 2.0 * sy * sx / n
         A[np.diag_indices(d)] += alpha
@@ -488,7 +519,7 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
             self.intercept_ = 0.0
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predicted targets."""
         check_is_fitted(self)
         X = _base.validate_data(self, X, reset=False, dtype=np.float64)

@@ -1,6 +1,8 @@
 """Random Fourier features with public randomness (Rahimi & Recht 2007), for private kernel SVMs."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
@@ -8,6 +10,12 @@ from sklearn.utils.validation import check_is_fitted
 from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore.random import check_random_state
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from dpcore.random import RandomStateLike
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -57,35 +65,38 @@ class RandomFourierFeatures(_base.SharedStateCloneMixin, TransformerMixin, BaseE
     # its fit reads only the number of columns (public): safe inside PrivateGridSearch
     _dpcore_data_independent = True
 
-    def __init__(self, *, gamma=1.0, n_components=100, random_state=None):
+    def __init__(self, *, gamma: float = 1.0, n_components: int = 100,
+                 random_state: RandomStateLike = None) -> None:
         self.gamma = gamma
         self.n_components = n_components
         self.random_state = random_state
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples: int | None = None, n_features: int | None = None
+                      ) -> tuple[float, int, np.random.Generator]:
         """Every parameter (random_state too), checked before anything is drawn; also for a
         step of a grid search candidate. Returns (gamma, n_components, generator)."""
         gamma = check.positive(self.gamma, "gamma")
         D = check.integer(self.n_components, "n_components", minimum=1)
         return gamma, D, check_random_state(self.random_state)
 
-    def _n_features_out(self, n_features):
+    def _n_features_out(self, n_features: int | None) -> int:
         """Width of the output for an input of ``n_features`` columns (public)."""
         return 2 * check.integer(self.n_components, "n_components", minimum=1)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> Self:
         """Draw the frequencies (only the number of columns of X is used). Returns self."""
         gamma, D, rng = self._check_params()
         X = _base.validate_data(self, X, reset=True, dtype=np.float64)
         self.frequencies_ = rng.normal(0.0, np.sqrt(2.0 * gamma), size=(X.shape[1], D))
         return self
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: ArrayLike | None = None
+                              ) -> NDArray[np.object_]:
         """Output column names ("randomfourierfeatures0", ...), which also enables ``set_output``."""
         check_is_fitted(self)
         return np.array([f"randomfourierfeatures{i}" for i in range(2 * self.frequencies_.shape[1])], dtype=object)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """The feature map, shape (n_samples, 2 n_components)."""
         check_is_fitted(self)
         X = _base.validate_data(self, X, reset=False, dtype=np.float64)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -15,6 +16,18 @@ from dpcore._release.sums import IntegerNoise, split_budget
 from dpcore.learn import _base
 from dpcore.learn._dask import DaskChunks, is_dask_collection
 from dpcore.robust import sample_aggregate
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from dpcore.accounting import AccountantLike
+    from dpcore.random import RandomStateLike
+
+    #: Rows prepared by :func:`kmeans_chunk`: (clipped rows, grid integers as two float64
+    #: halves, histogram counts or None).
+    _Prepared = tuple[NDArray[np.float64], tuple[NDArray[np.float64], NDArray[np.float64]],
+                      NDArray[np.int64] | None]
 
 __all__ = ["KMeans", "MAX_CENTRE_VALUES", "MAX_HISTOGRAM_CELLS"]
 
@@ -30,7 +43,7 @@ _METHODS = ("lloyd", "sample_aggregate")
 _CHUNK = 2**15   # rows per block of the distance computations (memory: _CHUNK * k doubles)
 
 
-def histogram_bins(n_features, n_clusters):
+def histogram_bins(n_features: int, n_clusters: int) -> int:
     """Bins per feature of the ``init="histogram"`` grid: the largest b <= 64 with
     b**d <= MAX_HISTOGRAM_CELLS (public: a function of d only); 0 when the grid would have
     fewer than 2 bins per feature or fewer than ``n_clusters`` cells."""
@@ -42,7 +55,7 @@ def histogram_bins(n_features, n_clusters):
     return b
 
 
-def sum_grid_bits(n_features, epsilon_sum):
+def sum_grid_bits(n_features: int, epsilon_sum: float) -> int:
     """g such that each rescaled coordinate z in [-1, 1] is summed as the integer rint(z 2**g):
     about 2**-30 of the sum noise scale d / epsilon_sum, within [0, 26] (n <= 2**36 records of
     |units| <= 2**26 keep every partial sum below 2**62)."""
@@ -51,7 +64,7 @@ def sum_grid_bits(n_features, epsilon_sum):
     return min(max(g, 0), 26)
 
 
-def count_sum_split(n_features):
+def count_sum_split(n_features: int) -> float:
     """r = epsilon_sum / epsilon_count per iteration, (3 d**2) ** (1/3).
 
     The error of one released centre coordinate (in the [-1, 1] units) is about
@@ -187,9 +200,13 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
     [-5.0, -5.0, 5.0]
     """
 
-    def __init__(self, n_clusters=8, *, epsilon=1.0, bounds=None, max_iter=None, init="auto",
-                 init_fraction=0.2, method="lloyd", n_blocks=None, random_state=None,
-                 accountant=None):
+    def __init__(self, n_clusters: int = 8, *, epsilon: float = 1.0,
+                 bounds: tuple[ArrayLike, ArrayLike] | None = None, max_iter: int | None = None,
+                 init: Literal["auto", "histogram", "sphere"] | ArrayLike = "auto",
+                 init_fraction: float = 0.2,
+                 method: Literal["lloyd", "sample_aggregate"] = "lloyd",
+                 n_blocks: int | None = None, random_state: RandomStateLike = None,
+                 accountant: AccountantLike | None = None) -> None:
         self.n_clusters = n_clusters
         self.method = method
         self.n_blocks = n_blocks
@@ -201,7 +218,9 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         self.random_state = random_state
         self.accountant = accountant
 
-    def _check_params(self, n_samples=None, n_features=None):
+    def _check_params(self, n_samples: int | None = None, n_features: int | None = None
+                      ) -> tuple[float, int, int | None, str | np.ndarray, float,
+                                 tuple[np.ndarray, np.ndarray]]:
         """Every parameter, checked before anything is charged (also for each candidate of a
         grid search). Returns (epsilon, k, max_iter, init, init_fraction, (lower, upper))."""
         epsilon = _base.check_epsilon(self.epsilon)
@@ -237,7 +256,9 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         _base.check_n(n_samples)
         return epsilon, k, max_iter, init, fraction, bounds
 
-    def _plan(self, d, epsilon, k, max_iter, init, fraction):
+    def _plan(self, d: int, epsilon: float, k: int, max_iter: int | None, init: str | np.ndarray,
+              fraction: float) -> tuple[str, int, IntegerNoise | None, IntegerNoise, IntegerNoise,
+                                        int, int]:
         """The public calibration: (init kind, bins, histogram noise, count noise, sum noise,
         g, number of iterations). Raises a ValueError for parameters out of range, before
         anything is charged."""
@@ -248,7 +269,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         if max_iter is None:
             max_iter = 2 if kind == "histogram" else 5
         eps_init = 0.0
-        hist_noise = None
+        hist_noise: IntegerNoise | None = None
         if kind == "histogram":
             eps_init = round_down(Fraction(epsilon) * Fraction(fraction))
             hist_noise = IntegerNoise.calibrate("laplace", 1, eps_init, 0.0)
@@ -263,13 +284,13 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         sum_noise = IntegerNoise.calibrate("laplace", d * 2**g, eps_sum, 0.0)
         return kind, bins, hist_noise, count_noise, sum_noise, g, max_iter
 
-    def _n_features_out(self, n_features):
+    def _n_features_out(self, n_features: int | None) -> int:
         return check.integer(self.n_clusters, "n_clusters", minimum=1)
 
-    def _cost(self):
+    def _cost(self) -> Cost:
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> Self:
         """Fit the private centres (see the class docstring); y is ignored. Returns self.
 
         X may be a Dask array or dataframe (``method="lloyd"``): the histogram counts and each
@@ -283,7 +304,8 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
                 raise ValueError("a Dask collection is fitted with method='lloyd' only, got "
                                  f"{self.method!r}")
             # bounds are checked against the public width before the chunks are read
-            width = int(X.shape[1]) if hasattr(X, "chunks") else len(X.columns)
+            Xd = cast(Any, X)   # a Dask array or dataframe
+            width = int(Xd.shape[1]) if hasattr(Xd, "chunks") else len(Xd.columns)
             epsilon, k, max_iter, init, fraction, (lower, upper) = self._check_params(None, width)
             kind, bins, hist_noise, count_noise, sum_noise, g, max_iter = self._plan(
                 width, epsilon, k, max_iter, init, fraction)
@@ -304,11 +326,11 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         if chunks is None:
             prepared, _ = kmeans_chunk(X, lower, upper, g, bins if kind == "histogram" else 0)
 
-            def totals(centers):
+            def totals(centers: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
                 return kmeans_totals(prepared, centers, k)
             hist_counts = prepared[2]
         else:
-            def totals(centers):
+            def totals(centers: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
                 return chunks.sum(kmeans_totals, centers, k)
             hist_counts = chunks.sum(_histogram_of) if kind == "histogram" else None
         scale_z = 2.0**-g
@@ -317,13 +339,15 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         min_count = math.sqrt(sum_noise.variance) * scale_z
         public_init = None if kind != "array" else np.clip(np.asarray(init, float), lower, upper)
 
-        def draw(rng):
+        def draw(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, NDArray[np.int64]]:
             if kind == "histogram":
+                assert hist_counts is not None and hist_noise is not None   # planned
                 centers = _histogram_start(hist_counts, d, lower, upper, bins, k, hist_noise,
                                            rng)
             elif kind == "sphere":
                 centers = mid + half * _sphere_packing(k, d, rng)
             else:
+                assert public_init is not None   # kind == "array"
                 centers = public_init.copy()
             start = centers.copy()
             counts = np.zeros(k, dtype=np.int64)
@@ -343,11 +367,12 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
                                          random_state=self.random_state, label="KMeans")
         self.init_centers_ = start
         self.cluster_centers_ = centers
-        self.cluster_count_ = counts
+        self.cluster_count_: NDArray[np.int64] | None = counts
         self.n_iter_ = max_iter
         return self
 
-    def _fit_sample_aggregate(self, X, epsilon, k, lower, upper):
+    def _fit_sample_aggregate(self, X: np.ndarray, epsilon: float, k: int, lower: np.ndarray,
+                              upper: np.ndarray) -> Self:
         n, d = X.shape
         n_blocks = self.n_blocks
         if n_blocks is None:      # n is public under replace-one neighbours
@@ -357,7 +382,7 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         ranges = np.column_stack([np.tile(lower, k), np.tile(upper, k)])
         Xc = np.clip(X, lower, upper)
 
-        def block_centres(block):
+        def block_centres(block: np.ndarray) -> NDArray[np.float64]:
             # non-private k-means on one block (fixed seed: the estimator may be any function),
             # the centres in lexicographic order so that coordinates line up across blocks
             seed = np.random.default_rng(0)  # insecure-ok: the block estimator's own start, no noise
@@ -374,31 +399,31 @@ class KMeans(_base.SharedStateCloneMixin, ClusterMixin, TransformerMixin, BaseEs
         self.n_iter_ = 0
         return self
 
-    def _distances2(self, X):
+    def _distances2(self, X: ArrayLike) -> NDArray[np.float64]:
         check_is_fitted(self)
         X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         return _squared_distances(X, self.cluster_centers_)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.intp]:
         """Index of the nearest released centre of each row of X."""
         return np.argmin(self._distances2(X), axis=1)
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X: ArrayLike, y: ArrayLike | None = None) -> NDArray[np.intp]:
         """``fit(X)`` then ``predict(X)`` (there is no ``labels_``: the assignment of the
         training rows is not a private release; do not publish it)."""
         return self.fit(X).predict(X)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Euclidean distances of each row of X to the released centres."""
         return np.sqrt(self._distances2(X))
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike, y: ArrayLike | None = None) -> float:
         """Minus the k-means cost of X (sum of squared distances to the nearest released
         centre). Computed on the X given; nothing is stored."""
         return -float(np.sum(np.min(self._distances2(X), axis=1)))
 
 
-def _squared_distances(X, centers):
+def _squared_distances(X: np.ndarray, centers: np.ndarray) -> NDArray[np.float64]:
     c2 = np.sum(centers * centers, axis=1)
     out = np.empty((X.shape[0], centers.shape[0]))
     for i in range(0, X.shape[0], _CHUNK):
@@ -408,7 +433,7 @@ def _squared_distances(X, centers):
     return out
 
 
-def _assign(X, centers):
+def _assign(X: np.ndarray, centers: np.ndarray) -> NDArray[np.int64]:
     labels = np.empty(X.shape[0], dtype=np.int64)
     c2 = np.sum(centers * centers, axis=1)
     for i in range(0, X.shape[0], _CHUNK):
@@ -417,7 +442,8 @@ def _assign(X, centers):
     return labels
 
 
-def _split_units(units):
+def _split_units(units: NDArray[np.int64]
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The grid integers as two float64 halves, units = hi 2**13 + lo (hi = units >> 13,
     0 <= lo < 2**13), one row per coordinate: with |units| <= 2**26 and n <= 2**36 records,
     every partial sum of either half is an integer below 2**50, so float64 sums of them (as
@@ -427,7 +453,9 @@ def _split_units(units):
     return np.ascontiguousarray(hi), np.ascontiguousarray(lo)
 
 
-def _cluster_totals(labels, halves, k):
+def _cluster_totals(labels: NDArray[np.int64],
+                    halves: tuple[NDArray[np.float64], NDArray[np.float64]], k: int
+                    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Exact counts and exact integer coordinate sums per cluster (int64)."""
     hi, lo = halves
     counts = np.bincount(labels, minlength=k).astype(np.int64)
@@ -439,7 +467,8 @@ def _cluster_totals(labels, halves, k):
     return counts, sums
 
 
-def kmeans_chunk(X, lower, upper, g, bins):
+def kmeans_chunk(X: ArrayLike, lower: np.ndarray, upper: np.ndarray, g: int, bins: int
+                 ) -> tuple[_Prepared, bool]:
     """Rows (a chunk of them on a Dask worker) prepared for the Lloyd iterations: ((clipped
     rows, their grid integers as two exact float64 halves, the exact histogram counts on the
     public grid of ``bins`` per feature or None), whether a value is not finite)."""
@@ -460,17 +489,20 @@ def kmeans_chunk(X, lower, upper, g, bins):
     return (Xc, halves, counts), bad
 
 
-def kmeans_totals(prepared, centers, k):
+def kmeans_totals(prepared: _Prepared, centers: np.ndarray, k: int
+                  ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Exact int64 (counts, coordinate sums) per cluster of prepared rows at ``centers``."""
     Xc, halves, _ = prepared
     return _cluster_totals(_assign(Xc, centers), halves, k)
 
 
-def _histogram_of(prepared):
+def _histogram_of(prepared: _Prepared) -> NDArray[np.int64] | None:
     return prepared[2]
 
 
-def _histogram_start(counts, d, lower, upper, bins, k, noise, rng):
+def _histogram_start(counts: NDArray[np.int64], d: int, lower: np.ndarray, upper: np.ndarray,
+                     bins: int, k: int, noise: IntegerNoise, rng: np.random.Generator
+                     ) -> NDArray[np.float64]:
     """Initial centres from a noisy histogram of the (clipped) data on the public grid.
 
     Post-processing of the noisy counts only: the counts are summed into coarser grids (2**l
@@ -503,7 +535,7 @@ def _histogram_start(counts, d, lower, upper, bins, k, noise, rng):
     return np.clip(_weighted_kmeans(points, weights, k, rng), lower, upper)
 
 
-def _coarsen(table):
+def _coarsen(table: np.ndarray) -> np.ndarray:
     """Sum 2 x ... x 2 blocks of cells (an odd side padded with empty cells)."""
     for axis in range(table.ndim):
         if table.shape[axis] % 2:
@@ -515,7 +547,8 @@ def _coarsen(table):
     return table
 
 
-def _weighted_kmeans(points, weights, k, rng, n_init=10, n_steps=30):
+def _weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                     n_init: int = 10, n_steps: int = 30) -> NDArray[np.float64]:
     """Non-private weighted k-means on public points (post-processing): ``n_init`` weighted
     k-means++ seedings each followed by ``n_steps`` Lloyd steps; the lowest weighted cost wins."""
     best, best_cost = None, np.inf
@@ -540,10 +573,12 @@ def _weighted_kmeans(points, weights, k, rng, n_init=10, n_steps=30):
         cost = float(np.sum(weights * np.min(_squared_distances(points, centers), axis=1)))
         if cost < best_cost:
             best, best_cost = centers, cost
+    assert best is not None   # n_init >= 1
     return best
 
 
-def _sphere_packing(k, d, rng, tries=100):
+def _sphere_packing(k: int, d: int, rng: np.random.Generator, tries: int = 100
+                    ) -> NDArray[np.float64]:
     """k points of [-1, 1]^d whose balls of a common radius a are disjoint and inside the box
     (Su et al.'s data-independent start), a as large as ``tries`` random attempts allow."""
     a = 1.0 / max(k, 1) ** (1.0 / d)

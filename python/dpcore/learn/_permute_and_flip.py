@@ -10,15 +10,23 @@ release and charge).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from dpcore.random import check_random_state
 from dpcore.selection import EXACT_PERMUTE_AND_FLIP, ExponentialMechanism, flip_coins
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from dpcore.random import RandomStateLike
+
 __all__ = ["permute_and_flip_labels"]
 
 
-def permute_and_flip_labels(counts, epsilon, random_state=None):
+def permute_and_flip_labels(counts: ArrayLike, epsilon: float,
+                            random_state: RandomStateLike = None) -> NDArray[np.int64]:
     """One label per row of integer class counts, by permute-and-flip (McKenna, Sheldon 2020)
     for the monotone count utility of sensitivity 1, exactly.
 

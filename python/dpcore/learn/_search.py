@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -22,6 +23,15 @@ from dpcore.curves import DEFAULT_ORDERS, PrivacyCurve, ZCDP
 from dpcore.learn import _base
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace
 from dpcore.tuning import select_candidate, validation_errors
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+    from typing_extensions import Self
+
+    from dpcore.accounting import Accountant, AccountantLike
+    from dpcore.random import RandomStateLike
 
 __all__ = ["PrivateGridSearch", "SELECTIONS", "RANDOM_STOPPING_FACTOR", "RandomStopping",
            "random_stopping_rho"]
@@ -56,11 +66,11 @@ class RandomStopping(PrivacyCurve):
     n_trials: int
     relation: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "n_trials", check.integer(self.n_trials, "n_trials", minimum=1))
         object.__setattr__(self, "relation", self.trial.relation)
 
-    def rdp(self, orders=DEFAULT_ORDERS):
+    def rdp(self, orders: ArrayLike = DEFAULT_ORDERS) -> np.ndarray:
         orders = np.asarray(orders, dtype=np.float64)
         hats = np.array((1.0,) + tuple(DEFAULT_ORDERS))
         log_t = math.log(self.n_trials)
@@ -72,7 +82,7 @@ class RandomStopping(PrivacyCurve):
         return np.nextafter(np.nextafter(bound, np.inf), np.inf)
 
 
-def _largest(ok, rel, cap=2.0**20):
+def _largest(ok: Callable[[float], bool], rel: float, cap: float = 2.0**20) -> float:
     """The largest x in (0, cap] with ok(x) (ok monotone: true below a threshold), to ``rel``
     relative precision, by doubling or halving from 1 then bisection; 0.0 if ok(2**-40)
     fails."""
@@ -91,7 +101,7 @@ def _largest(ok, rel, cap=2.0**20):
     return lo
 
 
-def random_stopping_rho(epsilon, delta, n_trials):
+def random_stopping_rho(epsilon: float, delta: float, n_trials: int) -> float:
     """The largest rho (to 0.1%) for which random stopping over rho-zCDP trials
     (:class:`RandomStopping` of ``ZCDP(rho)``, ``n_trials`` expected) is (epsilon, delta)-DP by
     its RDP curve (the improved conversion, :data:`dpcore.curves.DEFAULT_ORDERS`); bisection,
@@ -110,18 +120,18 @@ def random_stopping_rho(epsilon, delta, n_trials):
     return rho
 
 
-def _zcdp_epsilon(rho, delta):
+def _zcdp_epsilon(rho: float, delta: float) -> float:
     """The largest epsilon (to 1e-6 relative) whose zcdp_rho_for(epsilon, delta) <= rho: the
     epsilon to give a zCDP candidate (``method="gd"``) so that it spends at most rho (0.0 if
     none above 2**-40)."""
     return _largest(lambda e: zcdp_rho_for(e, delta) <= rho, 1e-6)
 
 
-def _keys(params, name):
+def _keys(params: Iterable[str], name: str) -> list[str]:
     return [k for k in params if k == name or k.endswith("__" + name)]
 
 
-def _flat_steps(est):
+def _flat_steps(est: Any) -> Iterator[tuple[str, Any]]:
     """(name, step) of a pipeline, nested pipelines flattened, "passthrough"/None skipped."""
     for name, step in getattr(est, "steps", None) or []:
         if step is None or step == "passthrough":
@@ -132,7 +142,7 @@ def _flat_steps(est):
             yield name, step
 
 
-def _check_steps(est):
+def _check_steps(est: Any) -> None:
     """Every step of a pipeline candidate is a private estimator (an ``epsilon`` parameter) or
     data-independent (its fit reads only public shapes: RandomFourierFeatures, scikit-learn's
     FunctionTransformer, "passthrough"). Any other step (StandardScaler, say) would be fitted on
@@ -308,9 +318,13 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
     (True, (1.0, 0.0))
     """
 
-    def __init__(self, estimator, param_grid, *, epsilon=1.0, classes=None, random_state=None,
-                 accountant=None, progress=False, selection="exponential", n_trials=None,
-                 delta=None):
+    def __init__(self, estimator: BaseEstimator,
+                 param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]],
+                 *, epsilon: float = 1.0, classes: ArrayLike | None = None,
+                 random_state: RandomStateLike = None, accountant: Accountant | None = None,
+                 progress: bool = False,
+                 selection: Literal["exponential", "random_stopping"] = "exponential",
+                 n_trials: int | None = None, delta: float | None = None) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -322,7 +336,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         self.n_trials = n_trials
         self.delta = delta
 
-    def _candidates(self, classes, epsilon, n_samples, n_features):
+    def _candidates(self, classes: np.ndarray | None, epsilon: float, n_samples: int,
+                    n_features: int) -> tuple[list[dict[str, Any]], list[Any]]:
         """Every candidate estimator, built and checked (each private step's parameters, with the
         shapes it will see where they are public) before anything is charged; their accountant
         and random_state are set at fit time."""
@@ -334,7 +349,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             est = clone(self.estimator).set_params(**params)
             _check_steps(est)
             own = est.get_params()
-            extra = {k: epsilon for k in _keys(own, "epsilon")}
+            extra: dict[str, Any] = {k: epsilon for k in _keys(own, "epsilon")}
             if not extra:
                 raise ValueError("estimator has no epsilon parameter: PrivateGridSearch needs a private learner")
             for k in _keys(own, "classes"):
@@ -346,7 +361,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         return grid, models
 
     @staticmethod
-    def _wire(est, accountant, rng):
+    def _wire(est: Any, accountant: AccountantLike | None, rng: RandomStateLike) -> Any:
         """Every private step draws from the search's generator and charges ``accountant`` (a
         seed shared by the candidates would repeat their noise across the parts)."""
         own = est.get_params()
@@ -359,7 +374,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         return est.set_params(**extra)
 
     @staticmethod
-    def _costs(models):
+    def _costs(models: Sequence[Any]) -> list[list[dict[str, Any]]]:
         """What each candidate's fit charges: the ``cost`` of each private step (a function of
         public parameters only; no fit on stand-in data)."""
         costs = []
@@ -374,7 +389,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             costs.append(charges)
         return costs
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Run the search (see the class docstring). Returns self."""
         epsilon = _base.check_epsilon(self.epsilon)
         _base.check_bool(self.progress, "progress")
@@ -431,7 +446,9 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             self.classes_ = classes
         return self
 
-    def _rdp_candidates(self, classes, epsilon, delta, n_trials, n_train, d):
+    def _rdp_candidates(self, classes: np.ndarray | None, epsilon: float, delta: float,
+                        n_trials: int, n_train: int, d: int
+                        ) -> tuple[list[dict[str, Any]], list[Any], float, float]:
         """The candidates of random stopping with delta: each trial rho-zCDP, rho the largest
         that :func:`random_stopping_rho` allows; a pure step gets epsilon = sqrt(2 rho)
         (epsilon-DP implies epsilon**2 / 2-zCDP, Bun-Steinke 2016), a zCDP step (``gd``) the
@@ -465,7 +482,8 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             sigma = math.nextafter(sigma, math.inf)
         return grid, models, rho, sigma
 
-    def _fit_random_stopping(self, X, y, classes, epsilon, m):
+    def _fit_random_stopping(self, X: np.ndarray, y: np.ndarray, classes: np.ndarray | None,
+                             epsilon: float, m: int) -> Self:
         """Random stopping (see the class docstring); every check before the one charge."""
         n, d = X.shape
         n_val = int(n * VALIDATION_SHARE)   # a public function of n
@@ -481,7 +499,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             curve = RandomStopping(ZCDP(rho), n_trials)
             cost = Cost(epsilon, delta, curve=curve)
 
-            def score_noise(rng):
+            def score_noise(rng: np.random.Generator) -> int:
                 return int(discrete_gaussian(sigma, random_state=rng))
         else:
             eps_trial = round_down(Fraction(epsilon) / RANDOM_STOPPING_FACTOR)
@@ -495,7 +513,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                         "is not (give delta, or use selection='exponential')")
             cost = Cost(round_down(Fraction(eps_trial) * RANDOM_STOPPING_FACTOR))
 
-            def score_noise(rng):
+            def score_noise(rng: np.random.Generator) -> int:
                 return int(discrete_laplace(1.0 / eps_trial, random_state=rng))
         rng = _base.release_rng(self.random_state, self.accountant)
         cost.charge(self.accountant, label)
@@ -513,6 +531,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                 best, best_score, best_model = i, score, est
             if rng.integers(n_trials) == 0:   # stop with probability 1 / n_trials, exactly
                 break
+        assert best is not None   # at least one trial ran
         self.best_index_ = best
         self.best_params_ = grid[best]
         self.best_estimator_ = self._wire(best_model, self.accountant, self.random_state)
@@ -525,22 +544,22 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
             self.classes_ = classes
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predictions of ``best_estimator_``."""
         check_is_fitted(self)
         return self.best_estimator_.predict(X)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Class probabilities of ``best_estimator_``."""
         check_is_fitted(self)
         return self.best_estimator_.predict_proba(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """Decision function of ``best_estimator_``."""
         check_is_fitted(self)
         return self.best_estimator_.decision_function(X)
 
-    def score(self, X, y):
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Score of ``best_estimator_`` (accuracy for classifiers)."""
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)

@@ -20,6 +20,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Callable, Protocol, cast
 
 import numpy as np
 
@@ -30,9 +31,15 @@ from dpcore.curves import DiscreteGaussian, PoissonSubsampled
 from dpcore.mechanisms import discrete_gaussian, gaussian
 from dpcore.random import bitgen_handle
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from dpcore import _sgd
+    from dpcore.curves import Repeated
+
 __all__ = ["noisy_gd", "noisy_gd_multinomial", "gd_steps", "SGDPlan", "sgd_plan", "noisy_sgd",
            "LOSSES", "ArrayRows", "LatticeStep", "chunk_lattice_sum", "class_targets",
-           "regression_design"]
+           "regression_design", "RowSource"]
 
 #: With more than GD_MIN_STEPS steps, ``gd`` averages the iterates from this fraction of the
 #: steps on (the early iterates, near the starting point, bias the average); with at most
@@ -45,7 +52,7 @@ GD_MIN_STEPS = 300
 GD_MAX_STEPS = 1000
 
 
-def gd_steps(n, epsilon):
+def gd_steps(n: int, epsilon: float) -> int:
     """``n_steps="auto"`` of ``method="gd"``: GD_STEPS_PER_ROOT_N * sqrt(n epsilon) steps,
     within [GD_MIN_STEPS, GD_MAX_STEPS], from public values only (n is public under
     replace-one neighbours). Each step's noise grows as sqrt(n_steps) / n, but averaging the
@@ -63,7 +70,10 @@ def gd_steps(n, epsilon):
                                                          * math.sqrt(n * epsilon)))))
 
 
-def _noisy_descent(lattice_gradient, shape, unit, lam, radius, rho, n_steps, step_size, rng):
+def _noisy_descent(lattice_gradient: Callable[[np.ndarray], np.ndarray],
+                   shape: int | tuple[int, int], unit: float, lam: float, radius: float,
+                   rho: float, n_steps: int, step_size: float, rng: np.random.Generator
+                   ) -> NDArray[np.float64]:
     """Noisy projected gradient descent from 0 on the averaged objective: each step releases
     the integer lattice sum ``lattice_gradient(W)`` (every record's vector has L2 norm <=
     2**LATTICE_BITS, so replacing one record moves the sum by at most 2**(LATTICE_BITS + 1))
@@ -88,7 +98,8 @@ def _noisy_descent(lattice_gradient, shape, unit, lam, radius, rho, n_steps, ste
     return total / (n_steps - start)
 
 
-def noisy_gd(rows, loss, positive, lam, rho, n_steps, step_size, rng, *, h=0.5):
+def noisy_gd(rows: RowSource, loss: str, positive: int, lam: float, rho: float, n_steps: int,
+             step_size: float, rng: np.random.Generator, *, h: float = 0.5) -> NDArray[np.float64]:
     """Noisy projected gradient descent (Bassily-Smith-Thakurta 2014) for the binary model
     (1/n) sum loss(s_i w.z_i) + (lam/2)||w||^2 (s_i = +1 for the records of class index
     ``positive``, else -1), returning the average iterate. ``rows``: an :class:`ArrayRows`
@@ -110,7 +121,8 @@ def noisy_gd(rows, loss, positive, lam, rho, n_steps, step_size, rng, *, h=0.5):
                           step_size, rng)
 
 
-def noisy_gd_multinomial(rows, k, lam, rho, n_steps, step_size, rng):
+def noisy_gd_multinomial(rows: RowSource, k: int, lam: float, rho: float, n_steps: int,
+                         step_size: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Noisy projected gradient descent for the k-class softmax objective
     (1/n) sum_i [logsumexp(W z_i) - (W z_i)_{y_i}] + (lam/2)||W||^2, average iterate
     (``rows`` as in :func:`noisy_gd`, targets the class indices).
@@ -166,7 +178,7 @@ RATE_DIGITS = 4              # significant bits of the sampling rate m / 2**k
 MAX_RATE_BITS = 40
 
 
-def _dyadic_rate(rate):
+def _dyadic_rate(rate: float) -> tuple[int, int]:
     """The largest m / 2**k <= rate with m < 2**RATE_DIGITS (k <= MAX_RATE_BITS), as (m, k) with
     m odd (or (1, 0) for rate 1): the kernel draws Bernoulli(m / 2**k) exactly."""
     if rate >= 1.0:
@@ -180,24 +192,24 @@ def _dyadic_rate(rate):
     return m, k
 
 
-def _step_curve(noise_multiplier, rate):
+def _step_curve(noise_multiplier: float, rate: float) -> PoissonSubsampled:
     sens = 2**LATTICE_BITS
     return PoissonSubsampled(DiscreteGaussian(noise_multiplier * sens, sens, relation="add/remove"),
                              rate)
 
 
-def _rho_target(epsilon, delta):
+def _rho_target(epsilon: float, delta: float) -> float:
     """The rho whose zCDP conversion is about (epsilon, delta): a first guess for the rate."""
     log_d = math.log(1.0 / delta)
     return (math.sqrt(log_d + epsilon) - math.sqrt(log_d)) ** 2
 
 
 @functools.lru_cache(maxsize=256)
-def noise_multiplier_for(rate, n_steps, epsilon, delta):
+def noise_multiplier_for(rate: float, n_steps: int, epsilon: float, delta: float) -> float:
     """The smallest noise multiplier z (sigma / C, to 0.1%) for which n_steps Poisson-subsampled
     discrete Gaussian steps at ``rate`` are (epsilon, delta)-DP by the curve's RDP bound
     (orders :data:`CALIBRATION_ORDERS`), found by bisection and verified."""
-    def eps(z):
+    def eps(z: float) -> float:
         return _step_curve(z, rate).repeat(n_steps).epsilon_for(delta, orders=CALIBRATION_ORDERS)
 
     hi = 1.0
@@ -272,25 +284,26 @@ class SGDPlan:
     delta: float
 
     @property
-    def rate(self):
+    def rate(self) -> float:
         return self.rate_num / 2.0**self.rate_bits
 
     @property
-    def sigma(self):
+    def sigma(self) -> float:
         """The discrete Gaussian's sigma, in lattice units."""
         return self.noise_multiplier * 2.0**LATTICE_BITS
 
     @property
-    def curve(self):
+    def curve(self) -> Repeated:
         """The fit's privacy curve: n_steps Poisson-subsampled discrete Gaussian steps."""
         return _step_curve(self.noise_multiplier, self.rate).repeat(self.n_steps)
 
     @property
-    def cost(self):
+    def cost(self) -> Cost:
         return Cost(self.epsilon, self.delta, curve=self.curve)
 
 
-def sgd_plan(n_features, epsilon, delta, n_hint, *, smoothness, n_outputs=1, loss="logistic"):
+def sgd_plan(n_features: int, epsilon: float, delta: float, n_hint: int, *, smoothness: float,
+             n_outputs: int = 1, loss: str = "logistic") -> SGDPlan:
     """The plan of ``method="sgd"`` from public values only: the model size p = n_outputs *
     n_features, epsilon, delta and the size hint.
 
@@ -372,13 +385,14 @@ class LatticeStep:
 
 
 @functools.lru_cache(maxsize=64)
-def _poisson_rate(num, bits):
+def _poisson_rate(num: int, bits: int) -> _sgd.PoissonRate:
     from dpcore import _sgd   # the kernel is imported on first use, as the other learners do
 
     return _sgd.PoissonRate(num, bits)
 
 
-def chunk_lattice_sum(Z, target, offset, W, step):
+def chunk_lattice_sum(Z: NDArray[np.float64], target: NDArray[np.float64], offset: int,
+                      W: np.ndarray, step: LatticeStep) -> NDArray[np.int64]:
     """The integer lattice sum (int64, W.size) of one step over rows Z (global indices offset,
     offset + 1, ...) with targets ``target``: the kernel's sample of those rows, each record's
     clipped gradient at W on the lattice (see :class:`SGDPlan`). Not a release."""
@@ -392,21 +406,34 @@ def chunk_lattice_sum(Z, target, offset, W, step):
     return out
 
 
+class RowSource(Protocol):
+    """Where ``gd`` and ``sgd`` get their lattice gradient sums: :class:`ArrayRows` (in
+    memory) or ``dpcore.learn._dask.DaskRows`` (the chunks of a Dask collection)."""
+
+    @property
+    def n_rows(self) -> int: ...
+    @property
+    def n_columns(self) -> int: ...
+    def lattice_sum(self, W: np.ndarray, step: LatticeStep) -> np.ndarray:
+        """The integer lattice sum (int64, W.size) of one step over every row."""
+        ...
+
+
 class ArrayRows:
     """Rows of norm <= 1 and their targets (class indices, or the regression target) in
     memory: the source of the lattice gradient sums of ``sgd`` and ``gd``
     (``dpcore.learn._dask.DaskRows`` is the same over the chunks of a Dask collection)."""
 
-    def __init__(self, Z, target):
+    def __init__(self, Z: ArrayLike, target: ArrayLike) -> None:
         self.Z = np.ascontiguousarray(Z, dtype=np.float64)
         self.target = np.ascontiguousarray(target, dtype=np.float64)
         self.n_rows, self.n_columns = self.Z.shape
 
-    def lattice_sum(self, W, step):
+    def lattice_sum(self, W: np.ndarray, step: LatticeStep) -> NDArray[np.int64]:
         return chunk_lattice_sum(self.Z, self.target, 0, W, step)
 
 
-def class_targets(y, classes):
+def class_targets(y: ArrayLike, classes: np.ndarray) -> tuple[NDArray[np.float64], bool]:
     """Class indices of y in ``classes`` as float64 (the kernel's targets), and whether some
     label is outside ``classes``."""
     y = np.asarray(y)
@@ -416,7 +443,9 @@ def class_targets(y, classes):
     return target, not bool(np.all(np.isin(y, classes)))
 
 
-def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
+def noisy_sgd(Z: ArrayLike | RowSource, target: ArrayLike | None, n_outputs: int, loss: str,
+              plan: SGDPlan, alpha: float, rng: np.random.Generator, *,
+              h: float = 0.5) -> NDArray[np.float64]:
     """DP-SGD on rows Z of norm <= 1: returns the average of the iterates of the last half of
     the steps, shape (n_outputs, Z.shape[1]).
 
@@ -432,7 +461,10 @@ def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
     """
     from dpcore import _sgd
 
-    rows = Z if hasattr(Z, "lattice_sum") else ArrayRows(Z, target)
+    if hasattr(Z, "lattice_sum"):
+        rows = cast("RowSource", Z)
+    else:   # an array of rows, with its targets
+        rows = ArrayRows(cast("ArrayLike", Z), cast("ArrayLike", target))
     d = rows.n_columns
     W = np.zeros((n_outputs, d))
     total = np.zeros_like(W)
@@ -440,11 +472,12 @@ def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
     code = LOSSES[loss][0]
     units = plan.clip / 2.0**LATTICE_BITS / (plan.rate * plan.n_hint)
     start = plan.n_steps // 2
-    noise = None
+    noise = np.empty((0, n_outputs * d), dtype=np.int64)   # drawn at t = 0
     for t in range(plan.n_steps):
         if t % NOISE_CHUNK == 0:
             count = min(NOISE_CHUNK, plan.n_steps - t)
-            noise = discrete_gaussian(plan.sigma, size=(count, n_outputs * d), random_state=rng)
+            noise = np.asarray(discrete_gaussian(plan.sigma, size=(count, n_outputs * d),
+                                                 random_state=rng))
         step = LatticeStep(code, h, plan.clip, (plan.rate_num, plan.rate_bits),
                            _sgd.draw_key(handle), 1)
         acc = rows.lattice_sum(W, step)
@@ -455,13 +488,16 @@ def noisy_sgd(Z, target, n_outputs, loss, plan, alpha, rng, *, h=0.5):
     return total / (plan.n_steps - start)
 
 
-def regression_design(X, bounds_X, data_norm, intercept):
+def regression_design(X: np.ndarray, bounds_X: tuple[np.ndarray, np.ndarray] | None,
+                      data_norm: float | None, intercept: bool) -> NDArray[np.float64]:
     """The rows Z of :func:`regression_rows` alone (row by row: a chunk of X gives the matching
     chunk of Z)."""
     return regression_rows(X, bounds_X, data_norm, intercept)[0]
 
 
-def regression_rows(X, bounds_X, data_norm, intercept):
+def regression_rows(X: np.ndarray, bounds_X: tuple[np.ndarray, np.ndarray] | None,
+                    data_norm: float | None, intercept: bool
+                    ) -> tuple[NDArray[np.float64], np.ndarray, np.ndarray, float]:
     """Rows of norm <= 1 for least squares by ``sgd``, and the affine map back: returns
     (Z, centre, half_width, scale) with Z = [(x - centre) / half_width, 1] / scale (no constant
     column without an intercept). Features are clipped to ``bounds_X`` (mapped to [-1, 1],
