@@ -11,6 +11,8 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py nb-floor [--seeds 10]  # GaussianNB's var_floor
     PYTHONPATH=python python bench/dev_suite.py tree-prep --epsilons 0.1  # trees, issue 28 item 2
     PYTHONPATH=python python bench/dev_suite.py tree-small --seeds 30  # trees below epsilon 0.2
+    PYTHONPATH=python python bench/dev_suite.py tree-rules --seeds 12 --epsilons 0.1 [--rules
+        5,0.3,2,32 ...] [--sets REGEX]                  # tree_defaults' rules, widened suite
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -55,7 +57,11 @@ fixed settings and diffprivlib's model (when importable; run with the peers' Pyt
 0.1 .. 5. Their data sets are disjoint from learn_accuracy.py's tree cells (breast cancer,
 digits, wine, iris): ``make_classification`` problems shaped like them and like other small
 tables (n 150 .. 5000, d 4 .. 64, 2 .. 10 classes; 2 stratified 70/30 splits each, bounds =
-the generated data's min/max) and diabetes with its target cut at the median.
+the generated data's min/max) and diabetes with its target cut at the median; widened for
+issue 28 item 3 (``TREE_WIDE_SUITE``, ``GLYPHS``): tables of 12,000 to 30,000 records
+(some with two clusters per class), few-feature tables as separable as small public ones (120
+to 210 records, 4 to 7 features), 10 classes with signal (``make_classification`` with 16
+and 64 features, and :func:`glyphs`, digit-like 8 x 8 images without digits).
 
 ``scaling`` (issue 28 items 1 and 2): LogisticRegression's and LinearSVC's default (objective
 perturbation, ``alpha="auto"``: C = 1 on the unit-ball rows) against the C = 1 term at other
@@ -84,11 +90,21 @@ splits below (``split_levels=1``; depth 4, 5 or 6), the two top levels at 60%, a
 a cell is the MEAN test accuracy over the seeds, and the summary is given separately for the
 sets with fewer than ``_tree_grid.WIDE`` (20) features and the others.
 
+``tree-rules``: DecisionTreeClassifier's rules from public inputs on the widened suite, under
+the three preprocessings of ``tree-prep``: below epsilon 0.2 the candidates of
+:data:`TREE_RULES` (or ``--rules``: depth, split_share, split_levels, n_bins), from 0.2 on
+tree_defaults changed as in :data:`TREE_RULES_ABOVE`; with diffprivlib's tree. The score of a
+cell is the mean test accuracy over the seeds; the summary gives, per group of cells (fewer or
+at least 20 features, 2-3 or more classes, under or over 10^4 records: the last is private and
+only tells the reader where a rule wins), each rule's mean, its mean difference from
+diffprivlib and the cells where it is below diffprivlib.
+
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
 """
 import argparse
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,6 +350,49 @@ TREE_SKEWED = [("150x4 k3 r skewed", 150, 4, 3, 2, 2, 1.5, 31),
                ("180x13 k3 r skewed", 180, 13, 3, 4, 6, 1.2, 33)]
 
 
+# issue 28 item 3, widened: large tables (10^4 records and more, some with 2 clusters per
+# class), few-feature tables as separable as small public ones, and 10 classes with signal
+# (name, n, d, classes, informative, redundant, class_sep, seed, clusters per class)
+TREE_WIDE_SUITE = [("12000x10 k2", 12_000, 10, 2, 5, 2, 0.8, 41, 2),
+                   ("20000x16 k3", 20_000, 16, 3, 6, 3, 1.0, 42, 2),
+                   ("30000x30 k4", 30_000, 30, 4, 8, 6, 1.0, 43, 2),
+                   ("15000x8 k5", 15_000, 8, 5, 5, 1, 1.5, 44, 1),
+                   ("150x4 k3 sep", 150, 4, 3, 2, 1, 2.5, 45, 1),
+                   ("120x5 k3 sep", 120, 5, 3, 3, 1, 2.0, 46, 1),
+                   ("210x7 k3 sep", 210, 7, 3, 3, 2, 2.0, 47, 1),
+                   ("200x6 k2 sep", 200, 6, 2, 2, 2, 2.0, 48, 1),
+                   ("3000x16 k10", 3_000, 16, 10, 10, 3, 2.5, 49, 1),
+                   ("1500x64 k10", 1_500, 64, 10, 24, 8, 2.5, 50, 1),
+                   ("25000x40 k2", 25_000, 40, 2, 8, 8, 0.8, 53, 2)]
+GLYPHS = [("glyphs 1800x64 k10", 1_800, 51), ("glyphs 1200x64 k10", 1_200, 52)]
+
+
+def glyphs(n, seed, side=8, k=10):
+    """Digit-like images without digits: k class prototypes on a side x side grid (2 or 3
+    Gaussian strokes each, inside a one-pixel margin), records shifted by a pixel along each
+    axis with probability 0.3, their ink scaled and noised, below 2 blank, rounded to 0 .. 16:
+    sparse integer features, the border pixels
+    almost always 0, strongly correlated neighbours, 10 classes with signal."""
+    rng = np.random.default_rng(seed)  # insecure-ok: benchmark data, not noise
+    grid = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), axis=-1)
+    protos = np.zeros((k, side, side))
+    for c in range(k):
+        for _ in range(rng.integers(2, 4)):
+            a, b = rng.uniform(1.5, side - 2.5, size=(2, 2))
+            for t in np.linspace(0.0, 1.0, 6):   # a stroke from a to b
+                centre = a + t * (b - a)
+                protos[c] += np.exp(-((grid - centre) ** 2).sum(axis=-1) / 1.2)
+        protos[c] *= 16.0 / protos[c].max()
+    y = rng.integers(k, size=n)
+    X = np.empty((n, side * side))
+    for i in range(n):
+        shift = rng.integers(-1, 2, size=2) * (rng.random(2) < 0.3)
+        img = np.roll(protos[y[i]], shift, axis=(0, 1))
+        img = img * rng.uniform(0.8, 1.2) + rng.normal(0.0, 1.5, size=img.shape)
+        X[i] = np.where(img < 2.0, 0.0, np.clip(np.round(img), 0, 16)).ravel()   # blank paper
+    return X, y
+
+
 def tree_data_sets(reps=2):
     """The trees' development sets (module docstring): DevSet with ``raw`` only."""
     from sklearn.datasets import load_diabetes
@@ -348,9 +407,18 @@ def tree_data_sets(reps=2):
         tables.append((f"make_classification {name}", X, y))
     X, target = load_diabetes(return_X_y=True)
     tables.append(("diabetes > median", X, (target > np.median(target)).astype(int)))
+    for name, n, d, k, informative, redundant, sep, seed, clusters in TREE_WIDE_SUITE:
+        X, y = make_classification(n_samples=n, n_features=d, n_informative=informative,
+                                   n_redundant=redundant, n_classes=k,
+                                   n_clusters_per_class=clusters, class_sep=sep,
+                                   random_state=seed)
+        tables.append((f"make_classification {name}", X, y))
+    for name, n, seed in GLYPHS:
+        tables.append((name,) + glyphs(n, seed))
     out = []
     for name, X, y in tables:
-        bounds = (X.min(axis=0), X.max(axis=0))
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        bounds = (lo, np.where(hi > lo, hi, lo + 1.0))   # a glyph's blank pixel: a unit range
         for rep in range(reps):
             a, b, ya, yb = train_test_split(X, y, test_size=0.3, random_state=200 + rep,
                                             stratify=y)
@@ -448,6 +516,105 @@ def tree_small_cells(sets, seeds, epsilons=None):
                                                    random_state=1000 + seed, **kw)
                             .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
                 yield (f"{s.name} / {prep}", f"tree {width}", eps), row
+
+
+# tree-rules candidates: name -> (max_depth, split_share, split_levels, n_bins)
+TREE_RULES = {"narrow (5, .1, 5)": (5, 0.1, 5, 32), "random 4": (4, 0.0, 0, 32),
+              "random 5": (5, 0.0, 0, 32), "random 6": (6, 0.0, 0, 32),
+              "random 5, 64 bins": (5, 0.0, 0, 64), "(5, .05, 5)": (5, 0.05, 5, 32),
+              "(5, .2, 5)": (5, 0.2, 5, 32), "(6, .1, 6)": (6, 0.1, 6, 32),
+              "(5, .1, 1)": (5, 0.1, 1, 32), "(5, .2, 1)": (5, 0.2, 1, 32),
+              "wide (4, .5, 1)": (4, 0.5, 1, 32), "(5, .3, 1)": (5, 0.3, 1, 32),
+              "(5, .5, 1)": (5, 0.5, 1, 32), "(6, .5, 1)": (6, 0.5, 1, 32),
+              "(5, .3, 2)": (5, 0.3, 2, 32)}
+
+
+# from epsilon 0.2 on: changes to tree_defaults (max_depth: added to its depth)
+TREE_RULES_ABOVE = {"depth - 1": {"max_depth": -1}, "depth + 1": {"max_depth": 1},
+                    "depth + 2": {"max_depth": 2}, "share 0.5": {"split_share": 0.5},
+                    "share 0.85": {"split_share": 0.85}, "16 bins": {"n_bins": 16},
+                    "64 bins": {"n_bins": 64}}
+
+
+def tree_rules_cells(sets, seeds, epsilons=None):
+    """The ``tree-rules`` study: DecisionTreeClassifier below epsilon 0.2 under the candidate
+    :data:`TREE_RULES` (from 0.2 on: tree_defaults changed by :data:`TREE_RULES_ABOVE`),
+    tree_defaults and diffprivlib, on every development set under the
+    three preprocessings of ``tree-prep``; a cell's score is the MEAN test accuracy over the
+    seeds. Cells are keyed (set / preprocessing, group, epsilon), the group naming the public
+    inputs a rule may read (fewer or at least ``_tree_grid.WIDE`` features; 2-3 or more
+    classes) and, for the reader only, whether the table has 10^4 records (private)."""
+    import warnings
+
+    import tree_accuracy
+    from dpcore.learn._tree_grid import WIDE
+
+    from dpcore.learn._tree_grid import SMALL_EPSILON, tree_defaults
+
+    peer = _peer("DecisionTreeClassifier")
+    small = {name: {"max_depth": depth, "split_share": share, "split_levels": levels,
+                    "n_bins": bins} for name, (depth, share, levels, bins) in TREE_RULES.items()}
+    small["tree_defaults"] = {}
+
+    def candidates(eps, k, d):
+        if eps < SMALL_EPSILON:
+            return small
+        depth, bins, share, _ = tree_defaults(eps, k, d)
+        out = {"tree_defaults": {}}
+        for name, change in TREE_RULES_ABOVE.items():
+            kw = {"max_depth": depth, "n_bins": bins, "split_share": share, **change}
+            if "max_depth" in change:
+                kw["max_depth"] = max(1, depth + change["max_depth"])
+            kw["split_levels"] = kw["max_depth"]
+            out[name] = kw
+        return out
+
+    for s in sets:
+        classes = np.unique(s.ytr)
+        n = len(s.ytr) + len(s.yte)
+        for prep in ("minmax", "standardised", "unit rows"):
+            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
+            Xtr, Xte = X[:len(s.ytr)], X[len(s.ytr):]
+            group = (f"{'wide' if X.shape[1] >= WIDE else 'narrow'}, "
+                     f"{'k<=3' if classes.size <= 3 else 'k>=4'}, "
+                     f"{'n>=1e4' if n >= 10_000 else 'n<1e4'}")
+            for eps in (0.1, 0.15) if epsilons is None else epsilons:
+                row = {}
+                rules = candidates(eps, classes.size, X.shape[1])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for rule, kw in rules.items():
+                        row[rule] = float(np.mean([
+                            DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
+                                                   random_state=1000 + seed, **kw)
+                            .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                    if peer is not None:
+                        row["diffprivlib"] = float(np.mean([
+                            peer(epsilon=eps, bounds=bounds, classes=classes,
+                                 random_state=1000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
+                            for seed in range(seeds)]))
+                yield (f"{s.name} / {prep}", group, eps), row
+
+
+def group_summary(cells):
+    """Per group of cells (key[1:]: group, epsilon) and over the public part of the group
+    (width and classes, every size), each rule's mean score, its mean difference from
+    diffprivlib (when present) and the cells where it is below diffprivlib."""
+    groups = {}
+    for (_, group, eps), row in cells.items():
+        public = group.rsplit(", ", 1)[0] + ", every n"
+        for g in {(group, eps), (public, eps), ("all", eps)}:
+            groups.setdefault(g, []).append(row)
+    for (group, eps), rows in sorted(groups.items()):
+        print(f"\n{group}, epsilon {eps:g} ({len(rows)} cells): mean, minus diffprivlib, "
+              f"cells below it")
+        for rule in rows[0]:
+            mean = np.mean([r[rule] for r in rows])
+            if "diffprivlib" in rows[0]:
+                diff = np.array([r[rule] - r["diffprivlib"] for r in rows])
+                print(f"  {rule:22s} {mean:.3f} {diff.mean():+.3f} {int((diff < 0).sum())}")
+            else:
+                print(f"  {rule:22s} {mean:.3f}")
 
 
 def _rule_kwargs(kw, eps, n_classes):
@@ -609,11 +776,24 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
-                                          "tree-prep", "tree-small", "nb-floor"])
+                                          "tree-prep", "tree-small", "nb-floor",
+                                          "tree-rules"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
+    parser.add_argument("--rules", nargs="*", default=None,
+                        help="tree-rules below epsilon 0.2: these candidates instead of "
+                             "TREE_RULES, each DEPTH,SHARE,LEVELS,BINS (e.g. 5,0.3,2,32)")
+    parser.add_argument("--sets", default=None,
+                        help="tree studies: only the development sets whose name matches this "
+                             "regular expression")
     args = parser.parse_args(argv)
+    if args.rules:
+        TREE_RULES.clear()
+        for text in args.rules:
+            depth, share, levels, bins = text.split(",")
+            TREE_RULES[f"({depth}, {share}, {levels}, {bins})"] = (
+                int(depth), float(share), int(levels), int(bins))
     cells = {}
     if args.study == "regression":
         cells_iter = regression_cells(args.seeds)
@@ -621,10 +801,12 @@ def main(argv=None):
         cells_iter = scaling_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     elif args.study == "nb-floor":
         cells_iter = nb_floor_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
-    elif args.study in ("tree", "forest", "tree-prep", "tree-small"):
+    elif args.study in ("tree", "forest", "tree-prep", "tree-small", "tree-rules"):
         study = {"tree": tree_cells, "forest": forest_cells,
-                 "tree-prep": tree_prep_cells, "tree-small": tree_small_cells}[args.study]
-        cells_iter = study(tree_data_sets(), args.seeds, epsilons=args.epsilons)
+                 "tree-prep": tree_prep_cells, "tree-small": tree_small_cells,
+                 "tree-rules": tree_rules_cells}[args.study]
+        sets = [s for s in tree_data_sets() if args.sets is None or re.search(args.sets, s.name)]
+        cells_iter = study(sets, args.seeds, epsilons=args.epsilons)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
                  "intercept": intercept_cells}[args.study]
@@ -633,7 +815,9 @@ def main(argv=None):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
-    if args.study == "tree-small":
+    if args.study == "tree-rules":
+        group_summary(cells)
+    elif args.study == "tree-small":
         for group in sorted({(model, eps) for _, model, eps in cells}):
             print(f"\n{group[0]}, epsilon {group[1]:g}:", end="")
             summarise({k: v for k, v in cells.items() if k[1:] == group})

@@ -368,21 +368,37 @@ def test_split_selection_law_gini():
     assert chisquare_pvalue(np.bincount(picks, minlength=2), p) > ALPHA
 
 
+def _check_root_split_scale(seed, scales, **params):
+    """The root's feature over 3000 fits of split_case at epsilon 4 (root utilities 200 and
+    199) fits the exponential mechanism's law at the first of ``scales`` (monotone) and not at
+    the others (the power check)."""
+    X, y = split_case()
+    u = np.array([200.0, 199.0])
+    gen = np.random.default_rng(seed)  # insecure-ok: test seeds
+    picks = np.array([DecisionTreeClassifier(epsilon=4.0, bounds=(0, 1), classes=[0, 1],
+                                             n_bins=2, random_state=gen, **params)
+                      .fit(X, y).tree_.feature[0] for _ in range(3000)])
+    observed = np.bincount(picks, minlength=2)
+    for i, scale in enumerate(scales):
+        w = np.exp(scale * (u - u.max()))
+        assert (chisquare_pvalue(observed, w / w.sum()) > ALPHA) == (i == 0)
+
+
 def test_split_levels_root_law_gets_the_whole_split_budget():
     # max_depth=2, split_levels=1, split_share=0.25, epsilon=4: the root's split alone looks at
     # the data, at epsilon * 0.25 / 1 = 1 (scale 1, monotone); power: the law of 1 / 2, which
     # a budget shared by both levels would give
-    X, y = split_case()
-    u = np.array([200.0, 199.0])
-    gen = np.random.default_rng(16)  # insecure-ok: test seeds
-    picks = np.array([DecisionTreeClassifier(epsilon=4.0, bounds=(0, 1), classes=[0, 1],
-                                             max_depth=2, n_bins=2, split_share=0.25,
-                                             split_levels=1, random_state=gen)
-                      .fit(X, y).tree_.feature[0] for _ in range(3000)])
-    observed = np.bincount(picks, minlength=2)
-    for scale, fits in ((1.0, True), (0.5, False)):
-        w = np.exp(scale * (u - u.max()))
-        assert (chisquare_pvalue(observed, w / w.sum()) > ALPHA) == fits
+    _check_root_split_scale(16, (1.0, 0.5), max_depth=2, split_share=0.25, split_levels=1)
+
+
+@pytest.mark.slow
+def test_split_levels_two_share_the_split_budget():
+    # max_depth=3, split_levels=2 (the default's budget split below epsilon 0.2 with 2-3
+    # classes and few features, or 4 classes or more), split_share=0.5, epsilon=4: the root's
+    # split at epsilon * 0.5 / 2 = 1 (scale 1, monotone); power: the laws of 2 (the root
+    # alone) and 2 / 3 (every level sharing)
+    _check_root_split_scale(18, (1.0, 2.0, 2.0 / 3.0), max_depth=3, split_share=0.5,
+                            split_levels=2)
 
 
 def test_levels_below_split_levels_draw_from_the_base_measure():
@@ -479,7 +495,7 @@ def test_bad_arguments_charge_nothing(cls, params, match, cancer):
     ({"max_depth": 20, "n_bins": 512}, "count table"),
     ({"split_share": 1.0}, "split_share"), ({"split_share": -0.1}, "split_share"),
     ({"split_share": "half"}, "split_share"), ({"max_depth": "deep"}, "max_depth"),
-    ({"epsilon": 1e-300, "max_depth": 3}, "epsilon"),
+    ({"epsilon": 1e-305, "max_depth": 3}, "epsilon"),
 ])
 def test_tree_specific_errors(params, match, cancer):
     X, y, bounds = cancer
@@ -653,10 +669,13 @@ def test_defaults_read_public_inputs_only():
     assert list(inspect.signature(forest_defaults).parameters) == ["epsilon", "n_classes",
                                                                    "n_features"]
     assert list(inspect.signature(random_forest_defaults).parameters) == ["epsilon"]
-    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 10, 19) == (5, 32, 0.1, 5)
+    assert tree_defaults(0.1, 3) == tree_defaults(0.19, 2, 19) == (4, 32, 0.2, 2)
     assert tree_defaults(0.1, 3, 20) == tree_defaults(0.19, 2, 64) == (4, 32, 0.5, 1)
+    assert tree_defaults(0.1, 4) == tree_defaults(0.19, 10, 64) == (6, 32, 0.3, 2)
     assert [tree_defaults(e, 3)[0] for e in (0.2, 0.5, 1, 2, 5, 100)] == [2, 2, 2, 3, 4, 6]
-    assert [tree_defaults(e, 10)[0] for e in (0.5, 1, 2, 5)] == [3, 4, 5, 6]
+    # at least one leaf per class from 0.2 on
+    assert [tree_defaults(e, 10)[0] for e in (0.2, 0.5, 1, 2, 5)] == [4, 4, 4, 5, 6]
+    assert [tree_defaults(e, 5)[0] for e in (0.25, 0.5, 1, 2)] == [3, 3, 3, 4]
     for e in (0.2, 0.5, 1, 2, 5, 100):   # from 0.2 on every level looks at the data
         depth, _, _, levels = tree_defaults(e, 3)
         assert levels == depth and tree_defaults(e, 3, 64) == tree_defaults(e, 3, 4)

@@ -254,16 +254,17 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         of labels present is then not protected).
     max_depth : int or "auto", default="auto"
         Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
-        epsilon, the number of classes and of features (5 below epsilon 0.2, 4 there with 20
-        features or more, else 2 .. 6).
+        epsilon, the number of classes and of features (below epsilon 0.2: 6 with 4 classes or
+        more, else 4; from 0.2 on 2 .. 6).
     n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
         0 .. m - 1 gets one bin per category with bounds (0, m) and m bins; its splits are
         then "code < j" (ordered categories). ``"auto"``: :func:`tree_defaults` (32).
     split_share : float or "auto", default="auto"
-        Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults` (0.1
-        below epsilon 0.2, 0.5 there with 20 features or more, else 0.7).
+        Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults`
+        (below epsilon 0.2: 0.3 with 4 classes or more, else 0.5 with 20 features or more,
+        else 0.2; from 0.2 on 0.7).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
         (Friedman-Schuster's max operator: an exact integer, monotone, sensitivity 1, so the
@@ -278,8 +279,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     split_levels : int or "auto", default="auto"
         Number of levels, from the root, whose splits are drawn from the data (0 .. 20;
         max_depth or more: all); the levels below split at random (the base measure, no
-        budget). ``"auto"``: :func:`tree_defaults` (1 below epsilon 0.2 with 20 features or
-        more: the root's split only; else every level).
+        budget). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
+        with 2 or 3 classes and 20 features or more, else the two top levels; from 0.2 on every
+        level).
 
     Attributes
     ----------

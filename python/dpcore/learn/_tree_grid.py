@@ -16,6 +16,7 @@ import struct
 import sys
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["bin_threshold", "forest_defaults", "random_forest_defaults", "split_sensitivity",
            "split_utility", "tree_defaults"]
@@ -36,7 +37,7 @@ def _from_key(key):
     return struct.unpack("<d", struct.pack("<Q", key if key >= 0 else -key | _SIGN))[0]
 
 
-def bin_threshold(lower, inv, j):
+def bin_threshold(lower: float, inv: float, j: int) -> float:
     """The smallest double x whose bin floor(fl(fl(x - lower) * inv)) is >= j (j >= 1), i.e.
     lower + j / inv up to rounding, found by stepping from there over the adjacent doubles (by
     bisection over the ordered doubles when it is further). The kernel's binning is
@@ -81,7 +82,7 @@ def bin_threshold(lower, inv, j):
 # ------------------------------------------------------------------------------------------------
 # Split quality (public functions of counts: the tests check their sensitivities)
 
-def split_utility(left, right, criterion):
+def split_utility(left: ArrayLike, right: ArrayLike, criterion: str) -> np.ndarray:
     """Quality of binary splits from the class counts of their two children (arrays (..., k)).
 
     ``"max"``: sum over the children of the largest class count (Friedman-Schuster's max
@@ -106,7 +107,7 @@ def split_utility(left, right, criterion):
     return out
 
 
-def split_sensitivity(criterion, n_classes):
+def split_sensitivity(criterion: str, n_classes: int) -> tuple[float, bool]:
     """(sensitivity, monotonic) of :func:`split_utility` as computed in doubles.
 
     The max operator is an exact integer, and so is its sum with the base measure's offset (a
@@ -141,47 +142,74 @@ def _base_offsets(per_feature, scale):
 
 
 # ------------------------------------------------------------------------------------------------
-# Defaults from public inputs (chosen on bench/dev_suite.py, study "tree")
+# Defaults from public inputs (chosen on bench/dev_suite.py, studies "tree", "forest" and
+# "tree-rules")
 
 SMALL_EPSILON = 0.2
-# From this many features a random split rarely falls on an informative one, so below
-# SMALL_EPSILON the root's split is drawn from the data (WIDE_ROOT_SHARE of epsilon)
+# Below SMALL_EPSILON: (max_depth, n_bins, split_share, split_levels) by the public shape of the
+# problem (chosen on bench/dev_suite.py tree-rules, see tree_defaults). From WIDE features on a
+# random split rarely falls on an informative feature, so the root's split takes half of
+# epsilon; from MANY_CLASSES classes on more leaves and two data-driven levels pay.
 WIDE = 20
-WIDE_ROOT_SHARE = 0.5
+MANY_CLASSES = 4
+SMALL_NARROW = (4, 32, 0.2, 2)
+SMALL_WIDE = (4, 32, 0.5, 1)
+SMALL_MANY_CLASSES = (6, 32, 0.3, 2)
 
 
-def tree_defaults(epsilon, n_classes, n_features=None):
+def tree_defaults(epsilon: float, n_classes: int,
+                  n_features: int | None = None) -> tuple[int, int, float, int]:
     """(max_depth, n_bins, split_share, split_levels) of :class:`DecisionTreeClassifier` from
-    public inputs (``n_features`` None: not known yet, as before the fit).
+    public inputs (``n_features`` None: not known yet, as before the fit). The number of
+    records is private under add/remove neighbours and is not used.
 
-    Below ``SMALL_EPSILON`` (0.2) the splits barely see the data on small sets, so the tree is
-    close to a random one and the leaves get most of the budget. With fewer than ``WIDE`` (20)
-    features: depth 5, 32 bins, a tenth of epsilon for the splits shared by the 5 levels
-    (bench/dev_suite.py tree-prep, epsilon 0.1, 40 seeds: ahead of depth 6 with 16 bins by
-    +0.013 / -0.004 / -0.005 in mean accuracy with min-max bounds / standardised / unit-norm
-    rows). With ``WIDE`` features or more a random split rarely cuts an informative feature,
-    and one split drawn from the data is worth more than the budget it takes from the leaves:
-    depth 4, 32 bins, ``WIDE_ROOT_SHARE`` (half) of epsilon for the root's split alone
-    (``split_levels=1``), random splits below (bench/dev_suite.py tree-small: on the 12
-    development cells with 20 to 64 features x 3 preprocessings, +0.078 / +0.109 mean accuracy
-    over the narrow rule at epsilon 0.1 / 0.15, behind it in 4 / 0 of 36 cells, by 0.008 at
-    most; on the sets of 150 to 180 records and 4 or 13 features a data-driven root lost
-    0.01 to 0.09, so the narrow rule stays there). From 0.2 on: 32
-    bins, 70% for the splits of every level, and a depth that grows with epsilon and with the
-    number of classes (more classes need more leaves): ceil(log2 n_classes) +
-    round(log2 epsilon), clipped to 2 .. 6. The number of records is private under add/remove
-    neighbours and is not used.
+    Below ``SMALL_EPSILON`` (0.2), by the shape of the problem (``split_levels`` levels from the
+    root look at the data and share ``split_share`` of epsilon; the levels below split at
+    random, at no cost):
+
+    * ``MANY_CLASSES`` (4) classes or more: depth 6, 30% of epsilon shared by the two top
+      levels (``SMALL_MANY_CLASSES``): more classes need more leaves;
+    * 2 or 3 classes and ``WIDE`` (20) features or more: depth 4, half of epsilon for the
+      root's split alone (``SMALL_WIDE``): a random split rarely cuts an informative feature
+      among many;
+    * 2 or 3 classes and fewer features (or ``n_features`` unknown): depth 4, a fifth of
+      epsilon shared by the two top levels (``SMALL_NARROW``).
+
+    Chosen on ``bench/dev_suite.py tree-rules`` (26 generated tables and diabetes, 120 to
+    30,000 records, 4 to 64 features, 2 to 10 classes, two splits each, under min-max,
+    standardised and unit-norm preprocessing: 162 cells, epsilon 0.1, 12 noise seeds, mean test
+    accuracy per cell), against the previous rule (depth 5 with a tenth of epsilon for every
+    level below 20 features, the wide rule from 20 on). Mean accuracy, previous -> chosen (cells
+    below diffprivlib's mean): 2-3 classes, < 20 features, 78 cells under 10^4 records 0.556
+    -> 0.558 (30 -> 28), 12 cells of 12,000-20,000 records 0.572 -> 0.625; 4-10 classes, 42
+    cells with >= 20 features 0.204 -> 0.213 (7 -> 5; on the digit-like glyph tables 0.172
+    -> 0.197, diffprivlib 0.172), 12 cells with fewer 0.409 -> 0.501; 2-3 classes with >= 20
+    features keep the wide rule (0.748 on 18 cells, ahead of every two-level rule tried:
+    0.598-0.641; on the 25,000-record table with 40 features a second data-driven level would
+    have gained 0.03, 0.621 -> 0.647). All 32 bins.
+
+    From 0.2 on: 32 bins, 70% of epsilon for the splits of every level, and a depth that grows
+    with epsilon and with the number of classes k: ceil(log2 k) + max(0, round(log2
+    epsilon)), clipped to 2 .. 6, so that the tree has at least one leaf per class (before
+    issue 28's widened suite the depth went below log2 k for epsilon < 0.7). On the 54
+    tree-rules cells with 4 to 10 classes (8 seeds) mean accuracy 0.339 -> 0.366 at epsilon
+    0.25 and 0.424 -> 0.454 at 0.5, the gain on the larger tables: the cell is worse in 27 and
+    15 of the 54, mostly the small tables of 64 features at 0.25, where a tree one level
+    shallower did a little better.
     """
     if epsilon < SMALL_EPSILON:
+        if n_classes >= MANY_CLASSES:
+            return SMALL_MANY_CLASSES
         if n_features is not None and n_features >= WIDE:
-            return 4, 32, WIDE_ROOT_SHARE, 1
-        return 5, 32, 0.1, 5
-    depth = math.ceil(math.log2(n_classes)) + round(math.log2(epsilon))
+            return SMALL_WIDE
+        return SMALL_NARROW
+    per_class = math.ceil(math.log2(n_classes))
+    depth = per_class + max(0, round(math.log2(epsilon)))
     depth = min(max(depth, 2), 6)
     return depth, 32, 0.7, depth
 
 
-def random_forest_defaults(epsilon):
+def random_forest_defaults(epsilon: float) -> tuple[int, int]:
     """(n_estimators, max_depth) of :class:`RandomForestClassifier` with ``algorithm="random"``
     from public inputs.
 
@@ -199,7 +227,8 @@ def random_forest_defaults(epsilon):
     return trees, min(8, 5 + max(0, round(math.log2(epsilon / 5.0))))
 
 
-def forest_defaults(epsilon, n_classes, n_features=None):
+def forest_defaults(epsilon: float, n_classes: int,
+                    n_features: int | None = None) -> tuple[int, int, int, float, int]:
     """(n_estimators, max_depth, n_bins, split_share, split_levels) of
     :class:`RandomForestClassifier` (trees on a random partition of the records) from public
     inputs: one tree, grown with :func:`tree_defaults`.
@@ -209,7 +238,10 @@ def forest_defaults(epsilon, n_classes, n_features=None):
     (mean accuracy 0.444 / 0.671 / 0.746 / 0.773 / 0.795 at epsilon 0.1 / 0.5 / 1 / 2 / 5;
     3 trees, the best ensemble, 0.420 / 0.552 / 0.636 / 0.718 / 0.766; the random trees of
     ``algorithm="random"`` 0.444 / 0.533 / 0.584 / 0.655 / 0.719): a tree on a T-th of the
-    records loses more than the vote of T of them wins back on sets of this size. The number
-    of records is private and not used; on much larger data, give ``n_estimators``.
+    records loses more than the vote of T of them wins back on sets of this size. On the five
+    development tables of 12,000 to 30,000 records added for issue 28 (study "forest" with
+    ``--sets``, epsilon 0.1 and 1) one tree still led 2 to 20 trees on average, by 0.011 to
+    0.028, though 20 trees gained 0.08 on one of them at epsilon 1. The number of records is
+    private and not used; on much larger data, give ``n_estimators``.
     """
     return (1,) + tree_defaults(epsilon, n_classes, n_features)
