@@ -6,12 +6,11 @@ import math
 import numpy as np
 from scipy.integrate import quad
 from scipy.linalg import null_space
-from scipy.linalg.blas import dsyrk
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from dpcore import _validation as check
 from dpcore._release import Cost, release
-from dpcore.bingham import bingham, bingham_sequential, uniform_frame
+from dpcore.bingham import bingham, bingham_sequential, transpose_product, uniform_frame
 from dpcore.learn import _base
 from dpcore.calibration import zcdp_rho_for
 from dpcore.mechanisms import gaussian, laplace
@@ -47,9 +46,9 @@ def _scaled_rows(X, norm):
 
 
 def _second_moment(Xs):
-    """Xs^T Xs (symmetric), by BLAS syrk: half the flops of a general product."""
-    upper = dsyrk(1.0, Xs.T, trans=0)       # Xs.T is Fortran-ordered when Xs is C-ordered
-    return np.triu(upper) + np.triu(upper, 1).T
+    """Xs^T Xs (symmetric): the upper triangle's column panels on dpcore's threads (half the
+    flops of a general product; the same bits for any thread count)."""
+    return transpose_product(Xs, Xs, symmetric=True)
 
 
 def _frobenius_coordinates(S):
@@ -161,7 +160,7 @@ def _deflation(S, concentrations, rng):
     V = np.zeros((d, 0))
     for c in concentrations:
         N = np.eye(d) if V.shape[1] == 0 else null_space(V.T)      # complement, orthonormal
-        A = c * (N.T @ S @ N)
+        A = c * transpose_product(N, transpose_product(S, N), symmetric=True)   # N^T S N
         V = np.hstack([V, N @ bingham(0.5 * (A + A.T), 1, random_state=rng)])
     return V
 
@@ -299,7 +298,10 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     its bound) propagates after the charge, with nothing released.
 
     Clipping biases the components towards rows of small norm; choose L from domain knowledge.
-    Run time is data-dependent (rejection sampling): not constant-time.
+    Run time is data-dependent (rejection sampling): not constant-time. The second moment
+    X^T X and the deflation's products N^T S N run on ``dpcore.get_num_threads()`` threads
+    (:func:`dpcore.bingham.transpose_product`, BLAS pinned to one thread meanwhile); a
+    seeded fit is the same for any thread count.
 
     References
     ----------
