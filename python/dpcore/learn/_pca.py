@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from typing import Any
+
 import numpy as np
 from scipy.integrate import quad
 from scipy.linalg import null_space
@@ -331,10 +333,12 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     (500, 2)
     """
 
-    def __init__(self, n_components=None, *, epsilon=1.0, delta=None, data_norm=None,
-                 method="auto", sampler="deflation", allocation="eigengap", n_sweeps=200,
-                 n_iter=10, variance_share=0.1, mean=None, random_state=None, accountant=None,
-                 progress=False):
+    def __init__(self, n_components: int | None = None, *, epsilon: float = 1.0,
+                 delta: float | None = None, data_norm: float | None = None, method: str = "auto",
+                 sampler: str = "deflation", allocation: str = "eigengap", n_sweeps: int = 200,
+                 n_iter: int = 10, variance_share: float = 0.1, mean: Any = None,
+                 random_state: Any = None, accountant: Any = None,
+                 progress: bool = False) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -444,7 +448,7 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         _, eps, delta, *_ = self._check_params()
         return Cost(eps, delta)
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> PCA:
         """Fit the private components on X (n_samples, n_features); y is ignored.
 
         Every argument is checked before the accountant is charged; the kernel's errors (a
@@ -518,20 +522,20 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         # rotate to the eigenbasis of the small k x k estimate (post-processing) for ordering
         return Y[:, order], var[order]
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Output column names ("pca0", ...), which also enables ``set_output``."""
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "components_")
         return np.array([f"pca{i}" for i in range(self.components_.shape[0])], dtype=object)
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """Project X on the components: (X - mean_) @ components_.T."""
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "components_")
         X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         return (X - self.mean_) @ self.components_.T
 
-    def inverse_transform(self, Z):
+    def inverse_transform(self, Z: Any) -> np.ndarray:
         """Map projections back to feature space."""
         Z = check.finite_array(Z, "Z")
         return Z @ self.components_ + self.mean_
