@@ -387,3 +387,32 @@ def test_categorical_nb_bad_dask_input_is_refused_before_the_charge(case):
     with pytest.raises(ValueError, match=match):
         est.fit(da.from_array(X, chunks=(500, 2)), da.from_array(y, chunks=500))
     assert acc.history == []
+
+
+@pytest.mark.slow
+def test_local_cluster_ssp_and_categorical_fits_equal_the_in_memory_fits():
+    """Two worker processes of a dask.distributed LocalCluster: LinearRegression (ssp, adassp
+    with delta) and CategoricalNB release the in-memory model for the same seed."""
+    distributed = pytest.importorskip("distributed")
+    from dpcore.learn import CategoricalNB, LinearRegression
+
+    X, _ = _data(n=20_000, d=3)
+    y = X @ np.array([1.0, -0.5, 0.25]) + 0.3
+    Xcat, ycat = _categorical_data(n=20_000)
+    regs = [dict(bounds_X=(-3, 3)), dict(data_norm=4.0, method="adassp", delta=1e-6)]
+    nb = dict(epsilon=1.0, categories=[[0, 1, 2], [0, 1, 2, 3]], classes=[0, 1, 2],
+              random_state=4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        Xd = da.from_array(X, chunks=(3000, 3)).persist()
+        yd = da.from_array(y, chunks=3000).persist()
+        for kw in regs:
+            args = dict(epsilon=1.0, bounds_y=(-4, 4), random_state=6, **kw)
+            est = LinearRegression(**args).fit(Xd, yd)
+            ref = LinearRegression(**args).fit(X, y)
+            assert np.array_equal(est.coef_, ref.coef_) and est.intercept_ == ref.intercept_
+        est = CategoricalNB(**nb).fit(da.from_array(Xcat, chunks=(5000, 2)),
+                                      da.from_array(ycat, chunks=5000))
+    ref = CategoricalNB(**nb).fit(Xcat, ycat)
+    assert np.array_equal(est.class_count_, ref.class_count_)

@@ -17,10 +17,10 @@ rho = :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta) uses the exact di
 rounding to the sensitivity. The sums are exact: the scaled rows and targets are rounded to
 public power-of-two lattices (:class:`SSPLattice`) on which every record adds an exact multiple of
 each sum's grid, the sums are int64 grid units (the same bits in memory and on Dask chunks), and
-each release is grid * (sum + the mechanism's integer noise). The grids are ``dpcore.laplace``'s
-and ``dpcore.gaussian``'s defaults (2^-30 of the noise scale; dpcore.laplace's 2^-23 floor is not
-needed: the integers are exact), never finer than 2^(ceil(log2 n) + 1 - SUM_BITS) so that a sum
-fits in int64. The fit (:func:`ssp_solve`) is post-processing of the released values and public
+each release is grid * (sum + the mechanism's integer noise). The grids are 2^-40 of the
+discrete Laplace's scale and 2^-38 of the discrete Gaussian's sigma (finer than
+``dpcore.laplace``'s 2^-30, so that the rows' lattice is fine too), never finer than
+2^(ceil(log2 n) + 1 - SUM_BITS) so that a sum fits in int64. The fit (:func:`ssp_solve`) is post-processing of the released values and public
 numbers only.
 
 All functions here read public values only, except :func:`ssp_statistics` (the exact statistics)
@@ -91,6 +91,9 @@ SUM_PARTS = ("gram", "xy", "sum_x", "sum_y")
 LATTICE_BITS = 20
 # An exact sum is at most 2^SUM_BITS grid units (the grids are floored for it: _sum_grid_floor).
 SUM_BITS = 60
+# The grids of the released parts: 2^-SCALE_BITS of the discrete Laplace's scale, 2^-(SCALE_BITS
+# - 2) of the discrete Gaussian's sigma (the Gram's grid sets the rows' lattice step h: h^2 >= it).
+SCALE_BITS = 40
 
 
 def _sqrt_up(q):
@@ -339,18 +342,20 @@ def _sum_grid_floor(n):
 
 
 def _mechanism(sens, share, epsilon, rho, size, gaussian, n):
+    """The part's mechanism on a grid of 2^-SCALE_BITS of its noise scale (floored by
+    :func:`_sum_grid_floor`): finer than dpcore.laplace's 2^-30, so that the lattice step of the
+    rows, the square root of the Gram's grid, is fine too (the noise scale stays below the
+    samplers' limits, 2^44 grid units for the discrete Laplace and 2^40 for the Gaussian)."""
     sens = float(sens)   # sensitivities are rationals of doubles; the float rounds up below
     sens = math.nextafter(sens, math.inf)
     if gaussian:
         rho_share = round_down(Fraction(rho) * share)
-        mech = GaussianMechanism.calibrate(sensitivity=sens, rho=rho_share, size=size)
-        if mech.grid < _sum_grid_floor(n):   # n above ~2^30: a coarser grid keeps int64 exact
-            mech = GaussianMechanism.calibrate(sensitivity=sens, rho=rho_share, size=size,
-                                               granularity=_sum_grid_floor(n))
-        return mech
+        sigma = sens / math.sqrt(2.0 * rho_share)
+        grid = max(2.0 ** (math.floor(math.log2(sigma)) - SCALE_BITS + 2), _sum_grid_floor(n))
+        return GaussianMechanism.calibrate(sensitivity=sens, rho=rho_share, size=size,
+                                           granularity=grid)
     eps = round_down(Fraction(epsilon) * share)
-    # dpcore.laplace's default grid (2^-30 of the scale), floored for the exact int64 sums only
-    grid = max(2.0 ** (math.floor(math.log2(sens / eps)) - 30), _sum_grid_floor(n))
+    grid = max(2.0 ** (math.floor(math.log2(sens / eps)) - SCALE_BITS), _sum_grid_floor(n))
     return LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=size, granularity=grid)
 
 
