@@ -2,24 +2,26 @@
 the released model of both against each other (the same seed must give the same model).
 
     PYTHONPATH=python python bench/dask_learn.py [--rows 10000000] [--repeats 2] [--gd-steps 10]
-        [--only DecisionTreeClassifier ...]
+        [--learners NAME ...]
 
 Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10**6 rows
 (``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
-persisted on the cluster and waited for before the timing (else the first learner timed pays for
-making the data). Learners: ``LogisticRegression(method="gd", n_steps=--gd-steps)`` (each step one
-pass over every row: the lattice gradient sums per chunk) and ``GaussianNB`` (one pass: exact
-integer counts, sums, squares), at epsilon 1 (gd: delta 1e-6), seed 0, ``KMeans(4, init="sphere")``
-(5 Lloyd iterations, each a pass: exact counts and sums per chunk) and ``DecisionTreeClassifier``
-(defaults, bounds (-4, 4): one pass binning every chunk and counting the root's table, kept on the
-workers as codes, then one pass per level below the root: exact count tables per chunk). ``--only
-NAME [NAME ...]`` times some of the learners only. For each worker count the cluster is started
-once (``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
+persisted on the cluster before the timing. Learners: ``LogisticRegression(method="gd",
+n_steps=--gd-steps)`` (each step one pass over every row: the lattice gradient sums per chunk)
+and ``GaussianNB`` (one pass: exact integer counts, sums, squares), at epsilon 1 (gd:
+delta 1e-6), seed 0, and ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
+counts and sums per chunk); ``LinearRegression`` (default ``method="ssp"``: one pass of exact
+lattice sums X^T X, X^T y, X^T 1, sum y) on y = x . w + N(0, 1) with bounds_X = (-4, 4),
+bounds_y = (-10, 10), and ``CategoricalNB`` (one pass of exact counts) on the features
+floor(clip(x, -2, 1.99)) + 2 (4 categories each); ``DecisionTreeClassifier`` (defaults,
+bounds (-4, 4): one pass binning every chunk and counting the root's table, the codes kept on
+the workers, then one pass per level: exact count tables per chunk). For each worker count the cluster is started once
+(``LocalCluster(n_workers=k, threads_per_worker=1, processes=True)``) and the fits are timed
 ``--repeats`` times (wall time; the cluster counts alternate 1, 2, 1, 2, ...); reported: the min
-per learner and worker count, the ratio, the load average, whether the models of 1 and 2 workers
-are identical, and the CPU time of the fit summed over the client and the workers (what the load
-distorts least; it shows the work, not the parallel gain). Wall times on a shared machine overstate
-an idle one's and understate the ratio: rerun idle for a speed claim.
+per learner and worker count, the ratio, the CPU seconds of the fit (calling process plus every
+worker: the work, which load does not inflate much), the load average, and whether the models of
+1 and 2 workers are identical. Wall times on a shared machine overstate an idle one's and understate the
+ratio: rerun idle for a speed claim.
 """
 import argparse
 import os
@@ -30,17 +32,20 @@ import numpy as np
 import dask.array as da
 from distributed import Client, LocalCluster, wait
 
-from dpcore.learn import DecisionTreeClassifier, GaussianNB, KMeans, LogisticRegression
+from dpcore.learn import (CategoricalNB, DecisionTreeClassifier, GaussianNB, KMeans,
+                          LinearRegression, LogisticRegression)
 
 D = 20
 
 
 def data(rows):
+    """(X, class labels, regression targets, categorical X), all Dask arrays on the cluster."""
     rng = da.random.default_rng(2026)
     X = rng.normal(size=(rows, D), chunks=(10**6, D))
     w = np.linspace(-1.0, 1.0, D)
-    y = ((X @ w + rng.normal(size=rows, chunks=10**6)) > 0).astype(int)
-    return X, y
+    score = X @ w + rng.normal(size=rows, chunks=10**6)
+    y = (score > 0).astype(int)
+    return X, y, score, (da.floor(da.clip(X, -2.0, 1.99)) + 2).astype(int)
 
 
 def fits(gd_steps):
@@ -52,9 +57,25 @@ def fits(gd_steps):
                                          random_state=0),
         "KMeans": lambda: KMeans(4, epsilon=1.0, bounds=(-4, 4), init="sphere",
                                  random_state=0),
+        "LinearRegression(ssp)": lambda: LinearRegression(epsilon=1.0, bounds_X=(-4, 4),
+                                                          bounds_y=(-10, 10), random_state=0),
+        "CategoricalNB": lambda: CategoricalNB(epsilon=1.0, categories=[[0, 1, 2, 3]] * D,
+                                               classes=[0, 1], random_state=0),
         "DecisionTreeClassifier": lambda: DecisionTreeClassifier(
             epsilon=1.0, bounds=(-4, 4), classes=[0, 1], random_state=0),
     }
+
+
+def fit(name, est, X, y, target, Xcat):
+    """The learner fitted on its data: clusters on X, regression on the scores, categories on
+    the binned features, the rest on (X, labels)."""
+    if name == "KMeans":
+        return est.fit(X)
+    if name.startswith("LinearRegression("):
+        return est.fit(X, target)
+    if name == "CategoricalNB":
+        return est.fit(Xcat, y)
+    return est.fit(X, y)
 
 
 def model(est):
@@ -62,34 +83,32 @@ def model(est):
         t = est.tree_
         return np.concatenate([t.feature, t.threshold, t.left, t.values.ravel()])
     if hasattr(est, "coef_"):
-        return np.concatenate([est.coef_.ravel(), est.intercept_])
+        return np.concatenate([est.coef_.ravel(), np.ravel(est.intercept_)])
     if hasattr(est, "cluster_centers_"):
         return est.cluster_centers_.ravel()
+    if hasattr(est, "category_count_"):
+        return np.concatenate([est.class_count_] + [t.ravel() for t in est.category_count_])
     return np.concatenate([est.theta_.ravel(), est.var_.ravel(), est.class_count_])
 
 
-def cpu_seconds(client):
-    """CPU time of this process and of every worker process so far."""
-    return time.process_time() + sum(client.run(time.process_time).values())
-
-
-def run(workers, rows, gd_steps, only):
-    times, cpu, models = {}, {}, {}
+def run(workers, rows, gd_steps, learners):
+    times, models = {}, {}
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        X, y = data(rows)
-        X, y = X.persist(), y.persist()
-        wait([X, y])   # persist returns at once: the first fit timed must not make the data
+        arrays = [a.persist() for a in data(rows)]
+        wait(arrays)
+
+        def cpu():   # CPU seconds of this process and of every worker process
+            return time.process_time() + sum(client.run(time.process_time).values())
+
         for name, make in fits(gd_steps).items():
-            if only and name not in only:
+            if name not in learners:
                 continue
-            used = cpu_seconds(client)
-            start = time.perf_counter()
-            est = make().fit(X, y) if name != "KMeans" else make().fit(X)
-            times[name] = time.perf_counter() - start
-            cpu[name] = cpu_seconds(client) - used
+            start, start_cpu = time.perf_counter(), cpu()
+            est = fit(name, make(), *arrays)
+            times[name] = (time.perf_counter() - start, cpu() - start_cpu)
             models[name] = model(est)
-    return times, cpu, models
+    return times, models
 
 
 def main(argv=None):
@@ -97,25 +116,23 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=10**7)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--gd-steps", type=int, default=10)
-    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--learners", "--only", nargs="+", default=list(fits(10)),
+                        help="which rows (default: all)")
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, rows {args.rows}")
-    best, best_cpu, models = {}, {}, {}
+    best, cpus, models = {}, {}, {}
     for _ in range(args.repeats):
         for workers in (1, 2):
-            times, cpu, fitted = run(workers, args.rows, args.gd_steps, args.only)
-            for name, t in times.items():
+            times, fitted = run(workers, args.rows, args.gd_steps, args.learners)
+            for name, (t, c) in times.items():
                 best[name, workers] = min(best.get((name, workers), np.inf), t)
-                best_cpu[name, workers] = min(best_cpu.get((name, workers), np.inf), cpu[name])
+                cpus[name, workers] = min(cpus.get((name, workers), np.inf), c)
                 models.setdefault(name, {})[workers] = fitted[name]
-    for name in fits(args.gd_steps):
-        if args.only and name not in args.only:
-            continue
+    for name in args.learners:
         one, two = best[name, 1], best[name, 2]
         same = np.array_equal(models[name][1], models[name][2])
         print(f"{name:24s} 1 worker {one:7.2f} s  2 workers {two:7.2f} s  ratio {one / two:.2f}x  "
-              f"same model: {same}  (CPU, all processes: {best_cpu[name, 1]:.2f} s, "
-              f"{best_cpu[name, 2]:.2f} s)")
+              f"(cpu {cpus[name, 1]:.2f} s / {cpus[name, 2]:.2f} s)  same model: {same}")
     print(f"load average after: {os.getloadavg()}")
 
 

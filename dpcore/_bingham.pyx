@@ -59,6 +59,7 @@ from scipy.linalg.cython_lapack cimport dsyev
 
 from dpcore._random cimport (BitgenHandle, bitgen_t, dpc_words, dpc_words_next, random_words,
                              random_bounded, random_ustar)
+from dpcore._dpcore_threads import run_blocks
 
 # The shift s exceeds mu_1 by at most SHIFT_TOL * b: the acceptance rate is insensitive to a
 # slack small against b (measured at d = 100, b ~ 1.5: the same 7.4 proposals per acceptance up
@@ -870,3 +871,33 @@ def _test_envelope(const double[::1] lam, const double[:, ::1] W, double lo, Py_
             omega[i] = w.omega[i]
     _release(&w)
     return rc, s, bb, omega, out
+
+
+def panel_product(A, B, Py_ssize_t panel, bint symmetric):
+    """A^T B (A: n x m, B: n x p, float64) by column panels of B of ``panel`` columns, one BLAS
+    call per panel on dpcore's thread pool (NumPy's matmul releases the GIL; the caller pins
+    BLAS to one thread). The panels are fixed by the shapes and ``panel``, never by the thread
+    count, and each output entry is computed by exactly one BLAS call on the same operands, so
+    the result has the same bits for any thread count. ``symmetric`` (A^T B known symmetric,
+    m = p): panel [j0, j1) computes only rows < j1 (the upper triangle and its diagonal block),
+    the largest panels first, and the upper triangle is mirrored."""
+    cdef Py_ssize_t m = A.shape[1], p = B.shape[1]
+    cdef Py_ssize_t nblocks = (p + panel - 1) // panel
+    out = np.zeros((m, p))
+
+    def block(Py_ssize_t b):
+        cdef Py_ssize_t j0, j1
+        if symmetric:
+            b = nblocks - 1 - b
+        j0 = b * panel
+        j1 = min(p, j0 + panel)
+        if symmetric:
+            out[:j1, j0:j1] = A[:, :j1].T @ B[:, j0:j1]
+        else:
+            out[:, j0:j1] = A.T @ B[:, j0:j1]
+
+    run_blocks(block, nblocks)
+    if symmetric:
+        upper = np.triu(out)
+        out = upper + np.triu(upper, 1).T
+    return out

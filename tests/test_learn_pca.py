@@ -469,3 +469,35 @@ def test_deflation_law():
     assert np.all(np.abs(first.mean(axis=0) - exact) / se < crit)
     assert stats.kstest(pit, "uniform").pvalue > ALPHA / 4
     assert stats.kstest(pit_wrong, "uniform").pvalue < ALPHA / 4
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_transpose_product_matches_numpy_for_any_thread_count(threads, symmetric):
+    """The panels (ragged last panel included) give A^T B, and the same bits on 1, 2, 8 threads."""
+    from dpcore.bingham import transpose_product
+    rng = np.random.default_rng(3)  # insecure-ok: test data
+    A = rng.standard_normal((700, 150))
+    B = A if symmetric else rng.standard_normal((700, 201))
+    results = []
+    for t in (1, 2, 8):
+        threads(t)
+        results.append(transpose_product(A, B, symmetric=symmetric))
+    assert np.allclose(results[0], A.T @ B, rtol=1e-12, atol=1e-9)
+    if symmetric:
+        assert np.array_equal(results[0], results[0].T)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+@pytest.mark.parametrize("delta", [None, 1e-6])
+def test_seeded_fit_identical_for_1_2_8_threads(threads, delta):
+    """d = 300: the second moment and the deflation's N^T S N run in panels on the pool; a
+    seeded fit gives the same components and variances whatever the thread count."""
+    rng = np.random.default_rng(4)  # insecure-ok: test data
+    X = rng.standard_normal((400, 300)) * np.linspace(2.0, 0.1, 300)
+    fits = []
+    for t in (1, 2, 8):
+        threads(t)
+        pca = PCA(3, epsilon=2.0, delta=delta, data_norm=20.0, random_state=5).fit(X)
+        fits.append((pca.components_, pca.explained_variance_))
+    for comps, var in fits[1:]:
+        assert np.array_equal(comps, fits[0][0]) and np.array_equal(var, fits[0][1])

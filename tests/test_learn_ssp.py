@@ -482,3 +482,32 @@ def test_fit_is_the_documented_post_processing(kw):
     assert reg.intercept_ == pytest.approx(ybar - w @ xbar, abs=1e-12)
     if kw.get("method") != "adassp":
         assert reg.ridge_ == 0.0
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_lattice_rows_stay_in_the_domain_and_sums_are_on_the_grids(domain):
+    """Rows on the domain's boundary (norm r, coordinates at +-b_j) and inside: the lattice rows
+    a h keep |a_j h| <= b_j and ||a h||^2 <= r^2 (so the sensitivities hold), move each
+    coordinate by at most h, and every released sum is an integer number of grid units."""
+    rng = np.random.default_rng(12)  # insecure-ok: test data
+    d = domain.d
+    b = np.array([float(v) for v in domain.coord])
+    r = math.sqrt(float(domain.row_norm_sq))
+    rows = rng.normal(size=(300, d))
+    rows *= (r / np.linalg.norm(rows, axis=1))[:, None]            # on the sphere of radius r
+    rows = np.clip(rows, -b, b)
+    rows = np.vstack([rows, np.sign(rng.normal(size=(50, d))) * b])  # corners
+    rows *= np.minimum(1.0, r / np.linalg.norm(rows, axis=1))[:, None]
+    ys = rng.uniform(-1, 1, len(rows))
+    for delta in (None, 1e-6):
+        plan = ssp_plan(len(rows), domain, epsilon=1.0, delta=delta, adaptive_ridge=True)
+        lattice = _ssp.SSPLattice.make(plan, domain)
+        a, c = lattice.integers(rows, ys)
+        h = 2.0 ** lattice.x_exponent
+        assert np.all(np.abs(a) * h <= b) and np.all(np.abs(c) * 2.0 ** lattice.y_exponent <= 1)
+        assert np.all(np.sum((a * h) ** 2, axis=1) <= float(domain.row_norm_sq))
+        assert np.max(np.abs(a * h - rows)) <= h
+        stats_ = ssp_statistics(rows, ys, plan, domain)
+        for part in _ssp.SUM_PARTS:
+            units = stats_[part] / plan.mechanisms[part].grid
+            assert np.array_equal(units, np.round(units)), part

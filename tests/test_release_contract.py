@@ -373,6 +373,15 @@ if _da is not None:
         _da.from_array(_yr, chunks=50))
     ESTIMATORS["KMeans(Dask)"] = (ESTIMATORS["KMeans"][0], _da.from_array(_Xc, chunks=(50, -1)),
                                   None)
+    ESTIMATORS["LinearRegression(ssp, Dask)"] = (
+        ESTIMATORS["LinearRegression(ssp)"][0], _da.from_array(_Xc, chunks=(50, -1)),
+        _da.from_array(_yr, chunks=50))
+    ESTIMATORS["LinearRegression(adassp, delta, Dask)"] = (
+        ESTIMATORS["LinearRegression(adassp, delta)"][0], _da.from_array(_Xc, chunks=(50, -1)),
+        _da.from_array(_yr, chunks=50))
+    ESTIMATORS["CategoricalNB(Dask)"] = (
+        ESTIMATORS["CategoricalNB"][0], _da.from_array((_Xc > 0) * 1, chunks=(50, -1)),
+        _da.from_array(_yc, chunks=50))
 
 
 @needs_learn

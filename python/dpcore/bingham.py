@@ -8,6 +8,7 @@ k = d, where the density is constant. It is the sampler behind private PCA
 """
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from dpcore.random import RandomStateLike
 
-__all__ = ["bingham", "bingham_sequential", "uniform_frame"]
+__all__ = ["bingham", "bingham_sequential", "uniform_frame", "transpose_product"]
 
 _METHODS = ("auto", "exact", "gibbs")
 
@@ -30,6 +31,78 @@ def _kernel():
     from dpcore import _bingham
 
     return _bingham
+
+
+#: Columns per panel of `transpose_product`: fixed, so the panels (and the bits of the result)
+#: do not depend on the thread count; wide enough for BLAS to run near its peak.
+PANEL = 64
+#: Below this many multiply-adds a product runs as one BLAS call (no pool, no BLAS pinning).
+MIN_PANEL_WORK = 2**24
+
+
+def _one_blas_thread():
+    """A context pinning BLAS to one thread (dpcore's threads run the panels), or a no-op
+    without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def transpose_product(A: ArrayLike, B: ArrayLike, *, symmetric: bool = False) -> np.ndarray:
+    """A^T B on dpcore's threads (`dpcore.set_num_threads`), the same bits for any thread count.
+
+    The product is split into column panels of B, ``PANEL`` columns each (fixed, never set by
+    the thread count), each one single-threaded BLAS call on a pool thread (BLAS is pinned to one
+    thread meanwhile, through threadpoolctl, so the threads do not oversubscribe the cores).
+    ``symmetric``: A^T B is known to be symmetric (e.g. B = A, the second moment X^T X, or
+    B = S N with S symmetric): only the upper triangle's panels are computed (half the work) and
+    mirrored. Products of fewer than ``MIN_PANEL_WORK`` multiply-adds are one BLAS call.
+
+    Parameters
+    ----------
+    A : array_like, shape (n, m)
+    B : array_like, shape (n, p) (p = m when ``symmetric``)
+    symmetric : bool, default=False
+
+    Returns
+    -------
+    ndarray, shape (m, p)
+
+    Privacy
+    -------
+    Not a release: an exact-arithmetic product (up to floating-point rounding) of the caller's
+    arrays, nothing drawn and nothing charged; its output is private data until a mechanism
+    releases it (`dpcore.learn.PCA` computes X^T X with it). Deterministic: the thread count
+    changes neither the bits of the result nor any law.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.bingham import transpose_product
+    >>> X = np.arange(6.0).reshape(3, 2)
+    >>> transpose_product(X, X, symmetric=True)
+    array([[20., 26.],
+           [26., 35.]])
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
+        raise ValueError(f"A and B must be 2-d with the same number of rows, got {A.shape} and "
+                         f"{B.shape}")
+    if symmetric and A.shape[1] != B.shape[1]:
+        raise ValueError("symmetric needs A and B of the same width")
+    n, m = A.shape
+    p = B.shape[1]
+    if n * m * p < MIN_PANEL_WORK or p <= PANEL:
+        out = A.T @ B
+        if symmetric:
+            upper = np.triu(out)
+            out = upper + np.triu(upper, 1).T
+        return out
+    with _one_blas_thread():
+        return _kernel().panel_product(A, B, PANEL, symmetric)
 
 
 def _symmetric_matrix(A, name="A"):

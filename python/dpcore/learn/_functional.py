@@ -22,9 +22,11 @@ from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn import _base
-from dpcore.learn._dask import DaskRows, aligned_chunks, is_dask_collection, regression_targets
+from dpcore.learn._dask import (DaskRows, aligned_chunks, is_dask_collection,
+                                regression_targets, sum_chunks)
 from dpcore.learn._sgd import ArrayRows, noisy_sgd, regression_design, regression_rows, sgd_plan
-from dpcore.learn._ssp import SSPDomain, ssp_plan, ssp_release, ssp_solve, ssp_statistics
+from dpcore.learn._ssp import (SSPDesign, SSPLattice, ssp_chunk, ssp_plan, ssp_release,
+                               ssp_solve, ssp_units)
 from dpcore.mechanisms import LaplaceMechanism
 
 if TYPE_CHECKING:
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from dpcore.accounting import AccountantLike
-    from dpcore.learn._sgd import RowSource
+    from dpcore.learn._sgd import RowSource, SGDPlan
+    from dpcore.learn._ssp import SSPPlan
     from dpcore.random import RandomStateLike
 
 # LinearRegression with an intercept spends this share of epsilon on sum y alone (sensitivity 2
@@ -235,9 +238,17 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
 
     Everything after the release (projecting the means, the ridge, flooring or dropping
     eigen-directions, profiling out the intercept, the solve, the map back to the raw units) is
-    post-processing of the released values and public numbers. The statistics are computed in
-    floating point; with n records their rounding error is of order n * 2^-53 relative (the
-    smallest eigenvalue: LAPACK's backward error), not charged.
+    post-processing of the released values and public numbers. SSP / AdaSSP compute their sums
+    exactly: the scaled rows and targets are first rounded to public power-of-two lattices
+    (:class:`dpcore.learn._ssp.SSPLattice`: to nearest, or toward zero where the nearest point
+    would leave the scaled domain, so the sensitivities hold as stated) on which every record's
+    contribution to each sum is a multiple of that sum's grid, and the sums are exact integers
+    in grid units, to which the mechanism's integer noise is added; the rounding slack the
+    mechanisms charge is then not even used. Only AdaSSP's smallest eigenvalue (of the exact
+    lattice Gram matrix) carries LAPACK's backward error, not charged. On a Dask collection
+    (``"ssp"``, ``"adassp"``: the lattice sums per chunk on the workers, added exactly;
+    ``"sgd"``: :class:`dpcore.learn._dask.DaskRows`) the noise is drawn once in the calling
+    process: the same law, and for the same seed the same model, as in memory.
 
     References
     ----------
@@ -260,6 +271,8 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
     >>> np.round(reg.fit(X, y).coef_, 1)
     array([ 0.5, -0.3])
     """
+
+    plan_: SSPPlan | SGDPlan
 
     def __init__(self, *, epsilon: float = 1.0, bounds_X: tuple[ArrayLike, ArrayLike] | None = None,
                  bounds_y: tuple[float, float] | None = None, fit_intercept: bool = True,
@@ -347,10 +360,12 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private model (see the class docstring). Returns self. With
-        ``method="sgd"``, X and y may be Dask collections (``dpcore.learn._dask``): the
-        same model as in memory for the same seed."""
+        ``method="ssp"``, ``"adassp"`` or ``"sgd"``, X and y may be Dask collections
+        (``dpcore.learn._dask``): the same model as in memory for the same seed."""
         self._check_params()
         if is_dask_collection(X) or is_dask_collection(y):
+            if self.method in ("ssp", "adassp"):
+                return self._fit_ssp_dask(X, y)
             return self._fit_sgd_dask(X, y)
         X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64, y_numeric=True)
         epsilon, alpha, eigen_floor, bx, by, delta, data_norm = self._check_params(*X.shape)
@@ -367,39 +382,37 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
             return (ly + uy) / 2.0, (uy - ly) / 2.0
         return 0.0, max(abs(ly), abs(uy))
 
-    def _fit_ssp(self, X: np.ndarray, y: np.ndarray, epsilon: float, alpha: float,
-                 delta: float | None, data_norm: float | None,
-                 bx: tuple[np.ndarray, np.ndarray] | None, by: tuple[float, float]) -> Self:
-        n, d = X.shape          # n is public under replace-one neighbours
-        my, hy = self._target_scale(by)
-        Xc = X if bx is None else np.clip(X, *bx)
-        if data_norm is None:   # per-feature bounds only: affine map to [-1, 1]
-            assert bx is not None   # checked: required without data_norm
-            lx, ux = bx
-            if self.fit_intercept:
-                mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
-            else:
-                mx, hx = np.zeros(d), np.maximum(np.abs(lx), np.abs(ux))
-            Xs = (Xc - mx) / hx
-            domain = SSPDomain.make(d, np.ones(d))
-        else:                   # rows scaled down to data_norm, then divided by it
-            norms = np.linalg.norm(Xc, axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                shrink = np.where(norms > data_norm, data_norm / norms, 1.0)
-            Xs = Xc * shrink[:, None] / data_norm
-            Xs /= np.maximum(1.0, np.linalg.norm(Xs, axis=1))[:, None]  # (norm <= 1 after rounding)
-            mx, hx = np.zeros(d), np.full(d, data_norm)
-            coord = np.ones(d) if bx is None else np.minimum(
-                1.0, np.maximum(np.abs(bx[0]), np.abs(bx[1])) / data_norm)
-            domain = SSPDomain.make(1, np.where(coord > 0, coord, 1.0))
-        ys = (np.clip(y, *by) - my) / hy
-        plan = ssp_plan(n, domain, epsilon=epsilon, delta=delta, intercept=self.fit_intercept,
-                        adaptive_ridge=self.method == "adassp")
-        stats = ssp_statistics(Xs, ys, plan)
-        noisy = release(lambda rng: ssp_release(plan, stats, rng), cost=plan.cost,
+    def _fit_ssp(self, X: np.ndarray | None, y: np.ndarray | None, epsilon: float,
+                 alpha: float, delta: float | None, data_norm: float | None,
+                 bx: tuple[np.ndarray, np.ndarray] | None, by: tuple[float, float],
+                 chunks: tuple[Any, Any] | None = None) -> Self:
+        """SSP / AdaSSP (dpcore.learn._ssp): exact lattice sums of the scaled records, in memory
+        or (``chunks`` = aligned Dask chunks) per chunk on the workers, added exactly."""
+        if chunks is None:
+            assert X is not None and y is not None   # in memory: the arrays are given
+            n, d = X.shape
+        else:
+            n, d = (int(v) for v in chunks[0].shape)
+        design = SSPDesign.make(d, bx, by, data_norm, self.fit_intercept,
+                                *self._target_scale(by))
+        plan = ssp_plan(n, design.domain, epsilon=epsilon, delta=delta,
+                        intercept=self.fit_intercept, adaptive_ridge=self.method == "adassp")
+        lattice = SSPLattice.make(plan, design.domain)
+        if chunks is None:
+            sums, _, _ = ssp_chunk(X, y, design, lattice)
+        else:
+            sums, bad_x, bad_y = sum_chunks(*chunks, ssp_chunk, (design, lattice))
+            if bad_x:
+                raise ValueError("X must not contain NaN or infinite values")
+            if bad_y:
+                raise ValueError("y must not contain NaN or infinite values")
+            self.n_features_in_ = d
+        exact = ssp_units(plan, lattice, sums)
+        noisy = release(lambda rng: ssp_release(plan, exact, rng), cost=plan.cost,
                         accountant=self.accountant, random_state=self.random_state,
                         label=f"LinearRegression({self.method})")
-        sol = ssp_solve(plan, noisy, domain, alpha=alpha)
+        sol = ssp_solve(plan, noisy, design.domain, alpha=alpha)
+        mx, hx, my, hy = design.x_centre, design.x_half, design.y_centre, design.y_half
         self.plan_ = plan
         self.noisy_statistics_ = noisy
         self.ridge_ = sol.ridge
@@ -408,12 +421,24 @@ class LinearRegression(_base.SharedStateCloneMixin, RegressorMixin, BaseEstimato
         self.intercept_ = float(my + hy * (sol.intercept - np.sum(sol.coef * mx / hx)))
         return self
 
+    def _fit_ssp_dask(self, X: Any, y: Any) -> Self:
+        """``method="ssp"``/``"adassp"`` on Dask chunks: the lattice sums per chunk on the
+        workers (:func:`dpcore.learn._dask.sum_chunks`), every flag checked before the charge."""
+        Xd, yd, _ = aligned_chunks(X, y)
+        epsilon, alpha, _, bx, by, delta, data_norm = self._check_params(*map(int, Xd.shape))
+        if int(Xd.shape[0]) < 1:
+            raise ValueError("X has no rows")
+        self.method_ = self.method
+        return self._fit_ssp(None, None, epsilon, alpha, delta, data_norm, bx, by,
+                             chunks=(Xd, yd))
+
     def _fit_sgd_dask(self, X: Any, y: Any) -> Self:
         """``method="sgd"`` on Dask chunks: rows and targets prepared on the workers
         (:class:`dpcore.learn._dask.DaskRows`), checked before the charge."""
         if self.method != "sgd":
-            raise ValueError("a Dask collection is fitted with method='sgd' only (the other "
-                             f"methods need the rows in memory), got {self.method!r}")
+            raise ValueError("a Dask collection is fitted with method='ssp', 'adassp' or "
+                             "'sgd' (the functional mechanism needs the rows in memory), "
+                             f"got {self.method!r}")
         Xd, yd, offsets = aligned_chunks(X, y)
         epsilon, alpha, _, bx, by, delta, data_norm = self._check_params(*map(int, Xd.shape))
         my, hy = self._target_scale(by)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
@@ -14,10 +15,11 @@ from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
 from dpcore.learn._dask import aligned_chunks, is_dask_collection, sum_chunks
 
-__all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget"]
+__all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget", "categorical_counts",
+           "categorical_nb_chunk"]
 
 
-def gaussian_nb_budget(epsilon, d):
+def gaussian_nb_budget(epsilon: float, d: int) -> tuple[float, float, float]:
     """(epsilon_counts, epsilon_sums, epsilon_squares) of :class:`GaussianNB` with d features.
 
     A record moves the class counts by 1 and the sums and sums of squares by up to d each (L1),
@@ -56,7 +58,7 @@ class GaussianNBSums:
     multiples of g. Calibrated from public values (d, the split) before anything is charged.
     """
 
-    def __init__(self, epsilon, d):
+    def __init__(self, epsilon: float, d: int) -> None:
         self.split = gaussian_nb_budget(epsilon, d)
         eps_counts, eps_sums, eps_squares = self.split
         # at most 1, so that 1/g is an integer (a power of two)
@@ -66,7 +68,8 @@ class GaussianNBSums:
         self.sums = IntegerNoise.calibrate("laplace", d * units, eps_sums, 0.0)
         self.squares = IntegerNoise.calibrate("laplace", d * units, eps_squares, 0.0)
 
-    def exact(self, Z, idx, k):
+    def exact(self, Z: np.ndarray, idx: np.ndarray, k: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts, sums, squares) as int64 arrays of shapes (k,), (k, d), (k, d): the exact
         integers the noise is added to (never released)."""
         d = Z.shape[1]
@@ -77,7 +80,8 @@ class GaussianNBSums:
         np.add.at(squares, idx, np.rint(Z * Z / self.grid).astype(np.int64))
         return counts, sums, squares
 
-    def release(self, exact, rng):
+    def release(self, exact: tuple[np.ndarray, np.ndarray, np.ndarray], rng: Any
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Noisy (counts, sums, squares) as floats; sums and squares multiples of ``grid``."""
         counts, sums, squares = exact
         noisy_counts = counts + self.counts.draw(counts.size, rng)
@@ -87,12 +91,12 @@ class GaussianNBSums:
                 noisy_squares.astype(float) * self.grid)
 
     @property
-    def squares_noise_sd(self):
+    def squares_noise_sd(self) -> float:
         """Standard deviation of the noise of one released sum of squares (public)."""
         return math.sqrt(self.squares.variance) * self.grid
 
     @property
-    def epsilon_effective(self):
+    def epsilon_effective(self) -> float:
         """The sum of the three shares' effective epsilons (each <= its share)."""
         return math.fsum(part.epsilon_effective for part in (self.counts, self.sums, self.squares))
 
@@ -105,7 +109,8 @@ def _rescaled(X, lower, upper):
     return np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
 
 
-def gaussian_nb_chunk(X, y, lower, upper, classes, plan):
+def gaussian_nb_chunk(X: Any, y: Any, lower: np.ndarray, upper: np.ndarray, classes: np.ndarray,
+                      plan: GaussianNBSums) -> tuple[Any, bool, bool]:
     """On a Dask worker: a chunk's exact integer (counts, sums, squares) of
     :meth:`GaussianNBSums.exact`, whether it holds a non-finite value, and whether a label is
     outside ``classes`` (the flags are checked before the charge)."""
@@ -134,17 +139,17 @@ MIN_VAR_FLOOR = 1e-3
 class _NaiveBayes(_base.SharedStateCloneMixin, ClassifierMixin, BaseEstimator):
     """Prediction from ``_joint_log_likelihood`` (log prior + log likelihood per class)."""
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels."""
         jll = self._joint_log_likelihood(X)   # first: it raises NotFittedError before fit
         return self.classes_[np.argmax(jll, axis=1)]
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log class probabilities."""
         jll = self._joint_log_likelihood(X)
         return jll - logsumexp(jll, axis=1, keepdims=True)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities."""
         return np.exp(self.predict_log_proba(X))
 
@@ -231,8 +236,9 @@ class GaussianNB(_NaiveBayes):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, bounds=None, classes=None, priors=None, var_floor="auto",
-                 random_state=None, accountant=None):
+    def __init__(self, *, epsilon: float = 1.0, bounds: Any = None, classes: Any = None,
+                 priors: Any = None, var_floor: float | str = "auto", random_state: Any = None,
+                 accountant: Any = None) -> None:
         self.epsilon = epsilon
         self.bounds = bounds
         self.classes = classes
@@ -272,7 +278,7 @@ class GaussianNB(_NaiveBayes):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> Any:
         """Fit the private model (see the class docstring). Returns self.
 
         X and y may be Dask collections (array, dataframe, series; ``classes`` required): the
@@ -402,7 +408,11 @@ class CategoricalNB(_NaiveBayes):
     of scale (d + 1) / epsilon rounded up, so the released integers have exactly the law the
     proof assumes. Everything after the counts is post-processing. With ``classes=None`` the
     label set is read from y without noise, which the guarantee does not cover (fit warns with
-    ``dpcore.PrivacyWarning``).
+    ``dpcore.PrivacyWarning``). On a Dask collection (``classes`` required) the same integer
+    counts are computed per chunk on the workers and added exactly
+    (:func:`dpcore.learn._dask.sum_chunks`; only the counts and two validity flags per chunk
+    leave them), and the noise is drawn once in the calling process: the same law, and for the
+    same seed the same model, as in memory. Values and labels are checked before the charge.
 
     References
     ----------
@@ -422,8 +432,8 @@ class CategoricalNB(_NaiveBayes):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, categories=None, classes=None, alpha=1.0,
-                 random_state=None, accountant=None):
+    def __init__(self, *, epsilon: float = 1.0, categories: Any = None, classes: Any = None,
+                 alpha: float = 1.0, random_state: Any = None, accountant: Any = None) -> None:
         self.epsilon = epsilon
         self.categories = categories
         self.classes = classes
@@ -464,24 +474,40 @@ class CategoricalNB(_NaiveBayes):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def fit(self, X, y):
-        """Fit the private model (see the class docstring). Returns self."""
+    def fit(self, X: Any, y: Any) -> Any:
+        """Fit the private model (see the class docstring). Returns self.
+
+        X and y may be Dask collections (array, dataframe, series; ``classes`` required): the
+        integer counts are computed per chunk on the workers and added exactly, the noise drawn
+        once here (the same model as in memory for the same seed)."""
         self._check_params()
-        X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
-        _base.check_targets(y)
-        epsilon, alpha, categories, classes = self._check_params(X.shape[0], X.shape[1])
-        classes = _base.label_set(y, classes, minimum=1)
+        if is_dask_collection(X) or is_dask_collection(y):
+            Xd, yd, _ = aligned_chunks(X, y)
+            epsilon, alpha, categories, classes = self._check_params(*map(int, Xd.shape))
+            if classes is None:
+                raise ValueError("classes is required to fit a Dask collection: give the "
+                                 "public label set")
+            if int(Xd.shape[0]) < 1:
+                raise ValueError("X has no rows")
+            (exact,), bad_values, bad_labels = sum_chunks(Xd, yd, categorical_nb_chunk,
+                                                          (categories, classes))
+            if bad_values:
+                raise ValueError("X contains values outside categories")
+            if bad_labels:
+                raise ValueError("y contains labels outside classes")
+            self.n_features_in_ = int(Xd.shape[1])
+        else:
+            X, y = _base.validate_data(self, X, y, reset=True, dtype=None)
+            _base.check_targets(y)
+            epsilon, alpha, categories, classes = self._check_params(X.shape[0], X.shape[1])
+            classes = _base.label_set(y, classes, minimum=1)
+            _check_cells(classes.size, categories)
+            exact = categorical_counts(_codes(X, categories), np.searchsorted(classes, y),
+                                       classes.size, categories)
         k, d = classes.size, len(categories)
-        _check_cells(k, categories)
-        codes = _codes(X, categories)
-        idx = np.searchsorted(classes, y)
-        class_counts = np.bincount(idx, minlength=k)
-        tables = [np.bincount(idx * cats.size + codes[:, j], minlength=k * cats.size)
-                  for j, cats in enumerate(categories)]
         noise = IntegerNoise.calibrate("laplace", d + 1, epsilon, 0.0)
 
         def draw(rng):   # every count, empty cells included, in one pass of the generator
-            exact = np.concatenate([class_counts] + tables).astype(np.int64)
             return exact + noise.draw(exact.size, rng)
 
         noisy = release(draw, cost=Cost(epsilon), accountant=self.accountant,
@@ -519,6 +545,47 @@ class CategoricalNB(_NaiveBayes):
             jll += logp[:, codes[:, j]].T
         return jll
 
+
+
+def categorical_counts(codes: np.ndarray, idx: np.ndarray, k: int, categories: list
+                       ) -> np.ndarray:
+    """The exact counts CategoricalNB releases, as one int64 vector: the k class counts, then
+    each feature's k x m_j table (row-major) of (class, category) counts. ``codes``: each value's
+    index in its feature's categories; ``idx``: each label's index in the classes."""
+    parts = [np.bincount(idx, minlength=k)]
+    parts += [np.bincount(idx * cats.size + codes[:, j], minlength=k * cats.size)
+              for j, cats in enumerate(categories)]
+    return np.concatenate(parts).astype(np.int64)
+
+
+def categorical_nb_chunk(X: Any, y: Any, categories: list, classes: np.ndarray
+                         ) -> tuple[Any, bool, bool]:
+    """On a Dask worker: a chunk's exact counts (:func:`categorical_counts`, as a 1-tuple),
+    whether a value is outside its feature's categories (or X is not 2-d with one column per
+    feature), and whether a label is outside ``classes``; the flags are checked before the
+    charge and never quote a value."""
+    X, y = np.asarray(X), np.asarray(y)
+    k = classes.size
+    try:
+        bad_labels = not bool(np.all(np.isin(y, classes)))
+        idx = np.minimum(np.searchsorted(classes, y), k - 1) if not bad_labels else None
+    except TypeError:   # labels not comparable with the classes
+        bad_labels, idx = True, None
+    codes = np.zeros((X.shape[0], len(categories)), dtype=np.int64)
+    bad_values = X.ndim != 2 or X.shape[1] != len(categories)
+    for j, cats in enumerate(categories if not bad_values else ()):
+        try:
+            inside = np.isin(X[:, j], cats)
+        except TypeError:
+            inside = np.zeros(X.shape[0], dtype=bool)
+        if not np.all(inside):
+            bad_values = True
+            break
+        codes[:, j] = np.searchsorted(cats, X[:, j])
+    if bad_values or idx is None:   # nothing counted: the fit is refused
+        size = k * (1 + sum(c.size for c in categories))
+        return (np.zeros(size, dtype=np.int64),), bad_values, bad_labels
+    return (categorical_counts(codes, idx, k, categories),), bad_values, bad_labels
 
 
 def _check_cells(k, categories):

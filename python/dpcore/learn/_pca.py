@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.integrate import quad
 from scipy.linalg import null_space
-from scipy.linalg.blas import dsyrk
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from dpcore import _validation as check
 from dpcore._release import Cost, release
-from dpcore.bingham import bingham, bingham_sequential, uniform_frame
+from dpcore.bingham import bingham, bingham_sequential, transpose_product, uniform_frame
 from dpcore.learn import _base
 from dpcore.calibration import zcdp_rho_for
 from dpcore.mechanisms import gaussian, laplace
@@ -47,9 +47,9 @@ def _scaled_rows(X, norm):
 
 
 def _second_moment(Xs):
-    """Xs^T Xs (symmetric), by BLAS syrk: half the flops of a general product."""
-    upper = dsyrk(1.0, Xs.T, trans=0)       # Xs.T is Fortran-ordered when Xs is C-ordered
-    return np.triu(upper) + np.triu(upper, 1).T
+    """Xs^T Xs (symmetric): the upper triangle's column panels on dpcore's threads (half the
+    flops of a general product; the same bits for any thread count)."""
+    return transpose_product(Xs, Xs, symmetric=True)
 
 
 def _frobenius_coordinates(S):
@@ -161,7 +161,7 @@ def _deflation(S, concentrations, rng):
     V = np.zeros((d, 0))
     for c in concentrations:
         N = np.eye(d) if V.shape[1] == 0 else null_space(V.T)      # complement, orthonormal
-        A = c * (N.T @ S @ N)
+        A = c * transpose_product(N, transpose_product(S, N), symmetric=True)   # N^T S N
         V = np.hstack([V, N @ bingham(0.5 * (A + A.T), 1, random_state=rng)])
     return V
 
@@ -299,7 +299,10 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     its bound) propagates after the charge, with nothing released.
 
     Clipping biases the components towards rows of small norm; choose L from domain knowledge.
-    Run time is data-dependent (rejection sampling): not constant-time.
+    Run time is data-dependent (rejection sampling): not constant-time. The second moment
+    X^T X and the deflation's products N^T S N run on ``dpcore.get_num_threads()`` threads
+    (:func:`dpcore.bingham.transpose_product`, BLAS pinned to one thread meanwhile); a
+    seeded fit is the same for any thread count.
 
     References
     ----------
@@ -329,10 +332,12 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
     (500, 2)
     """
 
-    def __init__(self, n_components=None, *, epsilon=1.0, delta=None, data_norm=None,
-                 method="auto", sampler="deflation", allocation="eigengap", n_sweeps=200,
-                 n_iter=10, variance_share=0.1, mean=None, random_state=None, accountant=None,
-                 progress=False):
+    def __init__(self, n_components: int | None = None, *, epsilon: float = 1.0,
+                 delta: float | None = None, data_norm: float | None = None, method: str = "auto",
+                 sampler: str = "deflation", allocation: str = "eigengap", n_sweeps: int = 200,
+                 n_iter: int = 10, variance_share: float = 0.1, mean: Any = None,
+                 random_state: Any = None, accountant: Any = None,
+                 progress: bool = False) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
         self.delta = delta
@@ -442,7 +447,7 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         _, eps, delta, *_ = self._check_params()
         return Cost(eps, delta)
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> PCA:
         """Fit the private components on X (n_samples, n_features); y is ignored.
 
         Every argument is checked before the accountant is charged; the kernel's errors (a
@@ -516,20 +521,20 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
         # rotate to the eigenbasis of the small k x k estimate (post-processing) for ordering
         return Y[:, order], var[order]
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Output column names ("pca0", ...), which also enables ``set_output``."""
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "components_")
         return np.array([f"pca{i}" for i in range(self.components_.shape[0])], dtype=object)
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """Project X on the components: (X - mean_) @ components_.T."""
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "components_")
         X = _base.validate_data(self, X, reset=False, dtype=np.float64)
         return (X - self.mean_) @ self.components_.T
 
-    def inverse_transform(self, Z):
+    def inverse_transform(self, Z: Any) -> np.ndarray:
         """Map projections back to feature space."""
         Z = check.finite_array(Z, "Z")
         return Z @ self.components_ + self.mean_

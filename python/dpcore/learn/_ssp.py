@@ -14,8 +14,14 @@ Pure epsilon-DP uses the exact discrete Laplace (L1 sensitivities); given delta,
 rho = :func:`dpcore.calibration.zcdp_rho_for` (epsilon, delta) uses the exact discrete Gaussian
 (L2 sensitivities). Each part is one :class:`~dpcore.mechanisms.LaplaceMechanism` or
 :class:`~dpcore.mechanisms.GaussianMechanism`, which rounds to its grid and charges that
-rounding to the sensitivity. The fit (:func:`ssp_solve`) is post-processing of the released
-values and public numbers only.
+rounding to the sensitivity. The sums are exact: the scaled rows and targets are rounded to
+public power-of-two lattices (:class:`SSPLattice`) on which every record adds an exact multiple of
+each sum's grid, the sums are int64 grid units (the same bits in memory and on Dask chunks), and
+each release is grid * (sum + the mechanism's integer noise). The grids are 2^-40 of the
+discrete Laplace's scale and 2^-38 of the discrete Gaussian's sigma (finer than
+``dpcore.laplace``'s 2^-30, so that the rows' lattice is fine too), never finer than
+2^(ceil(log2 n) + 1 - SUM_BITS) so that a sum fits in int64. The fit (:func:`ssp_solve`) is post-processing of the released values and public
+numbers only.
 
 All functions here read public values only, except :func:`ssp_statistics` (the exact statistics)
 and :func:`ssp_release` (which draws); the charge is made once by the caller.
@@ -31,6 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +49,8 @@ from dpcore.learn._base import laplace_grid
 from dpcore.mechanisms import GaussianMechanism, LaplaceMechanism
 
 __all__ = ["SSPDomain", "SSPPlan", "ssp_sensitivities", "ssp_noise_norm", "ssp_plan",
-           "ssp_statistics", "ssp_release", "ssp_solve", "gram_from_upper"]
+           "ssp_statistics", "ssp_release", "ssp_solve", "gram_from_upper", "SSPLattice",
+           "ssp_units", "SSPDesign", "ssp_chunk"]
 
 # Budget of the slope statistics, as fractions of what the intercept's sum y leaves: the
 # smallest eigenvalue (AdaSSP only; without it the others are renormalised), X^T X, X^T y,
@@ -75,6 +83,17 @@ EIGEN_FLOOR = 0.5
 SHRINK_SPECTRUM = True
 
 PARTS = ("min_eigenvalue", "gram", "xy", "sum_x", "sum_y")
+# The parts that are sums over the records (released as exact integers in grid units).
+SUM_PARTS = ("gram", "xy", "sum_x", "sum_y")
+# The scaled rows and targets are rounded to power-of-two lattices (x to h, y to h_y, see
+# SSPLattice) never finer than 2^-LATTICE_BITS, so that the products of lattice integers stay
+# below 2^53 in blocks of at least 2^13 rows (exact in BLAS's double arithmetic).
+LATTICE_BITS = 20
+# An exact sum is at most 2^SUM_BITS grid units (the grids are floored for it: _sum_grid_floor).
+SUM_BITS = 60
+# The grids of the released parts: 2^-SCALE_BITS of the discrete Laplace's scale, 2^-(SCALE_BITS
+# - 2) of the discrete Gaussian's sigma (the Gram's grid sets the rows' lattice step h: h^2 >= it).
+SCALE_BITS = 40
 
 
 def _sqrt_up(q):
@@ -102,7 +121,7 @@ class SSPDomain:
     coord: tuple
 
     @classmethod
-    def make(cls, row_norm_sq, coord):
+    def make(cls, row_norm_sq: Any, coord: Any) -> SSPDomain:
         coord = tuple(Fraction(float(b)) for b in coord)
         if not coord or min(coord) <= 0:
             raise ValueError("the scaled domain needs at least one feature and positive bounds")
@@ -110,22 +129,94 @@ class SSPDomain:
         return cls(r2, coord)
 
     @property
-    def d(self):
+    def d(self) -> int:
         return len(self.coord)
 
     @property
-    def eigen_column(self):
+    def eigen_column(self) -> float:
         """The constant c of the rows [x, c] whose smallest eigenvalue is released:
         ``EIGEN_COLUMN`` r, rounded down."""
         return EIGEN_COLUMN * _sqrt_down(self.row_norm_sq)
 
     @property
-    def l1_norm(self):
+    def l1_norm(self) -> Fraction:
         """sup ||x||_1: min(sum_j b_j, sqrt(d) r)."""
         return min(sum(self.coord), _sqrt_up(self.d * self.row_norm_sq))
 
 
-def ssp_sensitivities(domain, *, gaussian, intercept):
+def _row_norms(X):
+    """Euclidean norm of each row of a C-ordered X (a per-row reduction: the same bits for a row
+    whatever the other rows, so chunks and the whole array agree)."""
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+@dataclass(frozen=True)
+class SSPDesign:
+    """LinearRegression's public map of a record (x, y) into the SSP domain, row by row.
+
+    Per-feature bounds only (``data_norm`` None): x clipped to [l, u], then (x - m) / h with m, h
+    the bounds' midpoint and half-width (without an intercept m = 0, h = max(|l|, |u|)); domain
+    the cube [-1, 1]^d. With ``data_norm`` L: x clipped to the bounds if given, rows longer than
+    L scaled down to L, divided by L (and by their norm if rounding left it above 1); domain
+    the unit ball, intersected with |x_j| <= max(|l_j|, |u_j|) / L. The target is clipped to
+    [ly, uy] and mapped to (y - my) / hy in [-1, 1]. Public values only."""
+
+    bounds_x: tuple | None
+    data_norm: float | None
+    bounds_y: tuple
+    y_centre: float
+    y_half: float
+    x_centre: np.ndarray = field(repr=False)
+    x_half: np.ndarray = field(repr=False)
+    domain: SSPDomain = field(repr=False)
+
+    @classmethod
+    def make(cls, d: int, bounds_x: Any, bounds_y: Any, data_norm: float | None,
+             intercept: bool, y_centre: float, y_half: float) -> SSPDesign:
+        if data_norm is None:
+            lx, ux = bounds_x
+            if intercept:
+                mx, hx = (lx + ux) / 2.0, (ux - lx) / 2.0
+            else:
+                mx, hx = np.zeros(d), np.maximum(np.abs(lx), np.abs(ux))
+            domain = SSPDomain.make(d, np.ones(d))
+        else:
+            mx, hx = np.zeros(d), np.full(d, data_norm)
+            coord = np.ones(d) if bounds_x is None else np.minimum(
+                1.0, np.maximum(np.abs(bounds_x[0]), np.abs(bounds_x[1])) / data_norm)
+            domain = SSPDomain.make(1, np.where(coord > 0, coord, 1.0))
+        return cls(bounds_x, data_norm, tuple(bounds_y), y_centre, y_half, mx, hx, domain)
+
+    def scale(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(scaled rows, scaled targets), each row and target on its own."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        Xc = X if self.bounds_x is None else np.clip(X, *self.bounds_x)
+        if self.data_norm is None:
+            Xs = (Xc - self.x_centre) / self.x_half
+        else:
+            norms = _row_norms(Xc)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shrink = np.where(norms > self.data_norm, self.data_norm / norms, 1.0)
+            Xs = Xc * shrink[:, None] / self.data_norm
+            Xs /= np.maximum(1.0, _row_norms(Xs))[:, None]   # norm <= 1 after rounding
+        ys = (np.clip(np.asarray(y, dtype=np.float64), *self.bounds_y) - self.y_centre) / self.y_half
+        return Xs, ys
+
+
+def ssp_chunk(x: Any, y: Any, design: SSPDesign, lattice: SSPLattice) -> tuple[Any, bool, bool]:
+    """On a Dask worker (and in memory, on the whole array): the exact lattice sums
+    (:meth:`SSPLattice.sums`) of a chunk's scaled records, whether the chunk's X holds a
+    non-finite value and whether its y does (flags checked before the charge)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    bad_x, bad_y = not bool(np.isfinite(x).all()), not bool(np.isfinite(y).all())
+    with np.errstate(invalid="ignore", over="ignore"):
+        Xs, ys = design.scale(np.nan_to_num(x), np.nan_to_num(y))
+    return lattice.sums(Xs, ys), bad_x, bad_y
+
+
+def ssp_sensitivities(domain: SSPDomain, *, gaussian: bool, intercept: bool
+                      ) -> dict[str, Fraction]:
     """Replace-one sensitivities (L1, or L2 when ``gaussian``) of each released part, as exact
     rationals, on the scaled domain (n public).
 
@@ -163,7 +254,7 @@ def ssp_sensitivities(domain, *, gaussian, intercept):
     return out
 
 
-def ssp_noise_norm(d, sd_diagonal, sd_off_diagonal):
+def ssp_noise_norm(d: int, sd_diagonal: float, sd_off_diagonal: float) -> float:
     """A 95% bound on the spectral norm of a symmetric d x d noise matrix with independent
     entries on and above the diagonal (Laplace or Gaussian, standard deviations as given).
 
@@ -217,10 +308,10 @@ class SSPPlan:
     sensitivities: dict = field(repr=False)
     mechanisms: dict = field(repr=False)
 
-    def noise_sd(self, part):
+    def noise_sd(self, part: str) -> float:
         return _noise_sd(self.mechanisms[part])
 
-    def gram_noise_norm(self):
+    def gram_noise_norm(self) -> float:
         """:func:`ssp_noise_norm` of the Gram noise (in the scaled units)."""
         sd = self.noise_sd("gram")
         return ssp_noise_norm(self.d, sd, sd / self.offdiag_weight)
@@ -243,18 +334,33 @@ def _shares(intercept, y_share, adaptive_ridge):
     return out
 
 
-def _mechanism(sens, share, epsilon, rho, size, gaussian):
+def _sum_grid_floor(n):
+    """The finest grid of a released sum over n records: every record moves a sum by at most 2
+    (scaled units), so on a grid >= 2^(ceil(log2 n) + 1 - SUM_BITS) the exact integer sum stays
+    within 2^SUM_BITS grid units (int64, with room for the noise). Public (n is public)."""
+    return 2.0 ** (math.ceil(math.log2(n)) + 1 - SUM_BITS)
+
+
+def _mechanism(sens, share, epsilon, rho, size, gaussian, n):
+    """The part's mechanism on a grid of 2^-SCALE_BITS of its noise scale (floored by
+    :func:`_sum_grid_floor`): finer than dpcore.laplace's 2^-30, so that the lattice step of the
+    rows, the square root of the Gram's grid, is fine too (the noise scale stays below the
+    samplers' limits, 2^44 grid units for the discrete Laplace and 2^40 for the Gaussian)."""
     sens = float(sens)   # sensitivities are rationals of doubles; the float rounds up below
     sens = math.nextafter(sens, math.inf)
     if gaussian:
-        return GaussianMechanism.calibrate(sensitivity=sens, rho=round_down(Fraction(rho) * share),
-                                           size=size)
+        rho_share = round_down(Fraction(rho) * share)
+        sigma = sens / math.sqrt(2.0 * rho_share)
+        grid = max(2.0 ** (math.floor(math.log2(sigma)) - SCALE_BITS + 2), _sum_grid_floor(n))
+        return GaussianMechanism.calibrate(sensitivity=sens, rho=rho_share, size=size,
+                                           granularity=grid)
     eps = round_down(Fraction(epsilon) * share)
-    return LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=size,
-                                      granularity=laplace_grid(sens, eps))
+    grid = max(2.0 ** (math.floor(math.log2(sens / eps)) - SCALE_BITS), _sum_grid_floor(n))
+    return LaplaceMechanism.calibrate(sensitivity=sens, epsilon=eps, size=size, granularity=grid)
 
 
-def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=False):
+def ssp_plan(n: int, domain: SSPDomain, *, epsilon: float, delta: float | None = None,
+             intercept: bool = True, adaptive_ridge: bool = False) -> SSPPlan:
     """The public plan of an SSP fit: which parts are released, with which mechanism each,
     and the cost (``adaptive_ridge``: AdaSSP, with the smallest eigenvalue). Nothing here reads
     the data.
@@ -286,7 +392,8 @@ def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=F
     if intercept:
         # the slopes' fate at the Gram's share of the whole budget (public)
         gram_share = _slope_shares(True, adaptive_ridge)["gram"]
-        probe = _mechanism(sens["gram"], gram_share, epsilon, rho, size["gram"], gaussian)
+        probe = _mechanism(sens["gram"], gram_share, epsilon, rho, size["gram"], gaussian,
+                           n)
         sd = _noise_sd(probe)
         gate = MAX_NOISE_PER_RECORD_GAUSSIAN if gaussian else MAX_NOISE_PER_RECORD
         if ssp_noise_norm(d, sd, sd / weight) > gate * n:
@@ -301,6 +408,7 @@ def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=F
             return SSPPlan(n, d, True, gaussian, True, adaptive_ridge, 0.0, weight, cost,
                            {"sum_y": Fraction(2)}, {"sum_y": mech})
         if gaussian:
+            assert rho is not None
             y_share = 2.0 / (MEAN_NOISE ** 2 * float(n) ** 2 * rho)
         else:
             y_share = 2.0 * math.sqrt(2.0) / (MEAN_NOISE * epsilon * n)
@@ -308,44 +416,177 @@ def ssp_plan(n, domain, *, epsilon, delta=None, intercept=True, adaptive_ridge=F
     else:
         y_share = Fraction(0)
     shares = _shares(intercept, y_share, adaptive_ridge)
-    mechs = {k: _mechanism(sens[k], shares[k], epsilon, rho, size[k], gaussian) for k in shares}
+    mechs = {k: _mechanism(sens[k], shares[k], epsilon, rho, size[k], gaussian, n)
+             for k in shares}
     cost = Cost(rho=rho) if gaussian else Cost(epsilon)
     column = domain.eigen_column if intercept else 0.0
     return SSPPlan(n, d, intercept, gaussian, False, adaptive_ridge, column, weight, cost, sens,
                    mechs)
 
 
-def ssp_statistics(Xs, ys, plan):
-    """The exact statistics (scaled rows and targets) in the layout the plan releases them.
-    Computed in floating point: their rounding (about n 2^-53 relative) is not charged."""
+def _exponent(grid):
+    """e with grid = 2^e (every grid here is a power of two)."""
+    mantissa, e = math.frexp(grid)
+    assert mantissa == 0.5, grid
+    return e - 1
+
+
+@dataclass(frozen=True)
+class SSPLattice:
+    """The public lattices of the scaled rows (step h = 2^``x_exponent``) and targets (h_y =
+    2^``y_exponent``), chosen from the plan's grids so that every record's contribution to every
+    released sum is an exact multiple of that sum's grid: h^2 of the Gram's (times the
+    off-diagonal weight), h h_y of X^T y's, h of X^T 1's, h_y of sum y's, each as fine as that
+    allows but never finer than 2^-LATTICE_BITS. A row x in the domain becomes the integers
+    a = rint(x / h) when a h is still in the domain (|a_j h| <= b_j, ||a h||^2 <= r^2, checked in
+    integers), else trunc(x / h) toward zero (|a_j h| <= |x_j|: in the domain); the target
+    c = rint(y / h_y) (|c h_y| <= 1). The sums are then exact integers: the Gram's sum_i a_ij a_ik
+    by BLAS on blocks of ``block_rows`` rows, all of whose partial sums are integers below 2^53
+    (exact in double precision), added in int64."""
+
+    x_exponent: int
+    y_exponent: int
+    coord_units: tuple
+    norm_units: int
+    multipliers: dict = field(repr=False)
+    block_rows: int = 2**13
+
+    @classmethod
+    def make(cls, plan: SSPPlan, domain: SSPDomain) -> SSPLattice:
+        grids = {k: _exponent(plan.mechanisms[k].grid) for k in SUM_PARTS
+                 if k in plan.mechanisms}
+        floor = -LATTICE_BITS
+        ex = floor
+        if "gram" in grids:
+            ex = max(ex, -((-grids["gram"]) // 2))          # h^2 >= the Gram's grid
+        if "sum_x" in grids:
+            ex = max(ex, grids["sum_x"])
+        ey = max([floor] + ([grids["xy"] - ex] if "xy" in grids else [])
+                 + ([grids["sum_y"]] if "sum_y" in grids else []))
+        weight = int(plan.offdiag_weight)
+        mult = {}
+        if "gram" in grids:
+            mult["gram"] = 2 ** (2 * ex - grids["gram"])
+            mult["gram_offdiag"] = weight * mult["gram"]
+            mult["xy"] = 2 ** (ex + ey - grids["xy"])
+        if "sum_x" in grids:
+            mult["sum_x"] = 2 ** (ex - grids["sum_x"])
+        if "sum_y" in grids:
+            mult["sum_y"] = 2 ** (ey - grids["sum_y"])
+        h = Fraction(2) ** ex
+        coord = tuple(math.floor(b / h) for b in domain.coord)
+        norm = math.floor(domain.row_norm_sq / (h * h))
+        largest = max(-2 * ex, -ex - ey)        # log2 of the largest |a_j a_k| or |a_j c|
+        return cls(ex, ey, coord, norm, mult, 2 ** max(0, 53 - largest))
+
+    def integers(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a, c): the lattice integers of the scaled rows and targets, as float64 arrays
+        (exact integers, for BLAS). Row by row: the same integers whatever the chunking."""
+        scaled = Xs * 2.0 ** -self.x_exponent               # exact: a power of two
+        a = np.rint(scaled)
+        limit = np.array(self.coord_units, dtype=np.float64)
+        outside = np.any(np.abs(a) > limit, axis=1) | (_row_squares(a) > self.norm_units)
+        if np.any(outside):
+            t = np.clip(np.trunc(scaled[outside]), -limit, limit)
+            while True:   # only float rounding of the scaling can leave a truncated row outside
+                sq = _row_squares(t)
+                big = sq > self.norm_units
+                if not np.any(big):
+                    break
+                shrink = np.sqrt(self.norm_units / sq[big]) * (1.0 - 2.0**-30)
+                t[big] = np.trunc(t[big] * shrink[:, None])
+            a[outside] = t
+        c = np.rint(np.clip(ys, -1.0, 1.0) * 2.0 ** -self.y_exponent)
+        return a, c
+
+    def sums(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The exact integer sums of the lattice rows and targets: (sum_i a_i a_i^T (d x d),
+        sum_i a_i c_i, sum_i a_i, [sum_i c_i]) as int64 arrays."""
+        a, c = self.integers(Xs, ys)
+        d = a.shape[1]
+        gram = np.zeros((d, d), dtype=np.int64)
+        xy = np.zeros(d, dtype=np.int64)
+        for start in range(0, a.shape[0], self.block_rows):
+            block = a[start:start + self.block_rows]
+            gram += (block.T @ block).astype(np.int64)      # integers below 2^53: exact
+            xy += (block.T @ c[start:start + self.block_rows]).astype(np.int64)
+        return gram, xy, a.astype(np.int64).sum(axis=0), np.array([c.astype(np.int64).sum()])
+
+
+def _row_squares(a):
+    """sum_j a_j^2 per row of integer-valued a, in int64 (exact, any order)."""
+    ai = a.astype(np.int64)
+    return np.einsum("ij,ij->i", ai, ai)
+
+
+def ssp_units(plan: SSPPlan, lattice: SSPLattice, sums: tuple[np.ndarray, ...]
+              ) -> dict[str, np.ndarray]:
+    """The exact statistics from the lattice sums: each released sum as int64 grid units of its
+    mechanism (``"gram"``: the upper triangle, row-major, off-diagonal entries times the
+    weight), and AdaSSP's smallest eigenvalue (a float) of the lattice rows' [x, c] Gram."""
+    gram, xy, sx, sy = sums
+    out = {}
+    if "sum_y" in plan.mechanisms:
+        out["sum_y"] = sy * lattice.multipliers["sum_y"]
     if plan.mean_only:
-        return {"sum_y": np.array([ys.sum()])}
+        return out
     d = plan.d
-    gram = Xs.T @ Xs
     iu = np.triu_indices(d)
-    upper = gram[iu]
-    upper[iu[0] != iu[1]] *= plan.offdiag_weight      # exact: a power of two
-    out = {"gram": upper, "xy": Xs.T @ ys}
+    upper = gram[iu] * lattice.multipliers["gram"]
+    upper[iu[0] != iu[1]] = gram[iu][iu[0] != iu[1]] * lattice.multipliers["gram_offdiag"]
+    out.update(gram=upper, xy=xy * lattice.multipliers["xy"])
     if plan.intercept:
-        sx = Xs.sum(axis=0)
-        c = plan.eigen_column
-        aug = np.empty((d + 1, d + 1))   # the Gram matrix of the rows [x, c]
-        aug[:d, :d] = gram
-        aug[:d, d] = aug[d, :d] = c * sx
-        aug[d, d] = c * c * Xs.shape[0]
-        out.update(sum_x=sx, sum_y=np.array([ys.sum()]))
+        out["sum_x"] = sx * lattice.multipliers["sum_x"]
     if "min_eigenvalue" in plan.mechanisms:
-        out["min_eigenvalue"] = np.array([np.linalg.eigvalsh(aug if plan.intercept else gram)[0]])
+        h = 2.0 ** lattice.x_exponent
+        G = gram.astype(np.float64) * (h * h)
+        if plan.intercept:
+            c = plan.eigen_column
+            aug = np.empty((d + 1, d + 1))   # the Gram matrix of the rows [x, c]
+            aug[:d, :d] = G
+            aug[:d, d] = aug[d, :d] = c * (sx.astype(np.float64) * h)
+            aug[d, d] = c * c * plan.n
+            G = aug
+        out["min_eigenvalue"] = np.array([np.linalg.eigvalsh(G)[0]])
     return out
 
 
-def ssp_release(plan, stats, rng):
-    """Draw every part of the plan (no validation, no charge: the caller charged plan.cost)."""
-    return {k: np.asarray(m.release(stats[k], random_state=rng), dtype=float)
-            for k, m in plan.mechanisms.items()}
+def ssp_statistics(Xs: Any, ys: Any, plan: SSPPlan, domain: SSPDomain | None = None
+                   ) -> dict[str, np.ndarray]:
+    """The exact statistics of the scaled rows and targets, on their lattices
+    (:class:`SSPLattice`), in the layout the plan releases them, as floats (grid units times
+    the grid; tests and diagnostics). ``domain``: the scaled domain (default: the unit cube)."""
+    if domain is None:
+        domain = SSPDomain.make(plan.d, np.ones(plan.d))
+    lattice = SSPLattice.make(plan, domain)
+    units = ssp_units(plan, lattice, lattice.sums(np.asarray(Xs, dtype=float),
+                                                  np.asarray(ys, dtype=float)))
+    return {k: v if k == "min_eigenvalue" else v.astype(np.float64) * plan.mechanisms[k].grid
+            for k, v in units.items()}
 
 
-def gram_from_upper(upper, d, offdiag_weight=1.0):
+def ssp_release(plan: SSPPlan, stats: dict[str, Any], rng: np.random.Generator
+                ) -> dict[str, np.ndarray]:
+    """Draw every part of the plan (no validation, no charge: the caller charged plan.cost).
+
+    ``stats``: the exact statistics, a sum as int64 grid units (:func:`ssp_units`) or as a float
+    on its grid (:func:`ssp_statistics`). A sum's release is grid * (T + K), T its exact
+    integer and K the mechanism's integer noise (the mechanism's release of zeros, divided by
+    its grid: exact), added in int64; so the noise has exactly the mechanism's law whatever the
+    size of T. The smallest eigenvalue is released by its mechanism as is."""
+    out = {}
+    for k, m in plan.mechanisms.items():
+        value = np.asarray(stats[k])
+        if k == "min_eigenvalue":
+            out[k] = np.asarray(m.release(value, random_state=rng), dtype=float)
+            continue
+        units = value if value.dtype.kind == "i" else np.rint(value / m.grid).astype(np.int64)
+        noise = np.asarray(m.release(np.zeros(units.size), random_state=rng), dtype=float)
+        out[k] = (units + np.rint(noise / m.grid).astype(np.int64)).astype(np.float64) * m.grid
+    return out
+
+
+def gram_from_upper(upper: np.ndarray, d: int, offdiag_weight: float = 1.0) -> np.ndarray:
     """The symmetric d x d matrix from its released upper triangle (row-major, diagonal
     included, off-diagonal entries multiplied by ``offdiag_weight``)."""
     iu = np.triu_indices(d)
@@ -380,7 +621,8 @@ class SSPSolution:
     noise_norm: float
 
 
-def ssp_solve(plan, noisy, domain, alpha=0.0):
+def ssp_solve(plan: SSPPlan, noisy: dict[str, np.ndarray], domain: SSPDomain,
+              alpha: float = 0.0) -> SSPSolution:
     """The least-squares fit from the released statistics (post-processing only).
 
     With an intercept the released means are first projected onto the public domain
