@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dpcore.learn import _base
-from dpcore.learn._sgd import chunk_lattice_sum, class_targets
+from dpcore.learn._sgd import LatticeStep, chunk_lattice_sum, class_targets
 
 __all__ = ["is_dask_collection", "DaskRows", "DaskChunks", "aligned_chunks", "sum_chunks",
            "regression_targets"]
@@ -29,7 +29,7 @@ __all__ = ["is_dask_collection", "DaskRows", "DaskChunks", "aligned_chunks", "su
 SPLIT_EVERY = 8
 
 
-def is_dask_collection(obj):
+def is_dask_collection(obj: Any) -> bool:
     """Whether ``obj`` is a Dask collection (array, dataframe, series); never imports Dask."""
     return type(obj).__module__.partition(".")[0] in ("dask", "dask_expr") and hasattr(
         obj, "__dask_graph__")
@@ -60,7 +60,7 @@ def _dask_array(obj, da):
     return obj
 
 
-def aligned_chunks(X, y):
+def aligned_chunks(X: Any, y: Any) -> tuple[Any, Any, list[int]]:
     """(X, y) as Dask arrays whose row chunks coincide (X with all its columns in each chunk),
     and the global index of each chunk's first row. Either may be in memory (y may be None);
     both checked for shape here (before anything is charged)."""
@@ -100,7 +100,8 @@ def _prepare_chunk(xb, yb, design, params, targets, target_params):
     return Z, target, bad_values, bad_targets
 
 
-def regression_targets(y, low, high, centre, half):
+def regression_targets(y: Any, low: float, high: float, centre: float,
+                       half: float) -> tuple[np.ndarray, bool]:
     """A regression target clipped to [low, high], then (y - centre) / half; and whether some
     target is not finite."""
     y = np.asarray(y, dtype=np.float64)
@@ -150,7 +151,8 @@ class DaskRows:
     checked before the estimator charges its accountant.
     """
 
-    def __init__(self, parts, offsets, n_rows, n_columns, client):
+    def __init__(self, parts: list, offsets: list[int], n_rows: int, n_columns: int,
+                 client: Any) -> None:
         self.parts = parts
         self.client = client
         self.offsets = offsets
@@ -158,7 +160,8 @@ class DaskRows:
         self.n_columns = n_columns
 
     @classmethod
-    def for_classifier(cls, est, X, y, classes, design, params):
+    def for_classifier(cls, est: Any, X: Any, y: Any, classes: np.ndarray | None,
+                       design: Callable[..., np.ndarray], params: tuple) -> DaskRows:
         """The rows of a linear classifier's fit: ``design(x, *params)`` maps a chunk of X to
         rows of norm <= 1 (``params`` public), y to class indices of ``classes``. Refuses what
         the Dask path does not support before anything is charged."""
@@ -174,8 +177,10 @@ class DaskRows:
                         width + (params[-1] is not None), "y contains labels outside classes")
 
     @classmethod
-    def make(cls, est, Xd, yd, offsets, design, params, targets, target_params, n_columns,
-             bad_target_message):
+    def make(cls, est: Any, Xd: Any, yd: Any, offsets: list[int],
+             design: Callable[..., np.ndarray], params: tuple,
+             targets: Callable[..., tuple[np.ndarray, bool]], target_params: tuple,
+             n_columns: int, bad_target_message: str) -> DaskRows:
         """The rows of aligned chunks (:func:`aligned_chunks`): ``design(x, *params)`` on the
         workers gives rows of norm <= 1 (``n_columns`` wide), ``targets(y, *target_params)``
         the targets and a flag; every flag checked here, before any charge."""
@@ -201,7 +206,7 @@ class DaskRows:
         est.n_features_in_ = int(Xd.shape[1])
         return cls(parts, offsets, n, n_columns, client)
 
-    def lattice_sum(self, W, step):
+    def lattice_sum(self, W: np.ndarray, step: LatticeStep) -> np.ndarray:
         """The int64 lattice sum of one step over all chunks (added exactly on the client)."""
         if self.client is not None:
             sums = self.client.gather(self.client.map(_chunk_sum, self.parts, self.offsets,
@@ -226,7 +231,7 @@ def _add_parts(parts):
     return (tuple(arrays), *flags)
 
 
-def sum_chunks(Xd, yd, chunk_fn, params):
+def sum_chunks(Xd: Any, yd: Any, chunk_fn: Callable[..., tuple], params: tuple) -> tuple:
     """Sufficient statistics on the workers: ``chunk_fn(x, y, *params)`` on every aligned chunk
     (from :func:`aligned_chunks`) returns (tuple of int64 arrays, flags...); the arrays are added
     exactly in a tree of fan-in SPLIT_EVERY and the flags or-ed, and only that total comes back
@@ -251,7 +256,7 @@ class DaskChunks:
     the records (KMeans' Lloyd counts and sums) run on it; like :class:`DaskRows`, only those
     integer totals leave the workers."""
 
-    def __init__(self, X, prepare, params):
+    def __init__(self, X: Any, prepare: Callable[..., tuple], params: tuple) -> None:
         dask, _ = _dask()
         Xd, _, _ = aligned_chunks(X, None)
         self.shape = tuple(int(v) for v in Xd.shape)
@@ -270,7 +275,7 @@ class DaskChunks:
         if any(flags):
             raise ValueError("X must not contain NaN or infinite values")
 
-    def sum(self, fn, *args):
+    def sum(self, fn: Callable[..., Any], *args: Any) -> Any:
         """sum over chunks of fn(payload, *args) (int64 arrays or tuples of them), exact."""
         if self.client is not None:
             results = self.client.gather(self.client.map(_apply_payload, self.parts, fn=fn,

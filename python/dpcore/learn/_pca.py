@@ -515,6 +515,7 @@ class PCA(_base.SharedStateCloneMixin, TransformerMixin, BaseEstimator):
             Y_prev = Y
             Q, R = np.linalg.qr(Z)
             Y = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+        assert Z is not None   # n_iter >= 1 (checked)
         # post-processing of the last release: Rayleigh-type estimates Y_prev^T (S Y_prev + G)
         var = np.maximum(np.einsum("ij,ij->j", Y_prev, Z), 0.0) / n
         order = np.argsort(var)[::-1]

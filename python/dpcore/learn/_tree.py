@@ -483,7 +483,8 @@ class _RecordCounts:
         else:
             self.node[:] = part
 
-    def count(self, routing, row, table):
+    def count(self, routing: tuple[np.ndarray, np.ndarray, np.ndarray], row: np.ndarray,
+              table: np.ndarray) -> None:
         _tree.level_counts(self.codes, self.labels, self.node, *routing, row, table)
 
 
