@@ -773,7 +773,9 @@ class LinearSVC(_PrivateERMClassifier):
     public; ``"sgd"``: (epsilon, delta)-DP under add/remove neighbours, as in
     :class:`LogisticRegression`), rows clipped to ``data_norm``, labels in the public set ``classes`` (with
     ``classes=None`` the label set is taken from y and is not covered: fit warns with
-    ``dpcore.PrivacyWarning``); charged after every argument has been checked. Same mechanisms,
+    ``dpcore.PrivacyWarning``); charged after every argument has been checked. With
+    ``bounds``, the rows are first mapped by the same public map phi as in
+    :class:`LogisticRegression` (norm <= r, from public values only). Same mechanisms,
     one-vs-rest budget split and caveats (inexact minimiser; a real-valued noise vector, so
     NOT floating-point exact except with ``method="gd"``) as :class:`LogisticRegression`,
     with c = 1/(2h); no optimiser diagnostics are stored.
