@@ -226,9 +226,10 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """(norm, design, params): the public bound on the norm of the rows the model is fitted
         on, and the row map ``design(X, *params)`` to rows of norm <= 1. With ``bounds`` and an
         intercept, rows centred at the box's midpoint when that tightens the bound
-        (:func:`centring`); else :func:`design_rows`. Checks ``bounds`` (before any charge)."""
+        (:func:`centring`); else :func:`design_rows`. Checks ``bounds`` (before any charge);
+        ``n_features`` None only for an X that the caller then refuses (not 2-d)."""
         shift = None
-        if self.bounds is not None:
+        if self.bounds is not None and n_features is not None:
             lower, upper = _base.bounds_array(self.bounds, "bounds", n_features)
             shift = centring(lower, upper, data_norm) if self.fit_intercept else None
         norm = data_norm if shift is None else shift[1]
@@ -292,7 +293,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """
         epsilon, data_norm, alpha, tol, max_iter, c, classes = self._check_params()
         if is_dask_collection(X) or is_dask_collection(y):   # gd / sgd only; see DaskRows
-            data_norm, design, params, centre = self._geometry(data_norm, int(X.shape[1]))
+            width = int(X.shape[1]) if len(X.shape) == 2 else None   # else DaskRows refuses
+            data_norm, design, params, centre = self._geometry(data_norm, width)
             rows = DaskRows.for_classifier(self, X, y, classes, design, params)
             n, d, Xs = rows.n_rows, rows.n_columns, None
         else:
