@@ -13,6 +13,8 @@ the test splits that bench/learn_accuracy.py reports.
     PYTHONPATH=python python bench/dev_suite.py tree-small --seeds 30  # trees below epsilon 0.2
     PYTHONPATH=python python bench/dev_suite.py tree-rules --seeds 12 --epsilons 0.1 [--rules
         5,0.3,2,32 ...] [--sets REGEX]                  # tree_defaults' rules, widened suite
+    PYTHONPATH=python python bench/dev_suite.py centre --seeds 8 [--exclude 1800x64]
+                                                       # linear models' bounds (centring)
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -98,6 +100,13 @@ cell is the mean test accuracy over the seeds; the summary gives, per group of c
 at least 20 features, 2-3 or more classes, under or over 10^4 records: the last is private and
 only tells the reader where a rule wins), each rule's mean, its mean difference from
 diffprivlib and the cells where it is below diffprivlib.
+
+``centre`` (issue 28 item 2, the intercept under all-positive features): LogisticRegression
+and LinearSVC (defaults) without feature bounds against ``bounds=`` the preprocessing's public
+bounds (the rows centred at the box's midpoint when that tightens the norm bound,
+:func:`dpcore.learn._erm.centring`), and with bounds and the intercept column at half or all of
+the centred rows' radius, with diffprivlib's LogisticRegression for reference, under the four
+preprocessings of linear_accuracy.py on the trees' development sets (one split each).
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -677,6 +686,21 @@ def _scaling_kwargs(rule, est, n, d, eps, data_norm, k):
                                 curvature=model._curvature(), k=k if multinomial else 1)}
 
 
+def _peer_linear_row(peer, eps, data_norm, split, seeds):
+    """{"diffprivlib": median score} of the peer's LogisticRegression on one split (X_train,
+    y_train, X_test, y_test), or {} without the peer."""
+    import warnings
+
+    if peer is None:
+        return {}
+
+    def make_peer(seed):
+        return peer(epsilon=eps, data_norm=data_norm, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"diffprivlib": _median_score(make_peer, *split, seeds)}
+
+
 SCALING_RULES = ("auto", "C=1 in the caller's units", "C=1 at sqrt(d)", "C=1 at d^1/4")
 SCALING_OUTPUT = True   # also method="output", for reference
 
@@ -686,7 +710,6 @@ def scaling_cells(sets, seeds, epsilons=None):
     with ``method="output"`` and diffprivlib's LogisticRegression for reference, under the four
     preprocessings of linear_accuracy.py (public inputs from the whole table, as there) on the
     trees' development sets (:func:`tree_data_sets`: none of them is a reporting set)."""
-    import warnings
 
     peer = _peer("LogisticRegression")
     for s in sets:
@@ -699,14 +722,7 @@ def scaling_cells(sets, seeds, epsilons=None):
             Ztr, data_norm, _ = lin.preprocess(kind, Xtr, pub)
             Zte = lin.preprocess(kind, Xte, pub)[0]
             for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
-                peer_row = {}
-                if peer is not None:
-                    def make_peer(seed, eps=eps):
-                        return peer(epsilon=eps, data_norm=data_norm, random_state=seed)
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        peer_row["diffprivlib"] = _median_score(make_peer, Ztr, s.ytr, Zte,
-                                                                s.yte, seeds)
+                peer_row = _peer_linear_row(peer, eps, data_norm, (Ztr, s.ytr, Zte, s.yte), seeds)
                 for model, est in (("LogisticRegression", LogisticRegression),
                                    ("LinearSVC", LinearSVC)):
                     row = {}
@@ -777,7 +793,7 @@ def main(argv=None):
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
                                           "tree-prep", "tree-small", "nb-floor",
-                                          "tree-rules"])
+                                          "tree-rules", "centre"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -787,6 +803,8 @@ def main(argv=None):
     parser.add_argument("--sets", default=None,
                         help="tree studies: only the development sets whose name matches this "
                              "regular expression")
+    parser.add_argument("--exclude", nargs="*", default=(),
+                        help="centre: leave out the sets whose name contains one of these")
     args = parser.parse_args(argv)
     if args.rules:
         TREE_RULES.clear()
@@ -801,6 +819,9 @@ def main(argv=None):
         cells_iter = scaling_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
     elif args.study == "nb-floor":
         cells_iter = nb_floor_cells(tree_data_sets(), args.seeds, epsilons=args.epsilons)
+    elif args.study == "centre":
+        sets = [s for s in tree_data_sets(reps=1) if not any(x in s.name for x in args.exclude)]
+        cells_iter = centre_cells(sets, args.seeds, epsilons=args.epsilons)
     elif args.study in ("tree", "forest", "tree-prep", "tree-small", "tree-rules"):
         study = {"tree": tree_cells, "forest": forest_cells,
                  "tree-prep": tree_prep_cells, "tree-small": tree_small_cells,
@@ -823,7 +844,7 @@ def main(argv=None):
             summarise({k: v for k, v in cells.items() if k[1:] == group})
     else:
         summarise(cells)
-    if args.study in ("scaling", "nb-floor"):
+    if args.study in ("scaling", "nb-floor", "centre"):
         scaling_summary(cells)
 
 
@@ -863,6 +884,48 @@ def summarise(cells, floor=-1.0):
             diff = np.array([max(floor, row[rule]) - max(floor, row[first]) for row in rows])
             print(f"{rule:18s} {diff.mean():+.4f}  {int((diff > 0).sum())} / "
                   f"{int((diff < 0).sum())}")
+
+
+CENTRE_RULES = ("no bounds", "bounds", "bounds, t=r/2", "bounds, t=r")
+
+
+def centre_cells(sets, seeds, epsilons=None):
+    """LogisticRegression and LinearSVC (defaults) under :data:`CENTRE_RULES` (module
+    docstring, ``centre``), diffprivlib's LogisticRegression for reference, under the four
+    preprocessings of linear_accuracy.py on the trees' development sets."""
+
+    from dpcore.learn._erm import centring
+
+    peer = _peer("LogisticRegression")
+    for s in sets:
+        Xtr, Xte, _ = s.raw
+        pub = lin.public_inputs(np.vstack([Xtr, Xte]))
+        classes = np.unique(s.ytr)
+        d = Xtr.shape[1]
+        for kind in lin.PREPROCESSINGS:
+            Ztr, data_norm, bounds = lin.preprocess(kind, Xtr, pub)
+            Zte = lin.preprocess(kind, Xte, pub)[0]
+            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in bounds)
+            shift = centring(lower, upper, data_norm)
+            radius = data_norm if shift is None else shift[1]
+            for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
+                peer_row = _peer_linear_row(peer, eps, data_norm, (Ztr, s.ytr, Zte, s.yte), seeds)
+                for model, est in (("LogisticRegression", LogisticRegression),
+                                   ("LinearSVC", LinearSVC)):
+                    row = {}
+                    for rule in CENTRE_RULES:
+                        kw = {} if rule == "no bounds" else {"bounds": bounds}
+                        if rule.endswith("t=r/2"):
+                            kw["intercept_scaling"] = radius / 2.0
+                        elif rule.endswith("t=r"):
+                            kw["intercept_scaling"] = radius
+
+                        def make(seed, eps=eps, kw=kw, est=est):
+                            return est(epsilon=eps, data_norm=data_norm, classes=classes,
+                                       random_state=seed, **kw)
+                        row[rule] = _median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+                    row.update(peer_row)
+                    yield (f"{s.name} / {kind}", model, eps), row
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
     (or bench/learn_accuracy.py --linear with the same options, --repeats for --seeds)
 
 LogisticRegression, LinearSVC (against diffprivlib's LogisticRegression: the peer has no SVM)
-and GaussianNB, defaults for both libraries and the same public inputs, under four
+and GaussianNB, defaults for both libraries and the same public inputs (data_norm; the feature
+bounds, which dpcore's linear models also take and diffprivlib's LogisticRegression does not),
+under four
 preprocessings (:data:`PREPROCESSINGS`, :func:`preprocess`) on breast cancer, digits, wine,
 iris and a 10^5-row make_classification problem (:data:`SYNTHETIC`), 5 stratified 70/30 splits
 (random_state 0 .. 4) x 8 noise seeds, epsilon 0.1 .. 5. One cell = (learner, data set,
@@ -98,17 +100,21 @@ def linear_data(name):
 
 def linear_contenders(classes, data_norm, bounds):
     """learner -> {library: (epsilon, seed) -> estimator}; LinearSVC, which diffprivlib lacks,
-    is compared with diffprivlib's LogisticRegression (the peer's linear classifier)."""
+    is compared with diffprivlib's LogisticRegression (the peer's linear classifier). dpcore's
+    linear models get the preprocessing's public feature bounds too (the ones both libraries'
+    GaussianNB get; diffprivlib's LogisticRegression takes none): with them they centre
+    all-positive rows (``bounds``, chosen on bench/dev_suite.py centre)."""
     peer_lr = (lambda e, r: dpl.LogisticRegression(epsilon=e, data_norm=data_norm,
                                                    random_state=r))
     return {
         "LogisticRegression": {
             "dpcore": lambda e, r: LogisticRegression(epsilon=e, data_norm=data_norm,
-                                                      classes=classes, random_state=r),
+                                                      bounds=bounds, classes=classes,
+                                                      random_state=r),
             "diffprivlib": peer_lr},
         "LinearSVC": {
-            "dpcore": lambda e, r: LinearSVC(epsilon=e, data_norm=data_norm, classes=classes,
-                                             random_state=r),
+            "dpcore": lambda e, r: LinearSVC(epsilon=e, data_norm=data_norm, bounds=bounds,
+                                             classes=classes, random_state=r),
             "diffprivlib": peer_lr},
         "GaussianNB": {
             "dpcore": lambda e, r: GaussianNB(epsilon=e, bounds=bounds, classes=classes,

@@ -1001,3 +1001,97 @@ def test_one_vs_rest_shares_never_sum_above_epsilon(epsilon, k):
                              classes=list(range(k)), random_state=0).fit(X, y)
     assert Fraction(clf.epsilon_per_model_) * k <= Fraction(epsilon)
     assert clf.epsilon_per_model_ == pytest.approx(epsilon / k, rel=1e-15)
+
+
+# ----------------------------------------------------------------------------- public centring
+
+def test_centring_radius_from_public_bounds():
+    d = 9
+    lo, hi = np.zeros(d), np.ones(d)
+    # min-max features, data_norm = sqrt(d): centred at 1/2, radius sqrt(d) / 2 (the box)
+    centre, radius = _erm.centring(lo, hi, math.sqrt(d))
+    assert np.array_equal(centre, np.full(d, 0.5)) and radius == pytest.approx(1.5)
+    # a box far from 0 inside a small ball: the triangle bound data_norm + ||m|| is the smaller
+    centre, radius = _erm.centring(np.full(d, 0.0), np.full(d, 0.1), 10.0)
+    assert radius == pytest.approx(0.15)
+    far = _erm.centring(np.full(d, 5.0), np.full(d, 25.0), 2.0)
+    assert far is None                       # 2 + ||m|| > 2: no tighter
+    assert _erm.centring(-np.ones(d), np.ones(d), 3.0) is None   # centred already (m = 0)
+    assert _erm.centring(lo, hi, 1.0) is None                     # unit rows: sqrt(d)/2 > 1
+
+
+@pytest.mark.parametrize("method", ["objective", "output"])
+def test_bounds_fit_is_the_model_of_the_centred_rows(method):
+    # With bounds the fit is the same mechanism on the public map phi(x) = x - m (rows already
+    # inside the box and the ball), with r for data_norm: same seed, same draws, the same
+    # coefficients; the intercept is reported in the raw units (b - coef^T m).
+    X, y = load_breast_cancer(return_X_y=True)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    U = (X - lo) / (hi - lo)
+    d = U.shape[1]
+    centre, radius = _erm.centring(np.zeros(d), np.ones(d), math.sqrt(d))
+    kw = dict(epsilon=1.0, method=method, classes=[0, 1], random_state=7)
+    with_bounds = LogisticRegression(data_norm=math.sqrt(d), bounds=(0.0, 1.0), **kw).fit(U, y)
+    shifted = LogisticRegression(data_norm=radius, **kw).fit(U - centre, y)
+    np.testing.assert_allclose(with_bounds.coef_, shifted.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(with_bounds.intercept_,
+                               shifted.intercept_ - with_bounds.coef_ @ centre, rtol=1e-9)
+    assert with_bounds.alpha_ == shifted.alpha_
+    # and the raw-unit model scores the raw rows as the shifted model scores the shifted ones
+    np.testing.assert_allclose(with_bounds.decision_function(U),
+                               shifted.decision_function(U - centre), rtol=1e-9, atol=1e-9)
+
+
+def test_bounds_design_rows_stay_in_the_unit_ball_for_any_input():
+    # rows far outside the box and the ball: clipped, centred, norm <= 1 (the sensitivity's
+    # premise) whatever the data
+    rng = np.random.default_rng(3)  # insecure-ok: test data
+    X = rng.normal(scale=50.0, size=(500, 6))
+    for est in (LogisticRegression, LinearSVC):
+        clf = est(epsilon=1.0, data_norm=2.0, bounds=(0.0, 1.0), classes=[0, 1])
+        Xs = clf._design(X, 2.0)
+        assert Xs.shape == (500, 7)
+        assert np.all(np.linalg.norm(Xs, axis=1) <= 1.0 + 1e-12)
+        # the centred part is at most the radius sqrt(6) / 2 before the division by the scale
+        radius = math.sqrt(6) / 2
+        scale = math.hypot(radius, radius * _erm.INTERCEPT_SCALING_RATIO)
+        assert np.all(np.linalg.norm(Xs[:, :-1], axis=1) <= radius / scale * (1 + 1e-12))
+
+
+def test_bounds_are_ignored_for_centring_without_an_intercept():
+    X, y = load_breast_cancer(return_X_y=True)
+    U = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    kw = dict(epsilon=1.0, data_norm=math.sqrt(U.shape[1]), fit_intercept=False,
+              classes=[0, 1], random_state=2)
+    a = LogisticRegression(bounds=(0.0, 1.0), **kw).fit(U, y)
+    b = LogisticRegression(**kw).fit(U, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)   # U is inside the box: clipping is a no-op
+    assert np.all(a.intercept_ == 0)
+
+
+@pytest.mark.parametrize("bounds", [(1.0, 0.0), (0.0, [1.0, 2.0]), (0.0, math.inf), "box"])
+def test_bad_bounds_refused_before_the_charge(bounds):
+    X = np.random.default_rng(0).uniform(size=(60, 3))  # insecure-ok: test data
+    y = (X[:, 0] > 0.5).astype(int)
+    acc = dpcore.Accountant(10.0)
+    for est in (LogisticRegression, LinearSVC):
+        with pytest.raises((ValueError, TypeError), match="bounds"):
+            est(epsilon=1.0, data_norm=2.0, bounds=bounds, classes=[0, 1],
+                accountant=acc).fit(X, y)
+    assert acc.history == []
+
+
+def test_bounds_help_all_positive_features():
+    # Not a tuning check (the choice was made on bench/dev_suite.py centre): min-max rows of a
+    # well separated synthetic problem, where the uncentred model must shrink a large
+    # intercept; centring at the public midpoint is ahead on the median over 9 seeds.
+    from sklearn.datasets import make_classification
+    X, y = make_classification(n_samples=600, n_features=10, n_informative=4, class_sep=1.5,
+                               random_state=5)
+    U = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0)) / math.sqrt(10)
+    kw = dict(epsilon=1.0, data_norm=1.0, classes=[0, 1])
+    plain = np.median([LogisticRegression(random_state=s, **kw).fit(U, y).score(U, y)
+                       for s in range(9)])
+    centred = np.median([LogisticRegression(bounds=(0.0, 1 / math.sqrt(10)), random_state=s,
+                                            **kw).fit(U, y).score(U, y) for s in range(9)])
+    assert centred > plain

@@ -352,6 +352,10 @@ ESTIMATORS = {} if learn is None else {
     "LinearRegression(sgd)": (lambda **o: learn.LinearRegression(
         **_kw(dict(epsilon=EPS, delta=1e-6, method="sgd", n_hint=120, bounds_X=(-1, 1),
                    bounds_y=(-1, 1)), o)), _Xc, _yr),
+    # bounds whose midpoint is off zero: the rows are centred (dpcore.learn._erm.centring)
+    "LogisticRegression(bounds)": (lambda **o: learn.LogisticRegression(
+        **_kw(dict(epsilon=EPS, data_norm=1.0, bounds=(-0.2, 0.4), classes=[0, 1]), o)),
+        _Xc, _yc),
 }
 
 try:   # the same fits on Dask collections (dpcore.learn._dask), when Dask is installed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABCMeta, abstractmethod
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -103,7 +104,8 @@ def _make_huber(h):
     return huber
 
 
-def design_rows(X, data_norm, scale, column):
+def design_rows(X: np.ndarray, data_norm: float, scale: float,
+                column: float | None) -> np.ndarray:
     """Rows clipped to ||x|| <= data_norm, then [x, column] (no column when None) divided by
     ``scale``, the public bound on its norm: norm <= 1. Row by row, so a chunk of the rows gives
     the matching chunk of the result."""
@@ -115,6 +117,45 @@ def design_rows(X, data_norm, scale, column):
     np.multiply(X, (factor / scale)[:, None], out=Xs[:, :-1])
     Xs[:, -1] = column / scale
     return Xs
+
+
+def centred_design_rows(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, data_norm: float,
+                        centre: np.ndarray, radius: float, scale: float,
+                        column: float | None) -> np.ndarray:
+    """Rows clipped to the box [lower, upper] and to ||x|| <= data_norm, shifted by the public
+    ``centre`` and clipped to ||x - centre|| <= ``radius`` (a no-op in exact arithmetic when
+    ``radius`` comes from :func:`centring`; kept so the bound holds in floating point too),
+    then as :func:`design_rows`. Row by row, like it."""
+    Xc = np.clip(X, lower, upper)
+    norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+    Xc *= (data_norm / np.maximum(norms, data_norm))[:, None]
+    Xc -= centre
+    return design_rows(Xc, radius, scale, column)
+
+
+def centring(lower: np.ndarray, upper: np.ndarray,
+             data_norm: float) -> tuple[np.ndarray, float] | None:
+    """(centre, radius): the public point rows are shifted to and the bound on the shifted
+    rows' norm, from public values only; None when centring would not tighten the bound.
+
+    Rows clipped to the box [lower, upper] and to the ball of radius ``data_norm`` lie within
+    ||(upper - lower) / 2|| of the box's midpoint m (the box) and within data_norm + ||m|| of
+    it (the triangle inequality), so radius = the smaller of the two. The rows are centred
+    (at m, radius) only when radius < data_norm: all-positive features (min-max scaled) have
+    radius half of data_norm, features already centred keep radius = data_norm (m = 0: no
+    change), and rows normalised to unit norm with bounds [0, 1] would get radius
+    sqrt(d) / 2 > 1 (not centred).
+
+    >>> c, r = centring(np.zeros(4), np.ones(4), 2.0)
+    >>> c.tolist(), r
+    ([0.5, 0.5, 0.5, 0.5], 1.0)
+    >>> centring(np.zeros(4), np.ones(4), 1.0) is None
+    True
+    """
+    centre = (lower + upper) / 2.0
+    radius = min(float(np.linalg.norm((upper - lower) / 2.0)),
+                 data_norm + float(np.linalg.norm(centre)))
+    return (centre, radius) if radius < data_norm else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +191,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             check.positive(self.intercept_scaling, "intercept_scaling")
         c = self._curvature()
         classes = _base.check_classes(self.classes)
+        if self.bounds is not None:
+            _base.bounds_array(self.bounds, "bounds", n_features)
         _base.check_n(n_samples)
         if not (isinstance(self.n_steps, str) and self.n_steps == "auto"):
             check.integer(self.n_steps, "n_steps", minimum=1, maximum=10**6)
@@ -179,12 +222,28 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """Whether k > 2 classes are fitted as one softmax model (else one-vs-rest)."""
         return False
 
+    def _geometry(self, data_norm, n_features):
+        """(norm, design, params): the public bound on the norm of the rows the model is fitted
+        on, and the row map ``design(X, *params)`` to rows of norm <= 1. With ``bounds`` and an
+        intercept, rows centred at the box's midpoint when that tightens the bound
+        (:func:`centring`); else :func:`design_rows`. Checks ``bounds`` (before any charge);
+        ``n_features`` None only for an X that the caller then refuses (not 2-d)."""
+        shift = None
+        if self.bounds is not None and n_features is not None:
+            lower, upper = _base.bounds_array(self.bounds, "bounds", n_features)
+            shift = centring(lower, upper, data_norm) if self.fit_intercept else None
+        norm = data_norm if shift is None else shift[1]
+        column = self._intercept_column(norm) if self.fit_intercept else None
+        if shift is None:
+            return norm, design_rows, (data_norm, self._row_scale(norm), column), None
+        return (norm, centred_design_rows,
+                (lower, upper, data_norm, shift[0], norm, self._row_scale(norm), column),
+                shift[0])
+
     def _design(self, X, data_norm):
-        """Rows clipped to ||x|| <= data_norm, then [x, t] (with the intercept; t =
-        ``intercept_scaling``) divided by the public bound on its norm, sqrt(data_norm^2 + t^2)
-        (or data_norm): norm <= 1."""
-        column = self._intercept_column(data_norm) if self.fit_intercept else None
-        return design_rows(X, data_norm, self._row_scale(data_norm), column)
+        """The rows the model is fitted on (:meth:`_geometry`): norm <= 1."""
+        _, design, params, _ = self._geometry(data_norm, X.shape[1])
+        return design(X, *params)
 
     def _intercept_column(self, data_norm):
         """The constant t of the intercept column (``intercept_scaling``; "auto": data_norm
@@ -234,9 +293,9 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         """
         epsilon, data_norm, alpha, tol, max_iter, c, classes = self._check_params()
         if is_dask_collection(X) or is_dask_collection(y):   # gd / sgd only; see DaskRows
-            column = self._intercept_column(data_norm) if self.fit_intercept else None
-            rows = DaskRows.for_classifier(self, X, y, classes, design_rows,
-                                           (data_norm, self._row_scale(data_norm), column))
+            width = int(X.shape[1]) if len(X.shape) == 2 else None   # else DaskRows refuses
+            data_norm, design, params, centre = self._geometry(data_norm, width)
+            rows = DaskRows.for_classifier(self, X, y, classes, design, params)
             n, d, Xs = rows.n_rows, rows.n_columns, None
         else:
             X, y = _base.validate_data(self, X, y, reset=True, dtype=np.float64)
@@ -244,7 +303,9 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
             classes = _base.label_set(y, classes)
             _base.check_n(X.shape[0])
             n = X.shape[0]
-            Xs = self._design(X, data_norm)
+            # from here on data_norm is the bound on the rows fitted (the centred rows' radius)
+            data_norm, design, params, centre = self._geometry(data_norm, X.shape[1])
+            Xs = design(X, *params)
             d = Xs.shape[1]
             rows = ArrayRows(Xs, class_targets(y, classes)[0]) if self.method in ("gd",
                                                                                 "sgd") else None
@@ -360,6 +421,8 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         if self.fit_intercept:
             self.coef_ = coefs[:, :-1] / scale
             self.intercept_ = coefs[:, -1] * (self._intercept_column(data_norm) / scale)
+            if centre is not None:   # w^T (x - centre) + b
+                self.intercept_ = self.intercept_ - self.coef_ @ centre
         else:
             self.coef_ = coefs / scale
             self.intercept_ = np.zeros(k)
@@ -402,6 +465,17 @@ class LogisticRegression(_PrivateERMClassifier):
     data_norm : float, default=None
         Public bound on the L2 norm of a row of X, > 0. Required; rows with a larger norm are
         clipped (scaled down) to it. Never inferred from the data.
+    bounds : (lower, upper), default=None
+        Optional public feature bounds (scalars or arrays of length n_features), as for
+        :class:`dpcore.learn.GaussianNB`; never inferred from the data. When given, rows are also clipped
+        to the box, and with an intercept they are centred at the box's midpoint m whenever
+        that tightens the norm bound (:func:`centring`: radius r = min(||(upper - lower) / 2||,
+        data_norm + ||m||) < data_norm), e.g. min-max scaled (all-positive) features, where
+        r = sqrt(d) / 2 for features in [0, 1] with data_norm = sqrt(d). The model is then
+        fitted on x - m with r in place of data_norm everywhere (the row scale, the intercept
+        column, ``alpha="auto"``) and reported in the raw units. Without centring an all-positive feature
+        table needs a large intercept, which the ridge penalty (and objective perturbation's
+        proof needs the whole objective penalised) shrinks towards predicting one class.
     alpha : float or "auto", default="auto"
         Regularisation strength Lambda of the averaged objective on the unit-ball rows
         (see ``fit_intercept``), > 0. Mapping to scikit-learn's ``C`` (which multiplies the
@@ -496,7 +570,13 @@ class LogisticRegression(_PrivateERMClassifier):
     -------
     epsilon-DP under replace-one neighbours (the number of records n is public), for rows
     clipped to ``data_norm`` and labels in the public label set, charged as ``epsilon`` to the
-    accountant. The logistic loss is 1-Lipschitz with |ell''| <= c = 1/4. Output perturbation:
+    accountant. With ``bounds``, each row x is first mapped by the fixed public map
+    phi(x) = clip_r(clip_data_norm(clip_box(x)) - m), with m and r from :func:`centring`
+    (public values only: bounds and data_norm, never the data); phi maps replace-one
+    neighbours to replace-one neighbours and its rows have norm <= r, so every statement
+    below holds with r in place of data_norm (the final clip to r is a no-op in exact
+    arithmetic and enforces the bound in floating point); reporting w^T (x - m) + b as
+    coef_ and intercept_ - coef_ m is post-processing. The logistic loss is 1-Lipschitz with |ell''| <= c = 1/4. Output perturbation:
     the exact minimiser has L2 sensitivity 2/(n alpha); noise b with density ~ exp(-beta ||b||),
     beta = n alpha epsilon / 2 (norm Gamma(d, 1/beta), uniform direction). Objective
     perturbation: epsilon' and Delta from :func:`objective_perturbation_calibration` (whose
@@ -587,12 +667,16 @@ class LogisticRegression(_PrivateERMClassifier):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", method="objective",
-                 multi_class="auto", fit_intercept=True, intercept_scaling="auto", classes=None,
-                 tol=1e-6, max_iter=100, delta=None, n_steps="auto", n_hint=None, random_state=None,
-                 accountant=None):
+    def __init__(self, *, epsilon: float = 1.0, data_norm: float | None = None,
+                 bounds: Any = None, alpha: float | str = "auto", method: str = "objective",
+                 multi_class: str = "auto", fit_intercept: bool = True,
+                 intercept_scaling: float | str = "auto", classes: Any = None, tol: float = 1e-6,
+                 max_iter: int = 100, delta: float | None = None, n_steps: int | str = "auto",
+                 n_hint: int | None = None, random_state: Any = None,
+                 accountant: Any = None) -> None:
         self.epsilon = epsilon
         self.data_norm = data_norm
+        self.bounds = bounds
         self.alpha = alpha
         self.method = method
         self.multi_class = multi_class
@@ -619,7 +703,7 @@ class LogisticRegression(_PrivateERMClassifier):
         return k > 2 and (self.multi_class == "multinomial"
                           or (self.multi_class == "auto" and self.method != "output"))
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities (softmax of the multinomial model's scores; one-vs-rest:
         logistic scores normalised to sum to 1)."""
         scores = self.decision_function(X)
@@ -632,7 +716,7 @@ class LogisticRegression(_PrivateERMClassifier):
         total = p.sum(axis=1, keepdims=True)
         return p / np.where(total > 0, total, 1.0)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
@@ -653,6 +737,9 @@ class LinearSVC(_PrivateERMClassifier):
         Privacy parameter of the whole fit, > 0 (split equally over k one-vs-rest models).
     data_norm : float, default=None
         Public bound on the L2 norm of a row of X (rows clipped to it). Required.
+    bounds : (lower, upper), default=None
+        Optional public feature bounds: rows centred at their midpoint when that tightens the
+        norm bound, as in :class:`LogisticRegression`.
     alpha : float or "auto", default="auto"
         Regularisation strength of the averaged objective on unit-ball rows (mapping to ``C``
         and ``"auto"`` as in :class:`LogisticRegression`).
@@ -688,7 +775,9 @@ class LinearSVC(_PrivateERMClassifier):
     public; ``"sgd"``: (epsilon, delta)-DP under add/remove neighbours, as in
     :class:`LogisticRegression`), rows clipped to ``data_norm``, labels in the public set ``classes`` (with
     ``classes=None`` the label set is taken from y and is not covered: fit warns with
-    ``dpcore.PrivacyWarning``); charged after every argument has been checked. Same mechanisms,
+    ``dpcore.PrivacyWarning``); charged after every argument has been checked. With
+    ``bounds``, the rows are first mapped by the same public map phi as in
+    :class:`LogisticRegression` (norm <= r, from public values only). Same mechanisms,
     one-vs-rest budget split and caveats (inexact minimiser; a real-valued noise vector, so
     NOT floating-point exact except with ``method="gd"``) as :class:`LogisticRegression`,
     with c = 1/(2h); no optimiser diagnostics are stored.
@@ -704,12 +793,16 @@ class LinearSVC(_PrivateERMClassifier):
     True
     """
 
-    def __init__(self, *, epsilon=1.0, data_norm=None, alpha="auto", h=0.5, method="objective",
-                 fit_intercept=True, intercept_scaling="auto", classes=None, tol=1e-6,
-                 max_iter=100, delta=None, n_steps="auto", n_hint=None, random_state=None,
-                 accountant=None):
+    def __init__(self, *, epsilon: float = 1.0, data_norm: float | None = None,
+                 bounds: Any = None, alpha: float | str = "auto", h: float = 0.5,
+                 method: str = "objective", fit_intercept: bool = True,
+                 intercept_scaling: float | str = "auto", classes: Any = None, tol: float = 1e-6,
+                 max_iter: int = 100, delta: float | None = None, n_steps: int | str = "auto",
+                 n_hint: int | None = None, random_state: Any = None,
+                 accountant: Any = None) -> None:
         self.epsilon = epsilon
         self.data_norm = data_norm
+        self.bounds = bounds
         self.alpha = alpha
         self.h = h
         self.method = method

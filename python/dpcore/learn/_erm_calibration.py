@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def output_perturbation_beta(n, alpha, epsilon):
+def output_perturbation_beta(n: int, alpha: float, epsilon: float) -> float:
     """Rate beta of the output-perturbation noise density ~ exp(-beta ||b||) (CMS 2011, Alg. 1).
 
     The exact minimiser of (1/n) sum ell + (alpha/2)||w||^2 with a 1-Lipschitz loss and
@@ -69,7 +69,8 @@ def _split_with_delta(epsilon, alpha, log_term, lam_half):
     return eps_p, delta
 
 
-def objective_perturbation_calibration(epsilon, n, alpha, c):
+def objective_perturbation_calibration(epsilon: float, n: int, alpha: float,
+                                       c: float) -> tuple[float, float]:
     """(epsilon', Delta) of objective perturbation (CMS 2011, Algorithm 2, tighter log term).
 
     The minimiser f of the perturbed objective determines the noise, b(f) = -n grad J(f), so
@@ -118,7 +119,8 @@ def objective_perturbation_calibration(epsilon, n, alpha, c):
                              lambda: c / (n * math.expm1(epsilon / 2.0)))
 
 
-def multinomial_perturbation_calibration(epsilon, n, alpha, k):
+def multinomial_perturbation_calibration(epsilon: float, n: int, alpha: float,
+                                         k: int) -> tuple[float, float]:
     """(epsilon', Delta) of objective perturbation for the k-class softmax (multinomial) model.
 
     Same argument as :func:`objective_perturbation_calibration`, for W in R^(k x d) and
@@ -177,7 +179,8 @@ def multinomial_perturbation_calibration(epsilon, n, alpha, k):
 WEIGHT_NORM_PRIOR_SQ = 4.0
 
 
-def auto_alpha(method, n, d, epsilon, *, row_scale=1.0, curvature=0.25, k=1):
+def auto_alpha(method: str, n: int, d: int, epsilon: float, *, row_scale: float = 1.0,
+               curvature: float = 0.25, k: int = 1) -> float:
     """The regularisation ``alpha="auto"`` picks, from public values only (no data).
 
     ``"objective"``: alpha = 1 / (n s^2) + E||b||^2 / (n^2 4 m). The first term is

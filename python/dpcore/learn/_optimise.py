@@ -24,9 +24,14 @@ reads the float64 gradient.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy import linalg
+
+# value_grad(x) -> (objective, gradient, rounding allowance of the gradient's norm)
+ValueGrad = Callable[[np.ndarray], tuple[float, np.ndarray, float]]
 
 # Rows per block: a float64 block of about 1 MiB stays in a core's L2 cache between the
 # margin product, the loss and the gradient product.
@@ -45,7 +50,8 @@ _WARM_ROWS_MULTINOMIAL = 16
 _WARM_MIN_STRIDE = 8
 
 
-def newton(value_grad, newton_step, x, lam, tol, max_iter):
+def newton(value_grad: ValueGrad, newton_step: Callable[[np.ndarray, np.ndarray], np.ndarray],
+           x: np.ndarray, lam: float, tol: float, max_iter: int) -> np.ndarray | None:
     """Damped Newton on a ``lam``-strongly convex objective until ||grad|| <= tol * lam.
 
     Then ||x - x*|| <= tol. A step is accepted when it lowers the objective (Armijo), or,
@@ -110,7 +116,7 @@ def newton(value_grad, newton_step, x, lam, tol, max_iter):
 ROUNDING_FLOOR = 2.0**-40
 
 
-def certified_tol(tol, lam, lipschitz):
+def certified_tol(tol: float, lam: float, lipschitz: float) -> float:
     """The tolerance the optimiser certifies: ``tol``, or the floor ROUNDING_FLOOR * G / lam
     when tol * lam is below it (G = ``lipschitz``, the public bound on the loss gradient's
     norm). A function of public values only, computed before anything is charged; output
@@ -129,7 +135,7 @@ def certified_tol(tol, lam, lipschitz):
 MAX_FALLBACK_STEPS = 10**5
 
 
-def fallback_steps(g0, lam, smooth, tol):
+def fallback_steps(g0: float, lam: float, smooth: float, tol: float) -> int:
     """Steps of :func:`accelerated_gradient` that provably bring a start with gradient norm
     <= g0 within tol of the minimiser: ceil(log(2 (g0 / (lam tol))^2) / -log(1 - q)), q =
     sqrt(lam / smooth) (0 when g0 <= tol * lam). From public values only when g0 is a public
@@ -148,7 +154,8 @@ def fallback_steps(g0, lam, smooth, tol):
     return math.ceil(math.log(2.0 * (g0 / (lam * tol)) ** 2) / -math.log1p(-q))
 
 
-def accelerated_gradient(value_grad, x, lam, smooth, tol, max_steps=MAX_FALLBACK_STEPS):
+def accelerated_gradient(value_grad: ValueGrad, x: np.ndarray, lam: float, smooth: float,
+                         tol: float, max_steps: int = MAX_FALLBACK_STEPS) -> np.ndarray:
     """Nesterov's accelerated gradient method from x, for a ``lam``-strongly convex,
     ``smooth``-smooth objective; returns a point within ``tol`` of the minimiser x* (when
     :func:`fallback_steps` is at most ``max_steps``).
@@ -286,7 +293,9 @@ def _warm_start(loss_fn, Z, lam, b, max_iter):
     return newton(value_grad, newton_step, np.zeros(d), lam, 1.0, max_iter)
 
 
-def minimise_binary(loss_fn, Z, lam, b, tol, max_iter, *, curvature):
+def minimise_binary(loss_fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                    Z: np.ndarray, lam: float, b: np.ndarray, tol: float, max_iter: int, *,
+                    curvature: float) -> np.ndarray:
     """Minimise (1/n) sum loss(Z w) + (lam/2)||w||^2 + b^T w / n by damped Newton (then, if
     it does not certify, accelerated gradient: never raises).
 
@@ -323,7 +332,7 @@ def minimise_binary(loss_fn, Z, lam, b, tol, max_iter, *, curvature):
     return _certified(value_grad, newton_step, x, lam, curvature + lam, tol, max_iter)
 
 
-def softmax_rows(S):
+def softmax_rows(S: np.ndarray) -> np.ndarray:
     """Row-wise softmax of the scores S, shape (n, k) (a new array)."""
     S = S - S.max(axis=1, keepdims=True)
     np.exp(S, out=S)
@@ -331,7 +340,8 @@ def softmax_rows(S):
     return S
 
 
-def conjugate_gradient(matvec, g, rtol, max_iter):
+def conjugate_gradient(matvec: Callable[[np.ndarray], np.ndarray], g: np.ndarray, rtol: float,
+                       max_iter: int) -> np.ndarray:
     """Solve H s = g for a symmetric positive definite H given by ``matvec``.
 
     Parameters
@@ -368,7 +378,8 @@ def conjugate_gradient(matvec, g, rtol, max_iter):
     return s
 
 
-def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
+def minimise_multinomial(Xs: np.ndarray, labels: np.ndarray, k: int, lam: float, B: np.ndarray,
+                         tol: float, max_iter: int) -> np.ndarray:
     """Minimise the k-class softmax objective by Newton steps solved with conjugate gradients.
 
     The objective is (1/n) sum_i [logsumexp(W x_i) - (W x_i)_{y_i}] + (lam/2)||W||^2
@@ -403,7 +414,7 @@ def minimise_multinomial(Xs, labels, k, lam, B, tol, max_iter):
     onehot[np.arange(n), labels] = 1.0
     Bn = B.ravel() / n
     P = np.empty((n, k))
-    last = {}   # the last point evaluated, its value and gradient (P holds its probabilities)
+    last: dict[str, Any] = {}   # the last point evaluated, its value and gradient (P holds its probabilities)
 
     def value_grad(wflat):
         if last.get("w") is wflat:
