@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABCMeta, abstractmethod
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -45,6 +45,9 @@ from dpcore.learn._sgd import (
     noisy_sgd,
     sgd_plan,
 )
+
+if TYPE_CHECKING:
+    from dpcore.learn._sgd import RowSource
 
 __all__ = [
     "LogisticRegression",
@@ -322,6 +325,7 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
                                row_scale=self._ridge_scale(data_norm),
                                curvature=c, k=k if multinomial else 1)
         # Calibrate everything before charging or drawing.
+        calib: dict[str, Any]
         if self.method == "gd":
             # zCDP composes by adding rho: the k one-vs-rest models share rho (a better split
             # than epsilon / k), each over n_steps noisy gradients
@@ -370,16 +374,25 @@ class _PrivateERMClassifier(_base.SharedStateCloneMixin, ClassifierMixin, BaseEs
         loss_fn = self._loss()
 
         def draw(rng):
+            if self.method in ("gd", "sgd"):
+                assert rows is not None   # the row source of gd/sgd (set above)
+                return draw_rows(rows, rng)
+            assert Xs is not None   # the other methods fit the rows in memory
+            return draw_in_memory(Xs, rng)
+
+        def draw_rows(rows: RowSource, rng: np.random.Generator) -> np.ndarray:
             if self.method == "sgd":
                 return noisy_sgd(rows, None, k, "softmax" if multinomial else self._sgd_loss,
                                  plan, alpha, rng, h=getattr(self, "h", 0.5))
             if self.method == "gd" and multinomial:
                 return noisy_gd_multinomial(rows, k, alpha, calib["rho"], calib["n_steps"],
                                             calib["step_size"], rng)
-            if self.method == "gd":   # one binary model per class index j (j = 1: two classes)
-                return np.array([noisy_gd(rows, self._sgd_loss, 1 if k == 1 else j, alpha,
-                                          calib["rho"], calib["n_steps"], calib["step_size"],
-                                          rng, h=getattr(self, "h", 0.5)) for j in range(k)])
+            # gd: one binary model per class index j (j = 1: two classes)
+            return np.array([noisy_gd(rows, self._sgd_loss, 1 if k == 1 else j, alpha,
+                                      calib["rho"], calib["n_steps"], calib["step_size"],
+                                      rng, h=getattr(self, "h", 0.5)) for j in range(k)])
+
+        def draw_in_memory(Xs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             if multinomial:
                 labels = np.zeros(n, dtype=np.intp)
                 for j in range(k):

@@ -246,7 +246,7 @@ def _binary_objective(loss_fn, Z, lam, b):
     Z32 = Z.astype(np.float32)   # half the memory traffic of the Hessian's passes
     row_sq = np.einsum("ij,ij->i", Z, Z)   # trace Z^T diag(d2) Z = d2 @ row_sq
     d2 = np.empty(n)
-    last = {}   # the last point evaluated, its value, gradient and (in d2) curvatures
+    last: dict[str, Any] = {}   # the last point evaluated, its value, gradient and (in d2) curvatures
 
     def value_grad(w):
         if last.get("w") is w:
