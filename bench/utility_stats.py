@@ -65,7 +65,7 @@ count and sums that knows the data's mean and variance, the previous equal split
 public-n RMSE, all from formulas evaluated on the data (documented in the user guide).
 
 ``--median-laws`` draws nothing: it computes the exact output laws of dpcore's default median
-(the exponential mechanism on the finest grid, i.e. the continuous law up to a 2**-48 rounding)
+(the exponential mechanism on the finest grid: the continuous law up to its spacing, 20 * 2**-52)
 and OpenDP's (permute-and-flip over its 1001 points, from the coin formulation by quadrature,
 checked to sum to 1) on the benchmark's data, and decomposes the RMSE: bias, OpenDP's grid step
 in noise scales, OpenDP's grid shifted by 8 offsets, and permute-and-flip at an oracle step
@@ -499,7 +499,7 @@ def private_n_table(x, n, eps):
 
 def median_em_law(x, eps):
     """dpcore's default median on ``x``: the exponential mechanism on its finest grid (2**k + 1
-    points, spacing about 20 * 2**-48 here), whose law is the continuous one up to that
+    points, k = 52 here: spacing 20 * 2**-52), whose law is the continuous one up to that
     rounding: the interval with r records to its left has probability proportional to its
     length times exp(-eps |r - n/2|), and the output is uniform inside it. Returns the edges
     and the probabilities of the n + 1 intervals."""
