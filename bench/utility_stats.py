@@ -15,7 +15,8 @@ Pairings (each under one neighbouring relation with the same public inputs for b
   ``resize(n, constant=10)`` (the centre), then ``mean`` / ``variance`` (ddof 1) / ``sum``,
   then ``laplace`` with the scale from ``binary_search_param`` at d_in = 1, d_out = epsilon.
   dpcore side: ``n=`` (public n, add/remove). std = sqrt(max(variance, 0)) of that release.
-  count (of the records above 5, a public row-wise filter, in every library): ``count`` +
+  count (of the records above 5, a public row-wise filter, in every library, applied once
+  per cell outside the timed releases: deterministic, so the same law): ``count`` +
   ``laplace`` (dpcore ``count``); sum without n: ``clamp`` + ``sum`` +
   ``laplace`` (dpcore ``sum``); quantiles: ``make_private_quantile`` (score candidates +
   ``noisy_max`` with exponential noise, max-divergence) over OpenDP's candidate grid, **1001
@@ -62,6 +63,13 @@ The second table ("private n") compares dpcore's default mean and variance with 
 RMSE of the minimax construction it implements (the derived optimum), the oracle split of a
 count and sums that knows the data's mean and variance, the previous equal split, and OpenDP's
 public-n RMSE, all from formulas evaluated on the data (documented in the user guide).
+
+``--median-laws`` draws nothing: it computes the exact output laws of dpcore's default median
+(the exponential mechanism on the finest grid: the continuous law up to its spacing, 20 * 2**-52)
+and OpenDP's (permute-and-flip over its 1001 points, from the coin formulation by quadrature,
+checked to sum to 1) on the benchmark's data, and decomposes the RMSE: bias, OpenDP's grid step
+in noise scales, OpenDP's grid shifted by 8 offsets, and permute-and-flip at an oracle step
+(which needs the data's density near the median: private).
 """
 from __future__ import annotations
 
@@ -115,8 +123,8 @@ def dpcore_contenders():
                                                   **kw)
 
     return {
-        "count": lambda x, x2, eps: lambda seed: stats.count(x[x > THRESHOLD], epsilon=eps,
-                                                             random_state=seed),
+        "count": lambda x, x2, eps: (lambda above: lambda seed: stats.count(
+            above, epsilon=eps, random_state=seed))(x[x > THRESHOLD]),
         "sum": scalar(stats.sum),
         "sum n=": lambda x, x2, eps: scalar(stats.sum, n=len(x))(x, x2, eps),
         "sum replace": scalar(stats.sum, relation="replace"),
@@ -233,8 +241,8 @@ def diffprivlib_contenders():
                                                   accountant=BudgetAccountant(), **kw)
 
     return {
-        "count": lambda x, x2, eps: lambda seed: tools.count_nonzero(
-            x > THRESHOLD, epsilon=eps, random_state=seed, accountant=BudgetAccountant()),
+        "count": lambda x, x2, eps: (lambda mask: lambda seed: tools.count_nonzero(
+            mask, epsilon=eps, random_state=seed, accountant=BudgetAccountant()))(x > THRESHOLD),
         "sum replace": tool(tools.sum),
         "mean replace": tool(tools.mean),
         "var replace": tool(tools.var),
@@ -486,6 +494,118 @@ def private_n_table(x, n, eps):
 
 
 # ------------------------------------------------------------------------------------------------
+# the median's exact output laws (--median-laws): where dpcore's median and OpenDP's differ
+
+
+def median_em_law(x, eps):
+    """dpcore's default median on ``x``: the exponential mechanism on its finest grid (2**k + 1
+    points, k = 52 here: spacing 20 * 2**-52), whose law is the continuous one up to that
+    rounding: the interval with r records to its left has probability proportional to its
+    length times exp(-eps |r - n/2|), and the output is uniform inside it. Returns the edges
+    and the probabilities of the n + 1 intervals."""
+    z = np.sort(x)
+    edges = np.concatenate([[LOWER], z, [UPPER]])
+    lengths = np.diff(edges)
+    with np.errstate(divide="ignore"):
+        logw = np.log(lengths) - eps * np.abs(np.arange(z.size + 1) - z.size / 2)
+    w = np.exp(logw - logw.max())
+    return edges, w / w.sum()
+
+
+def flip_law(scores):
+    """Permute-and-flip's law over candidates with scores s_j (in noise units): candidate j
+    flips heads with p_j = exp(s_j - max s) and the answer is uniform among the heads, so
+    P(j) = p_j E[1 / (1 + heads among the others)] = p_j int_0^1 prod_{k != j} (1 - p_k s) ds.
+    Gauss-Legendre quadrature (32 nodes on each of 40 geometric pieces of [0, 1]) over the
+    distinct scores; the probabilities sum to 1 within 1e-9 (checked)."""
+    values, index, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    p = np.exp(values - values[-1])
+    nodes, weights = np.polynomial.legendre.leggauss(32)
+    cuts = np.concatenate([[0.0], 2.0 ** np.arange(-39, 1)])
+    half = np.diff(cuts)[:, None] / 2
+    s = (cuts[:-1, None] + half * (nodes + 1)).ravel()
+    ds = (half * weights).ravel()
+    logs = np.log1p(-np.outer(s, p))  # log(1 - p_k s), finite: s < 1
+    total = logs @ counts
+    law = p * (np.exp(total[:, None] - logs).T @ ds)
+    probs = law[index]
+    if abs(probs.sum() - 1.0) > 1e-9:
+        raise AssertionError(f"quadrature of permute-and-flip's law: total {probs.sum()!r}")
+    return probs
+
+
+def opendp_median_law(x, eps, points):
+    """OpenDP's median over ``points``: make_quantile_score_candidates (score |#{x < g} -
+    #{x > g}|, sensitivity 1) then noisy_max with exponential noise at scale 2 / eps (its
+    binary search at d_in = 1, d_out = eps), i.e. permute-and-flip on -(eps / 2) score."""
+    z = np.sort(x)
+    below = np.searchsorted(z, points, side="left")
+    above = z.size - np.searchsorted(z, points, side="right")
+    return flip_law(-(eps / 2) * np.abs(below - above).astype(float))
+
+
+def median_law_rows(x, eps, offsets=8):
+    """Exact RMSE decomposition of dpcore's median and OpenDP's on ``x`` at ``eps``."""
+    z, n = np.sort(x), x.size
+    truth = float(np.median(x))
+    edges, p = median_em_law(x, eps)
+    a, b = edges[:-1] - truth, edges[1:] - truth
+    mse_em = float(np.sum(p * (a * a + a * b + b * b) / 3))
+    bias_em = float(np.sum(p * (a + b) / 2))
+    within = float(np.sum(p * (b - a) ** 2 / 12))
+    # the records per unit near the median, and the noise scale 1 / eps ranks in those units
+    lo, hi = z[int(n / 2 - 0.1 * n)], z[int(n / 2 + 0.1 * n) - 1]
+    scale = 1 / (eps * 0.2 * n / (hi - lo))
+    # only points within 80 noise scales (in ranks) of the median carry mass worth counting
+    reach = int(min(n / 2, 80 / eps))
+    window = (z[n // 2 - reach] - 1e-9 if reach < n / 2 else LOWER,
+              z[n // 2 + reach - 1] + 1e-9 if reach < n / 2 else UPPER)
+
+    def flip_mse(step, offset):
+        points = LOWER + (np.arange(math.floor(window[0] / step) - 1,
+                                    math.ceil(window[1] / step) + 2) + offset) * step
+        points = points[(points >= LOWER) & (points <= UPPER)]
+        q = opendp_median_law(x, eps, points)
+        return float(np.sum(q * (points - truth) ** 2)), float(np.sum(q * (points - truth)))
+
+    step = (UPPER - LOWER) / (OPENDP_CANDIDATES - 1)
+    mse_pf, bias_pf = flip_mse(step, 0.0)
+    shifted = [flip_mse(step, k / offsets)[0] for k in range(offsets)]
+    oracle = {m: np.mean([flip_mse(m * scale, k / offsets)[0] for k in range(offsets)])
+              for m in (0.5, 1.0, 1.5, 2.0, 3.0)}
+    best = min(oracle, key=oracle.get)
+    return {"truth": truth, "step_in_scales": step / scale, "dpcore": math.sqrt(mse_em),
+            "opendp": math.sqrt(mse_pf), "ratio": math.sqrt(mse_em / mse_pf),
+            "bias2_dpcore": bias_em**2 / mse_em, "bias2_opendp": bias_pf**2 / mse_pf,
+            "within_dpcore": within / mse_em,
+            "ratio_offsets": (math.sqrt(mse_em / max(shifted)), math.sqrt(mse_em / min(shifted)),
+                              math.sqrt(mse_em / np.mean(shifted))),
+            "oracle_step": best, "ratio_oracle": math.sqrt(mse_em / oracle[best])}
+
+
+def print_median_laws(sizes, epsilons):
+    print("Median, exact output laws on the benchmark's data (no releases): dpcore's default "
+          "(exponential mechanism, finest grid) and OpenDP's permute-and-flip over 1001 "
+          "points; a = OpenDP's grid step in noise scales (1 / epsilon ranks, at the data's "
+          "density around the median)\n")
+    print("| data | n | epsilon | a | dpcore RMSE | OpenDP RMSE | ratio | bias^2 share dpcore / "
+          "OpenDP | ratio, OpenDP's grid shifted (min - mean - max over 8 offsets) | ratio to "
+          "permute-and-flip at the oracle step (random offset) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for dataset in ("skewed", "symmetric"):
+        for n in sizes:
+            x = make_data(dataset, n)[0]
+            for eps in epsilons:
+                r = median_law_rows(x, eps)
+                lo_, hi_, mid = r["ratio_offsets"]
+                print(f"| {dataset} | {n:,} | {eps:g} | {r['step_in_scales']:.3g} | "
+                      f"{r['dpcore']:.4g} | {r['opendp']:.4g} | {r['ratio']:.3f} | "
+                      f"{r['bias2_dpcore']:.1%} / {r['bias2_opendp']:.1%} | "
+                      f"{lo_:.3f} - {mid:.3f} - {hi_:.3f} | {r['ratio_oracle']:.3f} "
+                      f"(step {r['oracle_step']:g} scales) |", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------
 
 
 def save(cells, path):
@@ -627,10 +747,15 @@ def main(argv=None):
                         help="regular expression on 'data n=N eps=E variant vs peer' (a subset)")
     parser.add_argument("--json", default=None,
                         help="also write the cells to this JSON file (after every cell)")
+    parser.add_argument("--median-laws", action="store_true",
+                        help="the median's exact output laws against OpenDP's (no releases)")
     parser.add_argument("--merge", nargs="+", default=None,
                         help="JSON files of subset runs: Holm over all their cells, the tables")
     args = parser.parse_args(argv)
     start = time.process_time()
+    if args.median_laws:
+        print_median_laws((1_000,) if args.quick else SIZES, EPSILONS)
+        return
     if args.merge:
         cells, data, sizes, epsilons = merge(args.merge)
     else:
