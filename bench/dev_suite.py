@@ -102,8 +102,8 @@ only tells the reader where a rule wins), each rule's mean, its mean difference 
 diffprivlib and the cells where it is below diffprivlib.
 
 ``tree-split-law``: DecisionTreeClassifier with its defaults, the levels that do not look at
-the data drawn by the default law (a feature by its candidates left in the node, cut at their
-middle), by the former one (a feature with candidates and one of its candidates, uniformly) and
+the data drawn by the default law (below 20 features a feature by its candidates left in the
+node, cut at their middle; from 20 on the former law), by the former one (a feature with candidates and one of its candidates, uniformly) and
 by a uniform feature cut at its middle; with diffprivlib, summarised as ``tree-rules``.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each

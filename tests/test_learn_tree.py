@@ -820,6 +820,31 @@ def test_random_splits_bisect_a_feature_drawn_by_its_room():
     assert chisquare_pvalue(child_f[2] + child_f[3], np.array([4, 8]) / 12) < ALPHA
 
 
+def test_random_splits_on_wide_tables_are_uniform():
+    # from WIDE features on: a feature uniformly among those with candidates (feature f has
+    # f + 1 candidates, feature 3 none), then a uniform candidate. Power: the bisecting law of
+    # narrow tables (features by their candidates) is rejected
+    from dpcore.learn._tree_grid import WIDE
+    from dpcore.learn._tree_grow import random_split
+
+    d = WIDE
+    inside = np.zeros((d, 31), bool)
+    for f in range(d):
+        inside[f, :f + 1] = f != 3
+    gen = np.random.default_rng(23)  # insecure-ok: test seeds
+    draws = np.array([random_split(inside, gen) for _ in range(8000)])
+    f, j = np.divmod(draws, 31)
+    expected = np.where(np.arange(d) == 3, 0.0, 1.0)
+    observed = np.bincount(f, minlength=d)
+    assert observed[3] == 0
+    keep = np.arange(d) != 3
+    assert chisquare_pvalue(observed[keep], expected[keep] / expected.sum()) > ALPHA
+    room = np.arange(1, d + 1)[keep]
+    assert chisquare_pvalue(observed[keep], room / room.sum()) < ALPHA
+    top = f == d - 1   # d candidates, each 1/d
+    assert chisquare_pvalue(np.bincount(j[top], minlength=d), np.full(d, 1 / d)) > ALPHA
+
+
 @pytest.mark.parametrize("scale", [2.0**-30, 1e-4, 0.013, 1.0, 7.5])
 def test_base_offsets_keep_integer_utilities_exact(scale):
     # the max operator plus its public offset is an exact double: neighbours' utilities still

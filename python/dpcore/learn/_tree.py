@@ -235,9 +235,10 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     its thresholds (so a feature already cut keeps its chance to be cut again where the records
     are). A level that does not look at the data (all with ``split_share=0``; those below the
     first ``split_levels``, which then share the splits' budget, at ``split_share`` * epsilon /
-    split_levels each) takes a public split: a feature with probability proportional to its
-    candidates in the node's box, cut at the middle of them (of the two middle ones, each with
-    probability 1/2). Every
+    split_levels each) takes a public split: below 20 features a feature with probability
+    proportional to its candidates in the node's box, cut at the middle of them (of the two
+    middle ones, each with probability 1/2); from 20 features on a feature uniformly among those
+    with candidates, then one of its candidates uniformly. Every
     leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
     the budget; it predicts that class. No node count is released, so a small node costs
     nothing more than a large one (there is no stopping rule that the noise could trip at the
@@ -280,8 +281,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         drawn.
     split_levels : int or "auto", default="auto"
         Number of levels, from the root, whose splits are drawn from the data (0 .. 20;
-        max_depth or more: all); the levels below take public splits (a feature drawn by its
-        room in the node, cut at its middle; no budget). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
+        max_depth or more: all); the levels below take public splits (no budget; see above). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
         with 2 or 3 classes and 20 features or more, else the two top levels; from 0.2 on every
         level).
 
