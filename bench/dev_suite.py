@@ -15,6 +15,8 @@ the test splits that bench/learn_accuracy.py reports.
         5,0.3,2,32 ...] [--sets REGEX]                  # tree_defaults' rules, widened suite
     PYTHONPATH=python python bench/dev_suite.py centre --seeds 8 [--exclude 1800x64]
                                                        # linear models' bounds (centring)
+    PYTHONPATH=python python bench/dev_suite.py tree-split-law --seeds 30 --epsilons 0.1 0.5
+        [--sets REGEX]                                  # the random levels' split law
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -107,6 +109,11 @@ bounds (the rows centred at the box's midpoint when that tightens the norm bound
 :func:`dpcore.learn._erm.centring`), and with bounds and the intercept column at half or all of
 the centred rows' radius, with diffprivlib's LogisticRegression for reference, under the four
 preprocessings of linear_accuracy.py on the trees' development sets (one split each).
+
+``tree-split-law``: DecisionTreeClassifier with its defaults, the levels that do not look at
+the data drawn by the default law (below 20 features a feature by its candidates left in the
+node, cut at their middle; from 20 on the former law), by the former one (a feature with candidates and one of its candidates, uniformly) and
+by a uniform feature cut at its middle; with diffprivlib, summarised as ``tree-rules``.
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -605,6 +612,70 @@ def tree_rules_cells(sets, seeds, epsilons=None):
                 yield (f"{s.name} / {prep}", group, eps), row
 
 
+def _uniform_split(inside, rng):
+    """The random levels' former law: a feature uniformly among those with candidates, then one
+    of its candidates uniformly."""
+    usable = np.flatnonzero(inside.any(axis=1))
+    f = int(usable[rng.integers(usable.size)])
+    row = np.flatnonzero(inside[f])
+    return f * inside.shape[1] + int(row[rng.integers(row.size)])
+
+
+def _uniform_feature_middle(inside, rng):
+    """A feature uniformly among those with candidates, cut at the middle of them."""
+    usable = np.flatnonzero(inside.any(axis=1))
+    f = int(usable[rng.integers(usable.size)])
+    row = np.flatnonzero(inside[f])
+    middle = (row.size - 1) // 2 + (row.size % 2 == 0 and rng.integers(2) == 1)
+    return f * inside.shape[1] + int(row[middle])
+
+
+def tree_split_law_cells(sets, seeds, epsilons=None):
+    """The ``tree-split-law`` study: DecisionTreeClassifier with its defaults, the levels that
+    do not look at the data drawn by the default law (``_tree_grow.random_split``), by the
+    former uniform law and by a uniform feature cut at its middle; diffprivlib. Keyed as
+    ``tree-rules``; a cell's score is the mean test accuracy over the seeds."""
+    import warnings
+
+    import tree_accuracy
+    from dpcore.learn import _tree_grow
+    from dpcore.learn._tree_grid import WIDE
+
+    peer = _peer("DecisionTreeClassifier")
+    laws = {"room, middle (default)": _tree_grow.random_split, "uniform": _uniform_split,
+            "uniform feature, middle": _uniform_feature_middle}
+    default = _tree_grow.random_split
+    for s in sets:
+        classes = np.unique(s.ytr)
+        n = len(s.ytr) + len(s.yte)
+        for prep in ("minmax", "standardised", "unit rows"):
+            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
+            Xtr, Xte = X[:len(s.ytr)], X[len(s.ytr):]
+            group = (f"{'wide' if X.shape[1] >= WIDE else 'narrow'}, "
+                     f"{'k<=3' if classes.size <= 3 else 'k>=4'}, "
+                     f"{'n>=1e4' if n >= 10_000 else 'n<1e4'}")
+            for eps in (0.1, 0.5) if epsilons is None else epsilons:
+                row = {}
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        for name, law in laws.items():
+                            _tree_grow.random_split = law
+                            row[name] = float(np.mean([
+                                DecisionTreeClassifier(epsilon=eps, bounds=bounds,
+                                                       classes=classes,
+                                                       random_state=3000 + seed)
+                                .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                    finally:
+                        _tree_grow.random_split = default
+                    if peer is not None:
+                        row["diffprivlib"] = float(np.mean([
+                            peer(epsilon=eps, bounds=bounds, classes=classes,
+                                 random_state=3000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
+                            for seed in range(seeds)]))
+                yield (f"{s.name} / {prep}", group, eps), row
+
+
 def group_summary(cells):
     """Per group of cells (key[1:]: group, epsilon) and over the public part of the group
     (width and classes, every size), each rule's mean score, its mean difference from
@@ -793,7 +864,7 @@ def main(argv=None):
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
                                           "tree-prep", "tree-small", "nb-floor",
-                                          "tree-rules", "centre"])
+                                          "tree-rules", "centre", "tree-split-law"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -822,10 +893,12 @@ def main(argv=None):
     elif args.study == "centre":
         sets = [s for s in tree_data_sets(reps=1) if not any(x in s.name for x in args.exclude)]
         cells_iter = centre_cells(sets, args.seeds, epsilons=args.epsilons)
-    elif args.study in ("tree", "forest", "tree-prep", "tree-small", "tree-rules"):
+    elif args.study in ("tree", "forest", "tree-prep", "tree-small", "tree-rules",
+                        "tree-split-law"):
         study = {"tree": tree_cells, "forest": forest_cells,
                  "tree-prep": tree_prep_cells, "tree-small": tree_small_cells,
-                 "tree-rules": tree_rules_cells}[args.study]
+                 "tree-rules": tree_rules_cells,
+                 "tree-split-law": tree_split_law_cells}[args.study]
         sets = [s for s in tree_data_sets() if args.sets is None or re.search(args.sets, s.name)]
         cells_iter = study(sets, args.seeds, epsilons=args.epsilons)
     else:
@@ -836,7 +909,7 @@ def main(argv=None):
         cells[(name, model, eps)] = row
         print(f"{name:40s} {model:18s} eps {eps:<4g}",
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
-    if args.study == "tree-rules":
+    if args.study in ("tree-rules", "tree-split-law"):
         group_summary(cells)
     elif args.study == "tree-small":
         for group in sorted({(model, eps) for _, model, eps in cells}):

@@ -404,8 +404,9 @@ def test_split_levels_two_share_the_split_budget():
 def test_levels_below_split_levels_draw_from_the_base_measure():
     # y = [x0 high and x1 high], three features with one threshold each (every root split
     # scores 150). When the root cuts x0 or x1, its right child (mixed classes) has two
-    # candidates, the other informative feature and x2. With split_levels=1 it draws them from
-    # the base measure (1/2 each, whatever the data); power: split_levels=2 at the same budget
+    # candidates, the other informative feature and x2. With split_levels=1 it draws them by
+    # the public split law (one candidate each: 1/2 each, whatever the data); power:
+    # split_levels=2 at the same budget
     # prefers the informative one
     X = np.array([[a, b, c] for a in (0.25, 0.75) for b in (0.25, 0.75) for c in (0.25, 0.75)]
                  * 25)
@@ -762,12 +763,12 @@ def test_splits_stay_inside_the_node_box(share):
     assert inside > 30
 
 
-@pytest.mark.parametrize("share", [0.0, 0.5])
-def test_split_base_measure_weighs_features_equally(share):
+def test_split_base_measure_weighs_features_equally():
     # n_bins (2, 64): feature 0 has 1 threshold, feature 1 has 63. With one class the max
     # operator is the same for every split, so the exponential mechanism's law is its base
-    # measure, as is the random split's: each feature with probability 1/2 (not 1/64 and 63/64),
-    # then a uniform threshold of that feature
+    # measure: each feature with probability 1/2 (not 1/64 and 63/64), then a uniform threshold
+    # of that feature
+    share = 0.5
     rng = np.random.default_rng(18)  # insecure-ok: test data
     X = rng.uniform(0, 1, (60, 2))
     y = np.zeros(60, int)
@@ -784,6 +785,64 @@ def test_split_base_measure_weighs_features_equally(share):
     assert chisquare_pvalue(np.bincount(picks, minlength=2), np.array([1, 63]) / 64) < ALPHA
     observed = np.bincount(np.array(cuts) - 1, minlength=63)
     assert chisquare_pvalue(observed, np.full(63, 1 / 63)) > ALPHA
+
+
+def test_random_splits_bisect_a_feature_drawn_by_its_room():
+    # split_share=0: no level looks at the data. n_bins (5, 9): at the root feature 0 has 4
+    # candidates, feature 1 has 8, so feature 0 with probability 4/12 (power: the uniform
+    # feature, 1/2, is rejected), cut at its middle candidates (j = 2 or 3 of 5, 1/2 each;
+    # feature 1: 4 or 5 of 9). The root's left child after cutting feature 0 at j has j - 1
+    # candidates on it and 8 on feature 1 (the box narrowed by the split above)
+    rng = np.random.default_rng(21)  # insecure-ok: test data
+    X = rng.uniform(0, 1, (40, 2))
+    y = rng.integers(0, 2, 40)
+    gen = np.random.default_rng(22)  # insecure-ok: test seeds
+    bins = np.array([5, 9])
+    root_f, cut = np.zeros(2, int), {0: np.zeros(10, int), 1: np.zeros(10, int)}
+    child_f = np.zeros((10, 2), int)   # by the root's cut of feature 0
+    for _ in range(3000):
+        t = DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1], max_depth=2,
+                                   n_bins=bins, split_share=0.0, random_state=gen).fit(X, y).tree_
+        f = t.feature[0]
+        j = int(round(t.threshold[0] * bins[f]))
+        root_f[f] += 1
+        cut[f][j] += 1
+        if f == 0:
+            child_f[j, t.feature[t.left[0]]] += 1
+    assert chisquare_pvalue(root_f, np.array([4, 8]) / 12) > ALPHA
+    assert chisquare_pvalue(root_f, np.array([0.5, 0.5])) < ALPHA
+    assert cut[0][[2, 3]].sum() == root_f[0] and cut[1][[4, 5]].sum() == root_f[1]
+    assert chisquare_pvalue(cut[0][[2, 3]], np.array([0.5, 0.5])) > ALPHA
+    assert chisquare_pvalue(cut[1][[4, 5]], np.array([0.5, 0.5])) > ALPHA
+    for j in (2, 3):
+        assert chisquare_pvalue(child_f[j], np.array([j - 1, 8]) / (j + 7)) > ALPHA
+    # power of the child's check: its law with the root's box (4 and 8) is rejected
+    assert chisquare_pvalue(child_f[2] + child_f[3], np.array([4, 8]) / 12) < ALPHA
+
+
+def test_random_splits_on_wide_tables_are_uniform():
+    # from WIDE features on: a feature uniformly among those with candidates (feature f has
+    # f + 1 candidates, feature 3 none), then a uniform candidate. Power: the bisecting law of
+    # narrow tables (features by their candidates) is rejected
+    from dpcore.learn._tree_grid import WIDE
+    from dpcore.learn._tree_grow import random_split
+
+    d = WIDE
+    inside = np.zeros((d, 31), bool)
+    for f in range(d):
+        inside[f, :f + 1] = f != 3
+    gen = np.random.default_rng(23)  # insecure-ok: test seeds
+    draws = np.array([random_split(inside, gen) for _ in range(8000)])
+    f, j = np.divmod(draws, 31)
+    expected = np.where(np.arange(d) == 3, 0.0, 1.0)
+    observed = np.bincount(f, minlength=d)
+    assert observed[3] == 0
+    keep = np.arange(d) != 3
+    assert chisquare_pvalue(observed[keep], expected[keep] / expected.sum()) > ALPHA
+    room = np.arange(1, d + 1)[keep]
+    assert chisquare_pvalue(observed[keep], room / room.sum()) < ALPHA
+    top = f == d - 1   # d candidates, each 1/d
+    assert chisquare_pvalue(np.bincount(j[top], minlength=d), np.full(d, 1 / d)) > ALPHA
 
 
 @pytest.mark.parametrize("scale", [2.0**-30, 1e-4, 0.013, 1.0, 7.5])

@@ -233,9 +233,12 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     quality ``criterion`` of its records, at ``split_share`` * epsilon / max_depth, over the
     base measure that gives every feature with candidates the same weight, shared equally by
     its thresholds (so a feature already cut keeps its chance to be cut again where the records
-    are); ``split_share=0`` draws from that base measure, without looking at the data, and so
-    do the levels below the first ``split_levels`` (which then share the splits' budget, at
-    ``split_share`` * epsilon / split_levels each). Every
+    are). A level that does not look at the data (all with ``split_share=0``; those below the
+    first ``split_levels``, which then share the splits' budget, at ``split_share`` * epsilon /
+    split_levels each) takes a public split: below 20 features a feature with probability
+    proportional to its candidates in the node's box, cut at the middle of them (of the two
+    middle ones, each with probability 1/2); from 20 features on a feature uniformly among those
+    with candidates, then one of its candidates uniformly. Every
     leaf then releases one class, drawn by permute-and-flip on its class counts at the rest of
     the budget; it predicts that class. No node count is released, so a small node costs
     nothing more than a large one (there is no stopping rule that the noise could trip at the
@@ -278,8 +281,7 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         drawn.
     split_levels : int or "auto", default="auto"
         Number of levels, from the root, whose splits are drawn from the data (0 .. 20;
-        max_depth or more: all); the levels below split at random (the base measure, no
-        budget). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
+        max_depth or more: all); the levels below take public splits (no budget; see above). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
         with 2 or 3 classes and 20 features or more, else the two top levels; from 0.2 on every
         level).
 
@@ -305,8 +307,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     choice per level of the first L = min(max_depth, split_levels) (exponential mechanism,
     method "exact", at epsilon_s = split_share * epsilon / L rounded down, sensitivities in
     :func:`split_sensitivity`, the Gini one including a floating-point rounding allowance; the
-    levels below draw from the public base measure, a function of the released splits above
-    only, and cost nothing) and in one leaf label (exact
+    levels below draw a public split, a function of the released splits above and the
+    generator only, and cost nothing) and in one leaf label (exact
     permute-and-flip, :func:`permute_and_flip_labels`, one record changes one count by 1, at
     epsilon minus the L splits' effective epsilons, rounded down). The levels compose
     sequentially: epsilon in all, charged once. A node's candidates and base measure depend

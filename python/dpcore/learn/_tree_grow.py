@@ -19,7 +19,7 @@ import numpy as np
 
 from dpcore.learn._permute_and_flip import permute_and_flip_labels
 from dpcore.learn._tree_random import node_arrays
-from dpcore.learn._tree_grid import _base_offsets, bin_threshold, split_utility
+from dpcore.learn._tree_grid import WIDE, _base_offsets, bin_threshold, split_utility
 from dpcore.selection import exponential_index
 
 __all__ = ["grow_trees", "level_tables"]
@@ -85,10 +85,7 @@ def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, 
         children = np.empty((2 * m, k), dtype=np.int64)
         for r in range(m):
             if mech is None:   # data-independent: a feature, then one of its thresholds
-                usable = np.flatnonzero(per_feature[r])
-                f = int(usable[rng.integers(usable.size)])
-                row = np.flatnonzero(inside[r].reshape(d, -1)[f])
-                choice = f * (n_bins - 1) + int(row[rng.integers(row.size)])
+                choice = random_split(inside[r].reshape(d, -1), rng)
             else:
                 # the exact sampler behind mech.select, without its release (the fit is the
                 # release, charged once): the same draws
@@ -115,6 +112,28 @@ def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, 
     values[np.arange(leaves.size), labels] = 1.0
     return dict(feature=feature, threshold=threshold, left=left, right=right, slot=slot,
                 roots=base, values=values, depth=depth)
+
+
+def random_split(inside: np.ndarray, rng: np.random.Generator) -> int:
+    """The split (index f * (B - 1) + j) of a level that does not look at the data, from public
+    values only: ``inside`` (d, B - 1) marks the node's candidate splits (those strictly inside
+    its box). Below ``WIDE`` features: a feature with probability proportional to its
+    candidates (the room its range has left in the node: one candidate drawn uniformly, its
+    feature kept), cut at the middle of its candidates (of the two middle ones, each with
+    probability 1/2). From ``WIDE`` features on: a feature uniformly among those with
+    candidates, then one of its candidates uniformly. Chosen on bench/dev_suite.py
+    (tree-split-law): bisecting wins on narrow tables, the uniform law on wide ones."""
+    if inside.shape[0] >= WIDE:
+        usable = np.flatnonzero(inside.any(axis=1))
+        f = int(usable[rng.integers(usable.size)])
+        row = np.flatnonzero(inside[f])
+        return f * inside.shape[1] + int(row[rng.integers(row.size)])
+    per_feature = inside.sum(axis=1)
+    f = int(np.searchsorted(np.cumsum(per_feature), rng.integers(per_feature.sum()),
+                            side="right"))
+    row = np.flatnonzero(inside[f])
+    middle = (row.size - 1) // 2 + (row.size % 2 == 0 and rng.integers(2) == 1)
+    return f * inside.shape[1] + int(row[middle])
 
 
 def level_tables(counts: Any, routing: tuple, class_counts: np.ndarray, growing: np.ndarray,
