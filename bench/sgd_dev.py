@@ -95,7 +95,7 @@ def cells(study, sets, seeds):
                         return est(epsilon=eps, delta=DELTA, data_norm=1.0, classes=classes,
                                    random_state=seed, **kw)
                     with patched(**constants):
-                        row[rule] = dev_suite._median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+                        row[rule] = dev_suite.median_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
                 yield (s.name, model, eps), row
 
 
