@@ -32,6 +32,12 @@ empty input releases nothing and charges nothing.
 Decoding is post-processing (no charge). Local hashing decodes in O(n k m) integer operations
 (n reports, k values, m base-g digits), in the compiled kernel.
 
+Privacy
+-------
+Every randomizer here is epsilon-LDP for the requested epsilon (neighbouring relation: any two
+values of one user; the law drawn has ``epsilon_effective`` <= epsilon), each function's own
+Privacy section stating its law; the estimators are post-processing.
+
 Not constant-time: rejection loops run a random number of times (their law does not depend on
 the value, but the kernels are not hardened against timing side channels; ALGORITHMS 0.3(4)).
 
