@@ -202,6 +202,24 @@ TREE_RULES_ABOVE = {"depth - 1": {"max_depth": -1}, "depth + 1": {"max_depth": 1
                     "64 bins": {"n_bins": 64}}
 
 
+def prepared(sets):
+    """(set, its classes, preprocessing, X train, X test, public bounds, public group) for every
+    set under the three preprocessings of ``tree-prep``; the group names the width, the classes
+    and the size (the size is private: it only tells the reader where a rule wins)."""
+    import tree_accuracy
+    from dpcore.learn._tree_grid import WIDE
+
+    for s in sets:
+        classes = np.unique(s.ytr)
+        n = len(s.ytr) + len(s.yte)
+        for prep in ("minmax", "standardised", "unit rows"):
+            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
+            group = (f"{'wide' if X.shape[1] >= WIDE else 'narrow'}, "
+                     f"{'k<=3' if classes.size <= 3 else 'k>=4'}, "
+                     f"{'n>=1e4' if n >= 10_000 else 'n<1e4'}")
+            yield s, classes, prep, X[:len(s.ytr)], X[len(s.ytr):], bounds, group
+
+
 def tree_rules_cells(sets, seeds, epsilons=None):
     """The ``tree-rules`` study: DecisionTreeClassifier below epsilon 0.2 under the candidate
     :data:`TREE_RULES` (from 0.2 on: tree_defaults changed by :data:`TREE_RULES_ABOVE`),
@@ -211,9 +229,6 @@ def tree_rules_cells(sets, seeds, epsilons=None):
     inputs a rule may read (fewer or at least ``_tree_grid.WIDE`` features; 2-3 or more
     classes) and, for the reader only, whether the table has 10^4 records (private)."""
     import warnings
-
-    import tree_accuracy
-    from dpcore.learn._tree_grid import WIDE
 
     from dpcore.learn._tree_grid import SMALL_EPSILON, tree_defaults
 
@@ -235,31 +250,23 @@ def tree_rules_cells(sets, seeds, epsilons=None):
             out[name] = kw
         return out
 
-    for s in sets:
-        classes = np.unique(s.ytr)
-        n = len(s.ytr) + len(s.yte)
-        for prep in ("minmax", "standardised", "unit rows"):
-            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
-            Xtr, Xte = X[:len(s.ytr)], X[len(s.ytr):]
-            group = (f"{'wide' if X.shape[1] >= WIDE else 'narrow'}, "
-                     f"{'k<=3' if classes.size <= 3 else 'k>=4'}, "
-                     f"{'n>=1e4' if n >= 10_000 else 'n<1e4'}")
-            for eps in (0.1, 0.15) if epsilons is None else epsilons:
-                row = {}
-                rules = candidates(eps, classes.size, X.shape[1])
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    for rule, kw in rules.items():
-                        row[rule] = float(np.mean([
-                            DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
-                                                   random_state=1000 + seed, **kw)
-                            .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
-                    if peer is not None:
-                        row["diffprivlib"] = float(np.mean([
-                            peer(epsilon=eps, bounds=bounds, classes=classes,
-                                 random_state=1000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
-                            for seed in range(seeds)]))
-                yield (f"{s.name} / {prep}", group, eps), row
+    for s, classes, prep, Xtr, Xte, bounds, group in prepared(sets):
+        for eps in (0.1, 0.15) if epsilons is None else epsilons:
+            row = {}
+            rules = candidates(eps, classes.size, Xtr.shape[1])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for rule, kw in rules.items():
+                    row[rule] = float(np.mean([
+                        DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
+                                               random_state=1000 + seed, **kw)
+                        .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                if peer is not None:
+                    row["diffprivlib"] = float(np.mean([
+                        peer(epsilon=eps, bounds=bounds, classes=classes,
+                             random_state=1000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
+                        for seed in range(seeds)]))
+            yield (f"{s.name} / {prep}", group, eps), row
 
 
 def _uniform_split(inside, rng):
@@ -287,43 +294,33 @@ def tree_split_law_cells(sets, seeds, epsilons=None):
     ``tree-rules``; a cell's score is the mean test accuracy over the seeds."""
     import warnings
 
-    import tree_accuracy
     from dpcore.learn import _tree_grow
-    from dpcore.learn._tree_grid import WIDE
 
     peer = peer_class("DecisionTreeClassifier")
     laws = {"room, middle (default)": _tree_grow.random_split, "uniform": _uniform_split,
             "uniform feature, middle": _uniform_feature_middle}
     default = _tree_grow.random_split
-    for s in sets:
-        classes = np.unique(s.ytr)
-        n = len(s.ytr) + len(s.yte)
-        for prep in ("minmax", "standardised", "unit rows"):
-            X, bounds = tree_accuracy.preprocess(np.vstack(s.raw[:2]), prep)
-            Xtr, Xte = X[:len(s.ytr)], X[len(s.ytr):]
-            group = (f"{'wide' if X.shape[1] >= WIDE else 'narrow'}, "
-                     f"{'k<=3' if classes.size <= 3 else 'k>=4'}, "
-                     f"{'n>=1e4' if n >= 10_000 else 'n<1e4'}")
-            for eps in (0.1, 0.5) if epsilons is None else epsilons:
-                row = {}
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    try:
-                        for name, law in laws.items():
-                            _tree_grow.random_split = law
-                            row[name] = float(np.mean([
-                                DecisionTreeClassifier(epsilon=eps, bounds=bounds,
-                                                       classes=classes,
-                                                       random_state=3000 + seed)
-                                .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
-                    finally:
-                        _tree_grow.random_split = default
-                    if peer is not None:
-                        row["diffprivlib"] = float(np.mean([
-                            peer(epsilon=eps, bounds=bounds, classes=classes,
-                                 random_state=3000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
-                            for seed in range(seeds)]))
-                yield (f"{s.name} / {prep}", group, eps), row
+    for s, classes, prep, Xtr, Xte, bounds, group in prepared(sets):
+        for eps in (0.1, 0.5) if epsilons is None else epsilons:
+            row = {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    for name, law in laws.items():
+                        _tree_grow.random_split = law
+                        row[name] = float(np.mean([
+                            DecisionTreeClassifier(epsilon=eps, bounds=bounds,
+                                                   classes=classes,
+                                                   random_state=3000 + seed)
+                            .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                finally:
+                    _tree_grow.random_split = default
+                if peer is not None:
+                    row["diffprivlib"] = float(np.mean([
+                        peer(epsilon=eps, bounds=bounds, classes=classes,
+                             random_state=3000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
+                        for seed in range(seeds)]))
+            yield (f"{s.name} / {prep}", group, eps), row
 
 
 def group_summary(cells):
