@@ -417,19 +417,6 @@ def test_estimator_cost_is_known_before_fit_and_is_what_fit_charges(name):
 
 
 @needs_learn
-def test_every_private_estimator_is_in_the_registry():
-    """A public learner taking an accountant must be walked by the tests above."""
-    import inspect
-
-    walked = {name.split("(")[0] for name in ESTIMATORS} | {"PrivateGridSearch"}
-    for name in learn.__all__:
-        obj = getattr(learn, name)
-        if (inspect.isclass(obj) and not issubclass(obj, Warning)
-                and "accountant" in inspect.signature(obj).parameters):
-            assert name in walked, f"{name} takes an accountant but is not in ESTIMATORS"
-
-
-@needs_learn
 @pytest.mark.parametrize("bad", [dict(random_state="not a seed"), dict(random_state=1.5),
                                  dict(epsilon=-1.0), dict(epsilon=math.nan),
                                  dict(accountant=object())], ids=repr)
