@@ -22,6 +22,12 @@ def median_score(make, Xtr, ytr, Xte, yte, seeds):
                             for seed in range(seeds)]))
 
 
+def mean_score(make, Xtr, ytr, Xte, yte, seeds, first_seed=1000):
+    """Mean test accuracy of ``make(seed).fit(Xtr, ytr)`` over noise seeds first_seed, ..."""
+    return float(np.mean([make(first_seed + seed).fit(Xtr, ytr).score(Xte, yte)
+                          for seed in range(seeds)]))
+
+
 def peer_class(model):
     """diffprivlib's ``model`` class, or None when diffprivlib is not installed."""
     try:

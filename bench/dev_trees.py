@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
-from dev_common import DevSet, median_score, peer_class
+from dev_common import DevSet, mean_score, median_score, peer_class
 from dpcore.learn import DecisionTreeClassifier, RandomForestClassifier
 
 TREE_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
@@ -257,15 +257,15 @@ def tree_rules_cells(sets, seeds, epsilons=None):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 for rule, kw in rules.items():
-                    row[rule] = float(np.mean([
-                        DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
-                                               random_state=1000 + seed, **kw)
-                        .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                    def make(seed, eps=eps, kw=kw):
+                        return DecisionTreeClassifier(epsilon=eps, bounds=bounds,
+                                                      classes=classes, random_state=seed, **kw)
+                    row[rule] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
                 if peer is not None:
-                    row["diffprivlib"] = float(np.mean([
-                        peer(epsilon=eps, bounds=bounds, classes=classes,
-                             random_state=1000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
-                        for seed in range(seeds)]))
+                    def make_peer(seed, eps=eps):
+                        return peer(epsilon=eps, bounds=bounds, classes=classes,
+                                    random_state=seed)
+                    row["diffprivlib"] = mean_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds)
             yield (f"{s.name} / {prep}", group, eps), row
 
 
@@ -303,23 +303,24 @@ def tree_split_law_cells(sets, seeds, epsilons=None):
     for s, classes, prep, Xtr, Xte, bounds, group in prepared(sets):
         for eps in (0.1, 0.5) if epsilons is None else epsilons:
             row = {}
+
+            def make(seed, eps=eps):
+                return DecisionTreeClassifier(epsilon=eps, bounds=bounds, classes=classes,
+                                              random_state=seed)
+
+            def make_peer(seed, eps=eps):
+                return peer(epsilon=eps, bounds=bounds, classes=classes, random_state=seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
                     for name, law in laws.items():
                         _tree_grow.random_split = law
-                        row[name] = float(np.mean([
-                            DecisionTreeClassifier(epsilon=eps, bounds=bounds,
-                                                   classes=classes,
-                                                   random_state=3000 + seed)
-                            .fit(Xtr, s.ytr).score(Xte, s.yte) for seed in range(seeds)]))
+                        row[name] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds, 3000)
                 finally:
                     _tree_grow.random_split = default
                 if peer is not None:
-                    row["diffprivlib"] = float(np.mean([
-                        peer(epsilon=eps, bounds=bounds, classes=classes,
-                             random_state=3000 + seed).fit(Xtr, s.ytr).score(Xte, s.yte)
-                        for seed in range(seeds)]))
+                    row["diffprivlib"] = mean_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds,
+                                                    3000)
             yield (f"{s.name} / {prep}", group, eps), row
 
 
