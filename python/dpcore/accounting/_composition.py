@@ -6,8 +6,8 @@ None when it has no valid answer. The accountant reports the smallest over its a
 is valid for the same releases, and which one wins depends only on public parameters.
 
 * :class:`ZcdpComposition`: (epsilon, delta) charges summed (basic composition), rho summed and
-  converted once (tight conversion), pure charges optionally counted as eps**2/2-zCDP. Exact
-  rational sums.
+  converted once (tight conversion), pure charges optionally counted as zCDP (eps**2/2, or
+  their curve's smaller bound: eps**2/8 when bounded-range). Exact rational sums.
 * :class:`RdpComposition`: Rényi-DP curves summed order by order, converted with the improved
   conversion; charges with no RDP bound (delta > 0) summed as (epsilon, delta) beside.
 * :class:`PldComposition`: privacy-loss distributions composed by FFT; charges with no
@@ -36,13 +36,15 @@ _ZERO = Fraction(0)
 
 @dataclass(frozen=True)
 class Spent:
-    """What an analysis found: the total (epsilon, delta) as exact rationals, and its rho (the
-    zCDP total of the zcdp analysis; None for the others)."""
+    """What an analysis found: the total (epsilon, delta) as exact rationals, its rho (the
+    zCDP total of the zcdp analysis; None for the others), and how many charges it counted at
+    their curve's zCDP bound (``Charge.rho_from_curve``)."""
 
     analysis: str
     epsilon: Fraction
     delta: Fraction
     rho: Fraction | None
+    from_curves: int = 0
 
 
 def curve_of(entry: Charge) -> PrivacyCurve:
@@ -72,23 +74,32 @@ class _Sums:
     conv_delta: Fraction = _ZERO
     conv_rho: Fraction = _ZERO
     opaque: int = 0  # charges with a curve only (no plain guarantee): this analysis cannot count them
+    # the part of conv_* from the charges counted at their curve's bound (rho_from_curve)
+    curve_eps: Fraction = _ZERO
+    curve_delta: Fraction = _ZERO
+    curve_rho: Fraction = _ZERO
+    curves: int = 0
 
     def add(self, c, sign: int = 1) -> _Sums:
         eps, delta, rho = self.eps, self.delta, self.rho
         ce, cd, cr = self.conv_eps, self.conv_delta, self.conv_rho
+        ke, kd, kr, curves = self.curve_eps, self.curve_delta, self.curve_rho, self.curves
         opaque = self.opaque
         if c.rho is not None:
             rho += sign * Fraction(c.rho)
         elif c.epsilon is None:
             opaque += sign
         else:
-            eps += sign * Fraction(cast(float, c.epsilon))
-            delta += sign * Fraction(cast(float, c.delta))
+            c_eps, c_delta = Fraction(cast(float, c.epsilon)), Fraction(cast(float, c.delta))
+            eps += sign * c_eps
+            delta += sign * c_delta
             if c.rho_implied is not None:
-                ce += sign * Fraction(cast(float, c.epsilon))
-                cd += sign * Fraction(cast(float, c.delta))
-                cr += sign * Fraction(cast(float, c.rho_implied))
-        return _Sums(eps, delta, rho, ce, cd, cr, opaque)
+                c_rho = Fraction(c.rho_implied)
+                ce, cd, cr = ce + sign * c_eps, cd + sign * c_delta, cr + sign * c_rho
+                if c.rho_from_curve:
+                    ke, kd, kr = ke + sign * c_eps, kd + sign * c_delta, kr + sign * c_rho
+                    curves += sign
+        return _Sums(eps, delta, rho, ce, cd, cr, opaque, ke, kd, kr, curves)
 
 
 class ZcdpComposition:
@@ -104,18 +115,24 @@ class ZcdpComposition:
         return ZcdpComposition(self.sums.add(new).add(old, sign=-1))
 
     @staticmethod
-    def _analysis(name, eps, delta, rho, budget_delta):
+    def _analysis(name, eps, delta, rho, budget_delta, from_curves=0):
         if rho == 0:
-            return Spent(name, eps, delta, rho)
+            return Spent(name, eps, delta, rho, from_curves)
         room = _down(budget_delta - delta)
         if not room > 0.0:
             return None
         eps_rho = calibration.zcdp_epsilon(_up(rho), room)
         # delta + room <= the delta budget; report the budget (an upper bound, and what the
         # analysis is entitled to use) rather than a value an ulp below it.
-        return Spent(name, eps + Fraction(eps_rho), budget_delta, rho)
+        return Spent(name, eps + Fraction(eps_rho), budget_delta, rho, from_curves)
 
     def evaluate(self, budget_delta: Fraction) -> Spent | None:
+        """The best of three partitions of the pure charges (each valid for the same releases,
+        chosen on public parameters only): all summed as epsilon ("basic"); all moved into
+        zCDP at their rho_implied ("pure-as-zcdp"); only those whose rho_implied comes from
+        their curve moved, the other pure charges summed ("curves-as-zcdp": e.g. exponential
+        mechanisms at eps**2/8 beside one large Laplace release, which eps**2/2 would count
+        worse than its epsilon)."""
         sums = self.sums
         if sums.opaque:
             return None
@@ -123,8 +140,13 @@ class ZcdpComposition:
         if sums.conv_rho > 0 and budget_delta > 0:
             options.append(self._analysis(
                 "pure-as-zcdp", sums.eps - sums.conv_eps, sums.delta - sums.conv_delta,
-                sums.rho + sums.conv_rho, budget_delta,
+                sums.rho + sums.conv_rho, budget_delta, sums.curves,
             ))
+            if sums.curves and (sums.curve_eps, sums.curve_rho) != (sums.conv_eps, sums.conv_rho):
+                options.append(self._analysis(
+                    "curves-as-zcdp", sums.eps - sums.curve_eps, sums.delta - sums.curve_delta,
+                    sums.rho + sums.curve_rho, budget_delta, sums.curves,
+                ))
         found = [o for o in options if o is not None]
         return min(found, key=lambda o: (o.epsilon, o.delta)) if found else None
 

@@ -68,13 +68,18 @@ class Charge:
         For a repeated charge: which composition theorem gave its (epsilon, delta).
     rho_implied : float or None
         For charges that are pure DP release by release (delta = 0 for each release): the zCDP
-        parameter they also satisfy (epsilon**2 / 2 per release, summed over repetitions and
-        over the charges of one partition, max over partitions). The accountant may count them
-        this way when it is tighter.
+        parameter they also satisfy, summed over repetitions and over the charges of one
+        partition, max over partitions. Per release: epsilon**2 / 2, or the smaller bound its
+        curve states (``curve.implied_rho()``, e.g. epsilon**2 / 8 for a bounded-range curve:
+        the exponential mechanism, top-k). The zCDP analyses of every accountant may count the
+        charge this way when it is tighter.
     curve : dpcore.curves.PrivacyCurve or None
         The release's privacy curve, when it stated one: accountants with ``method="rdp"`` or
         ``"pld"`` compose it instead of (epsilon, delta) or rho (which then hold the curve's
         plain guarantee, or are None when it has none).
+    rho_from_curve : bool
+        True when ``rho_implied`` counts at least one release at its curve's bound, below its
+        epsilon**2 / 2.
     """
 
     epsilon: float | None
@@ -86,6 +91,7 @@ class Charge:
     composition: str | None = None
     rho_implied: float | None = None
     curve: PrivacyCurve | None = None
+    rho_from_curve: bool = False
 
     @property
     def is_zcdp(self) -> bool:
@@ -100,3 +106,18 @@ class Charge:
         else:
             what = f"curve={self.curve!r}"
         return what + (f" ({self.label})" if self.label else "")
+
+
+def implied_rho(epsilon: float | None, delta: float | None,
+                curve: PrivacyCurve | None) -> tuple[Fraction | None, bool]:
+    """(rho, from the curve) of one pure release, exactly: epsilon**2 / 2 (a pure epsilon-DP
+    release is epsilon**2/2-zCDP, Bun-Steinke 2016, Prop. 1.4), or the curve's ``implied_rho``
+    when smaller (True); (None, False) for a release that is not pure (delta > 0, or rho)."""
+    if epsilon is None or delta != 0.0:
+        return None, False
+    rho = Fraction(epsilon) ** 2 / 2
+    if curve is not None:
+        bound = curve.implied_rho()
+        if bound is not None and Fraction(bound) < rho:
+            return Fraction(bound), True
+    return rho, False

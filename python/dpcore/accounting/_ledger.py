@@ -12,7 +12,7 @@ from dpcore import calibration
 from dpcore._floats import round_down as _down, round_up as _up
 from dpcore.accounting._composition import (PldComposition, RdpComposition, Spent,
                                             ZcdpComposition, _CurveCache)
-from dpcore.accounting._entries import BUDGET_TOLERANCE, BudgetExceeded, Charge
+from dpcore.accounting._entries import BUDGET_TOLERANCE, BudgetExceeded, Charge, implied_rho
 from dpcore.accounting._parallel import ParallelBlock
 from dpcore.curves import (DEFAULT_INTERVAL, DEFAULT_ORDERS, ApproxDP, PrivacyCurve, PureDP,
                            check_orders)
@@ -75,12 +75,24 @@ class Accountant:
       total epsilon; a later (epsilon, delta) charge takes its delta from that share (the whole
       history is re-analysed at every charge), so ``remaining[1]`` reads 0 after a zCDP charge
       even though further (epsilon, delta) charges can still be accepted.
-    * Pure epsilon-DP charges are also eps**2/2-zCDP. Two analyses are computed: pure charges
-      summed as epsilon ("basic"), and pure charges moved into R ("pure-as-zcdp", only when
-      the delta budget allows a conversion); ``spent`` is the one with the smaller epsilon.
-      Both are valid for the same releases, and the choice depends only on public parameters.
+    * Pure epsilon-DP charges are also zCDP: eps**2/2 (Bun-Steinke 2016, Prop. 1.4), or less
+      when the charge carries a curve that says so (``curve.implied_rho()``,
+      ``Charge.rho_implied``): a :class:`~dpcore.curves.BoundedRange` curve, which the
+      exponential mechanism and top-k state (:func:`dpcore.exponential`, :func:`dpcore.top_k`,
+      ``ExponentialMechanism.cost``), counts eps**2/8 (an eps-bounded-range mechanism is
+      eps**2/8-zCDP, Cesar-Rogers 2021; proof in ``BoundedRange.implied_rho``), a quarter
+      of the rho, so k selections convert like a Gaussian composition of rho = k eps**2/8.
+      Three analyses are computed: pure charges summed as epsilon ("basic"); pure charges
+      moved into R ("pure-as-zcdp"); only the charges counted at their curve's bound moved
+      into R, the other pure charges summed ("curves-as-zcdp"; the zCDP ones need a delta
+      budget for the conversion). ``spent`` is the one with the smaller epsilon, named in
+      ``report()["analysis"]``. All are valid for the same releases, and the choice depends
+      only on public parameters; a plain ``charge(epsilon=...)`` without a curve counts
+      eps**2/2 as before.
     * Parallel composition (:meth:`parallel`) and advanced composition (:meth:`charge_repeated`)
-      record a single entry each.
+      record a single entry each; the zCDP bound of a block is the maximum over partitions of
+      each partition's summed bounds (curves included), that of ``charge_repeated`` k times
+      one release's (its ``curve=`` included).
 
     With ``method="rdp"``: each charge's curve (``Charge.curve``, else PureDP(epsilon),
     ApproxDP(epsilon, delta) or ZCDP(rho)) gives an RDP bound per order; the bounds add up and
@@ -258,9 +270,13 @@ class Accountant:
         -------
         dict
             Keys ``budget``, ``spent``, ``remaining`` (each ``{"epsilon": ..., "delta": ...}``),
-            ``method``, ``analysis`` ("basic", "pure-as-zcdp", "rdp" or "pld"), ``rho`` (the
-            zCDP total of the zcdp analyses, None for the others), ``charges`` (count) and
-            ``history`` (list of dicts; a curve appears as its repr).
+            ``method``, ``analysis`` (which analysis gave ``spent``: "basic", "pure-as-zcdp",
+            "curves-as-zcdp", "rdp" or "pld"; see Privacy), ``rho`` (the zCDP total of the zcdp
+            analyses, None for the others), ``rho_from_curves`` (how many history entries that
+            analysis counted at their curve's zCDP bound, e.g. exponential mechanisms at
+            epsilon**2 / 8; 0 for the others), ``charges`` (count) and ``history`` (list of
+            dicts; a curve appears as its repr; ``rho_implied`` and ``rho_from_curve`` show
+            each entry's zCDP bound and whether its curve gave it).
 
         Examples
         --------
@@ -280,6 +296,7 @@ class Accountant:
                 "method": self._method,
                 "analysis": self._spent.analysis,
                 "rho": None if self._spent.rho is None else _up(self._spent.rho),
+                "rho_from_curves": self._spent.from_curves,
                 "charges": len(self._history),
                 "history": [_entry_dict(c) for c in self._history],
             }
@@ -369,7 +386,8 @@ class Accountant:
         return entry
 
     def charge_repeated(self, epsilon: float, delta: float | None = None, *, k: int,
-                        delta_prime: float | None = None, label: str | None = None) -> Charge:
+                        delta_prime: float | None = None, label: str | None = None,
+                        curve: PrivacyCurve | None = None) -> Charge:
         """Charge k adaptively chosen releases, each (epsilon, delta)-DP, as one entry.
 
         The entry is the better of basic composition (k epsilon, k delta) and, when
@@ -389,6 +407,12 @@ class Accountant:
         delta_prime : float, optional
             0 < delta_prime < 1; enables advanced composition.
         label : str, optional
+        curve : dpcore.curves.PrivacyCurve, optional
+            The privacy curve of *one* of the k releases (e.g. ``BoundedRange(epsilon)`` for k
+            exponential mechanisms): the zCDP analyses count each release at the smaller of
+            epsilon**2 / 2 and ``curve.implied_rho()`` (epsilon**2 / 8 for bounded range), and
+            ``"rdp"``/``"pld"`` accountants compose ``curve.repeat(k)``. It must describe the
+            releases: epsilon and delta stay what basic and advanced composition use.
 
         Returns
         -------
@@ -398,6 +422,8 @@ class Accountant:
         ------
         BudgetExceeded
             If neither composition fits, or the accountant is detached; nothing is recorded.
+        TypeError
+            ``curve`` is not a :class:`dpcore.curves.PrivacyCurve`.
 
         Examples
         --------
@@ -413,21 +439,26 @@ class Accountant:
         if delta_prime is not None:
             delta_prime = check.probability(delta_prime, "delta_prime")
         label = self._check_label(label)
-        pure = delta == 0.0
-        rho_implied = _up(k * Fraction(epsilon) ** 2 / 2) if pure else None
+        if curve is not None and not isinstance(curve, PrivacyCurve):
+            raise TypeError("curve must be a dpcore.curves.PrivacyCurve or None, got "
+                            f"{type(curve).__name__}")
+        implied, from_curve = implied_rho(epsilon, delta, curve)
+        rho_implied = None if implied is None else _up(k * implied)
         # rdp/pld accountants compose the k releases' curve (the (epsilon, delta) of each)
-        curve = None
-        if self._method != "zcdp":
-            curve = (PureDP(epsilon) if pure else ApproxDP(epsilon, delta)).repeat(k)
+        composed = None
+        if curve is not None:
+            composed = curve.repeat(k)
+        elif self._method != "zcdp":
+            composed = (PureDP(epsilon) if delta == 0.0 else ApproxDP(epsilon, delta)).repeat(k)
         candidates = [
             Charge(_up(k * Fraction(epsilon)), min(1.0, _up(k * Fraction(delta))), None, label,
-                   "repeated", k, "basic", rho_implied, curve)
+                   "repeated", k, "basic", rho_implied, composed, from_curve)
         ]
         if delta_prime is not None:
             eps_adv, delta_adv = calibration.advanced_composition(epsilon, delta, k, delta_prime)
             candidates.append(
                 Charge(eps_adv, delta_adv, None, label, "repeated", k, "advanced", rho_implied,
-                       curve)
+                       composed, from_curve)
             )
         candidates.sort(key=lambda c: (c.epsilon, c.delta))
         with self._lock:
@@ -533,8 +564,9 @@ class Accountant:
                 epsilon, delta, rho = (fallback.get("epsilon"), fallback.get("delta"),
                                        fallback.get("rho"))
             entry = self._make_entry(epsilon, delta, rho, label, kind)
-            return Charge(entry.epsilon, entry.delta, entry.rho, label, kind, entry.count,
-                          None, entry.rho_implied, curve)
+            implied, from_curve = implied_rho(entry.epsilon, entry.delta, curve)
+            return Charge(entry.epsilon, entry.delta, entry.rho, label, kind, entry.count, None,
+                          None if implied is None else _up(implied), curve, from_curve)
         if rho is not None:
             if epsilon is not None or delta is not None:
                 raise ValueError("give either rho (zCDP) or epsilon and delta, not both")
@@ -544,8 +576,9 @@ class Accountant:
             raise ValueError("epsilon (with optional delta) or rho is required")
         epsilon = check.privacy_loss(epsilon, "epsilon", check.MAX_EPSILON)
         delta = 0.0 if delta is None else check.probability(delta, "delta", open_low=False)
-        rho_implied = _up(Fraction(epsilon) ** 2 / 2) if delta == 0.0 else None
-        return Charge(epsilon, delta, None, label, kind, 1, None, rho_implied)
+        implied, _ = implied_rho(epsilon, delta, None)
+        return Charge(epsilon, delta, None, label, kind, 1, None,
+                      None if implied is None else _up(implied))
 
     def _commit(self, entry, replace_index=None):
         """Check the history with ``entry`` added (or replacing one entry) and record it.

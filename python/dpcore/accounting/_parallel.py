@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 from dpcore._floats import round_up as _up
-from dpcore.accounting._entries import Charge
+from dpcore.accounting._entries import Charge, implied_rho
 
 if TYPE_CHECKING:
     from dpcore.curves import PrivacyCurve
@@ -23,16 +23,22 @@ class _PartSum:
     eps: Fraction = _ZERO
     delta: Fraction = _ZERO
     rho: Fraction = _ZERO
-    rho_implied: Fraction | None = _ZERO  # sum of eps**2 / 2; None after a delta > 0 charge
+    # sum of each charge's zCDP bound (eps**2 / 2, or its curve's: implied_rho); None after a
+    # delta > 0 charge
+    rho_implied: Fraction | None = _ZERO
+    rho_from_curve: bool = False  # a curve's bound counted in rho_implied
 
     def add(self, c: Charge) -> _PartSum:
         if c.rho is not None:
             return _PartSum(self.n + 1, True, rho=self.rho + Fraction(c.rho), rho_implied=None)
-        implied = None
-        if self.rho_implied is not None and c.delta == 0.0:
-            implied = self.rho_implied + Fraction(cast(float, c.epsilon)) ** 2 / 2
+        implied, from_curve = None, False
+        if self.rho_implied is not None:
+            one, from_curve = implied_rho(c.epsilon, c.delta, c.curve)
+            if one is not None:
+                implied = self.rho_implied + one
         return _PartSum(self.n + 1, False, self.eps + Fraction(cast(float, c.epsilon)),
-                        self.delta + Fraction(cast(float, c.delta)), _ZERO, implied)
+                        self.delta + Fraction(cast(float, c.delta)), _ZERO, implied,
+                        implied is not None and (self.rho_from_curve or from_curve))
 
 
 def _max_implied(a, b):
@@ -104,7 +110,8 @@ class ParallelBlock:
                curve: PrivacyCurve | None = None) -> Charge:
         """Charge one release on a partition of its own (``self.partition().charge(...)``);
         the block's entry becomes the maximum over partitions. A ``curve`` is read for its plain
-        guarantee only (when epsilon and rho are not given): partitions compose by summation.
+        guarantee (when epsilon and rho are not given) and its zCDP bound (``implied_rho``,
+        e.g. epsilon**2 / 8 for a bounded-range curve) only: partitions compose by summation.
 
         Returns
         -------
@@ -189,15 +196,17 @@ class ParallelBlock:
         """The maxima over partitions once a partition's total is ``total``."""
         if zcdp:
             return _PartSum(rho=max(m.rho, total.rho), rho_implied=None)
+        implied = _max_implied(m.rho_implied, total.rho_implied)
         return _PartSum(eps=max(m.eps, total.eps), delta=max(m.delta, total.delta),
-                        rho_implied=_max_implied(m.rho_implied, total.rho_implied))
+                        rho_implied=implied, rho_from_curve=implied is not None and (
+                            m.rho_from_curve or total.rho_from_curve))
 
     def _block_entry(self, m, count, zcdp):
         if zcdp:
             return Charge(None, None, _up(m.rho), self._label, "parallel", count)
         implied = None if m.rho_implied is None else _up(m.rho_implied)
         return Charge(_up(m.eps), min(1.0, _up(m.delta)), None, self._label, "parallel", count,
-                      None, implied)
+                      None, implied, rho_from_curve=m.rho_from_curve)
 
     def _charge(self, part, epsilon, delta, rho, label, curve):
         """Add a charge to ``part``'s total and re-record the block's entry (see
@@ -276,7 +285,7 @@ class Partition:
             return Charge(None, None, _up(t.rho), self._label, "repeated", t.n, "basic")
         implied = None if t.rho_implied is None else _up(t.rho_implied)
         return Charge(_up(t.eps), min(1.0, _up(t.delta)), None, self._label, "repeated", t.n,
-                      "basic", implied)
+                      "basic", implied, rho_from_curve=t.rho_from_curve)
 
     def _check_open(self):
         if self._closed:
@@ -288,7 +297,8 @@ class Partition:
         """Charge one release on this partition; its total grows by the charge.
 
         Parameters are those of :meth:`Accountant.charge`; a ``curve`` is read for its plain
-        guarantee only (partitions compose by summation).
+        guarantee and its zCDP bound only (partitions compose by summation: epsilons, deltas,
+        rhos and the pure charges' zCDP bounds each sum).
 
         Returns
         -------

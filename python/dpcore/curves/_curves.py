@@ -85,6 +85,13 @@ class PrivacyCurve:
         """(sensitivity / sigma)**2 summed, for curves that compose as one Gaussian; else None."""
         return None
 
+    def implied_rho(self) -> float | None:
+        """A rho such that the release is rho-zCDP, known from this curve beyond its plain
+        guarantee (e.g. epsilon**2 / 8 for a bounded-range mechanism), or None. The default
+        accountant (``method="zcdp"``) counts a pure charge carrying the curve at the smaller
+        of this and epsilon**2 / 2 in its zCDP analyses."""
+        return None
+
     def epsilon_for(self, delta: float, *, orders: ArrayLike = _rdp.DEFAULT_ORDERS,
                     interval: float = DEFAULT_INTERVAL) -> float:
         """The smallest epsilon this curve guarantees at ``delta``: the better of its RDP
@@ -420,6 +427,13 @@ class Repeated(PrivacyCurve):
         base = self.curve.gaussian_ratio2()
         return None if base is None else round_up(Fraction(base) * self.count)
 
+    def implied_rho(self) -> float | None:
+        """``count`` times one release's zCDP bound (zCDP composes adaptively by summation,
+        Bun-Steinke 2016, Lemma 2.3): the base curve's ``implied_rho``, else epsilon**2 / 2 of
+        a pure fallback (Bun-Steinke, Prop. 1.4) or the rho of a zCDP one; rounded up."""
+        base = zcdp_bound(self.curve)
+        return None if base is None else round_up(Fraction(base) * self.count)
+
     def rdp(self, orders: ArrayLike = _rdp.DEFAULT_ORDERS) -> np.ndarray:
         return _rdp.up(self.curve.rdp(orders) * self.count)
 
@@ -438,6 +452,23 @@ class Repeated(PrivacyCurve):
             return {"rho": round_up(Fraction(base["rho"]) * self.count)}
         return {"epsilon": round_up(Fraction(base["epsilon"]) * self.count),
                 "delta": min(1.0, base["delta"] * self.count * (1 + 2.0**-50))}
+
+
+def zcdp_bound(curve: PrivacyCurve) -> float | None:
+    """The smallest rho-zCDP bound the curve states: its ``implied_rho``, or what its plain
+    guarantee gives (epsilon**2 / 2 when pure, Bun-Steinke 2016, Prop. 1.4; its rho when
+    zCDP), whichever is smaller; None when neither exists. Rounded up."""
+    found = []
+    plain = curve.fallback()
+    if plain is not None:
+        if "rho" in plain:
+            found.append(Fraction(plain["rho"]))
+        elif plain["delta"] == 0.0:
+            found.append(Fraction(plain["epsilon"]) ** 2 / 2)
+    implied = curve.implied_rho()
+    if implied is not None:
+        found.append(Fraction(implied))
+    return round_up(min(found)) if found else None
 
 
 def gaussian_pld(ratio2: float, interval: float) -> PrivacyLossDistribution:

@@ -1,0 +1,300 @@
+"""The default ("zcdp") accountant counts bounded-range charges at epsilon**2 / 8.
+
+A pure charge that carries a :class:`dpcore.curves.BoundedRange` curve (the exponential
+mechanism, top-k) is counted in the zCDP analyses at rho = epsilon**2 / 8 (Cesar-Rogers) instead
+of epsilon**2 / 2; everything else is unchanged. Checked with exact numbers (the same rational
+sums and conversion the accountant documents), against the rdp/pld accountants, against the
+exact privacy of the worst two-candidate exponential mechanisms composed (a lower bound no valid
+accountant may go below), in parallel blocks, charge_repeated, refusals and the report.
+"""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dpcore
+from dpcore import calibration, selection
+from dpcore._floats import round_up
+from dpcore.curves import BoundedRange, Laplace, PureDP, Repeated
+
+EPS = 0.1
+DELTA = 1e-6
+K = 200
+
+
+def _em(epsilon=EPS):
+    return selection.ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=epsilon)
+
+
+def _br_rho(epsilon=EPS):
+    """One bounded-range release's rho as the curve states it: epsilon**2 / 8 rounded up."""
+    return Fraction(round_up(Fraction(epsilon) ** 2 / 8))
+
+
+def _pure_rho(epsilon=EPS):
+    return Fraction(round_up(Fraction(epsilon) ** 2 / 2))
+
+
+def _converted(rho, delta=DELTA, plus=Fraction(0)):
+    """What the zcdp analysis reports for zCDP total ``rho`` beside summed epsilon ``plus``."""
+    return round_up(plus + Fraction(calibration.zcdp_epsilon(round_up(rho), delta)))
+
+
+def _selections(method, k=K, with_curve=True, budget=100.0):
+    acc = dpcore.Accountant(budget, DELTA, method=method)
+    mech = _em()
+    for _ in range(k):
+        if with_curve:
+            mech.release(np.arange(4.0), accountant=acc, random_state=0)
+        else:
+            acc.charge(epsilon=mech.epsilon_effective)
+    return acc
+
+
+def test_the_exponential_mechanism_states_its_curve_and_the_charge_carries_its_rho():
+    mech = _em()
+    assert mech.epsilon_effective == EPS and mech.curve == BoundedRange(EPS)
+    acc = dpcore.Accountant(1.0, DELTA)
+    mech.release(np.arange(4.0), accountant=acc, random_state=0)
+    entry = acc.history[0]
+    assert entry.curve == BoundedRange(EPS) and entry.rho_from_curve
+    assert Fraction(entry.rho_implied) == _br_rho()
+    assert entry.rho_implied == pytest.approx(EPS**2 / 8, rel=1e-15)
+
+
+def test_200_selections_before_and_after_with_exact_numbers():
+    before = _selections("zcdp", with_curve=False)
+    after = _selections("zcdp")
+    # before: 200 pure charges at eps**2/2, rho = 1.0 (up to the double rounding)
+    assert before.spent == (_converted(K * _pure_rho()), DELTA)
+    assert before.report()["analysis"] == "pure-as-zcdp"
+    assert before.report()["rho_from_curves"] == 0
+    # after: at eps**2/8, rho = 0.25: the tight conversion of rho = 200 * 0.1**2 / 8
+    assert after.spent == (_converted(K * _br_rho()), DELTA)
+    report = after.report()
+    assert report["analysis"] == "pure-as-zcdp" and report["rho_from_curves"] == K
+    assert report["rho"] == round_up(K * _br_rho())
+    assert report["history"][0]["rho_from_curve"] is True
+    # the numbers (documented in the user guide): 7.766 before, 3.542 after
+    assert before.spent[0] == pytest.approx(7.76622, abs=1e-5)
+    assert after.spent[0] == pytest.approx(3.54229, abs=1e-5)
+    assert after.spent[0] == pytest.approx(
+        calibration.zcdp_epsilon(K * EPS**2 / 8, DELTA), rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["rdp", "pld"])
+def test_the_tight_accountants_are_at_most_a_little_better(method):
+    zcdp = _selections("zcdp").spent[0]
+    tight = _selections(method).spent[0]
+    # they run the zcdp analysis too (so never worse); the exact BR RDP is slightly tighter
+    assert tight <= zcdp <= 1.01 * tight
+    assert _selections(method, with_curve=False).spent[0] > 2 * tight
+
+
+def _two_point_exact_epsilon(q, epsilon, k, delta):
+    """The exact epsilon at ``delta`` (both directions) of k compositions of the pair
+    P = (p, 1 - p), Q = (q, 1 - q) whose log odds differ by ``epsilon``: a two-candidate
+    exponential mechanism on two neighbours (its odds move by at most e**epsilon)."""
+    p = math.exp(epsilon) * q / (1 - q + math.exp(epsilon) * q)
+    j = np.arange(k + 1)
+    log_binom = np.array([math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
+                          for i in j])
+    log_p = log_binom + j * math.log(p) + (k - j) * math.log1p(-p)
+    log_q = log_binom + j * math.log(q) + (k - j) * math.log1p(-q)
+
+    def delta_at(e, a, b):
+        loss = a - b
+        big = loss > e
+        return float(np.sum(np.exp(a[big]) * -np.expm1(e - loss[big])))
+
+    worst = 0.0
+    for a, b in ((log_p, log_q), (log_q, log_p)):
+        lo, hi = 0.0, 50.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if delta_at(mid, a, b) <= delta else (mid, hi)
+        worst = max(worst, hi)
+    return worst
+
+
+def test_never_below_the_exact_privacy_of_two_candidate_exponential_mechanisms():
+    # a lower bound on what any valid accountant must report for 200 selections at 0.1
+    exact = max(_two_point_exact_epsilon(q, EPS, K, DELTA) for q in np.linspace(0.02, 0.98, 49))
+    reported = _selections("zcdp").spent[0]
+    assert exact <= reported <= 1.1 * exact  # 3.30 <= 3.54: eps**2/8 is nearly tight here
+    assert exact > 3.2  # the brute force found the hard pairs (p near 1/2)
+
+
+def test_a_plain_pure_charge_without_a_curve_is_unchanged():
+    acc = dpcore.Accountant(1.0, DELTA)
+    entry = acc.charge(epsilon=EPS)
+    assert Fraction(entry.rho_implied) == _pure_rho() and not entry.rho_from_curve
+    # a pure curve with no tighter zCDP bound changes nothing either
+    entry = acc.charge(epsilon=0.5, curve=Laplace(2.0))
+    assert entry.rho_implied == round_up(Fraction(0.5) ** 2 / 2) and not entry.rho_from_curve
+    # permute-and-flip is not bounded-range: no curve, eps**2/2
+    acc = dpcore.Accountant(1.0, DELTA)
+    dpcore.selection.permute_and_flip(np.arange(4.0), sensitivity=1.0, epsilon=EPS,
+                                      random_state=0, accountant=acc)
+    assert acc.history[0].curve is None and Fraction(acc.history[0].rho_implied) == _pure_rho()
+
+
+def test_a_pure_budget_is_unchanged():
+    # no delta budget: no conversion, the selections sum as epsilon
+    acc = dpcore.Accountant(30.0)
+    for _ in range(K):
+        _em().release(np.arange(4.0), accountant=acc, random_state=0)
+    assert acc.spent == (round_up(K * Fraction(EPS)), 0.0)
+    assert acc.report()["analysis"] == "basic" and acc.report()["rho_from_curves"] == 0
+
+
+def test_mixing_with_plain_pure_charges_they_stay_at_a_half():
+    acc = _selections("zcdp")
+    for _ in range(100):
+        acc.charge(epsilon=EPS)
+    # pure-as-zcdp: rho = 200 eps**2/8 + 100 eps**2/2 = 0.75
+    assert acc.spent[0] == _converted(K * _br_rho() + 100 * _pure_rho())
+    assert acc.report()["analysis"] == "pure-as-zcdp"
+    assert acc.report()["rho_from_curves"] == K
+
+
+def test_a_large_plain_charge_is_summed_beside_the_selections():
+    acc = _selections("zcdp")
+    acc.charge(epsilon=2.0, label="one large Laplace release")
+    # moving it into zCDP would cost rho 2.0: it is summed, the selections converted
+    curves_only = _converted(K * _br_rho(), plus=Fraction(2.0))
+    all_moved = _converted(K * _br_rho() + Fraction(2.0))
+    basic = round_up(K * Fraction(EPS) + 2)
+    assert acc.spent[0] == curves_only == min(curves_only, all_moved, basic)
+    assert curves_only < all_moved
+    assert acc.report()["analysis"] == "curves-as-zcdp"
+
+
+def test_top_k_counts_k_bounded_range_rounds():
+    acc = dpcore.Accountant(10.0, DELTA)
+    picks = dpcore.top_k(np.arange(20.0), 5, sensitivity=1.0, epsilon=0.5, random_state=0,
+                         accountant=acc)
+    assert picks.shape == (5,)
+    entry = acc.history[0]
+    per_round = selection.ExponentialMechanism.calibrate(
+        sensitivity=1.0, epsilon=0.5, k=5, method="gumbel").curve.curve
+    assert entry.curve == Repeated(per_round, 5) and entry.rho_from_curve
+    assert entry.rho_implied == round_up(5 * Fraction(round_up(
+        Fraction(per_round.epsilon) ** 2 / 8)))
+    # a fifth of a round's eps: 5 (0.1)**2/8 = 0.00625 against 0.5**2/2 = 0.125
+    assert entry.rho_implied == pytest.approx(0.00625, rel=1e-12)
+
+
+def test_repeated_curves_count_each_release():
+    assert Repeated(BoundedRange(EPS), K).implied_rho() == round_up(K * _br_rho())
+    # a pure base counts eps**2/2 per release, not (k eps)**2/2
+    assert Repeated(PureDP(EPS), K).implied_rho() == round_up(K * _pure_rho())
+    assert Repeated(Laplace(10.0), 3).implied_rho() == round_up(3 * _pure_rho())
+    assert PureDP(EPS).implied_rho() is None and Laplace(1.0).implied_rho() is None
+    assert BoundedRange(EPS).implied_rho() == BoundedRange(EPS).rho == float(_br_rho())
+
+
+def test_charge_repeated_with_the_curve_of_one_release():
+    one_by_one = _selections("zcdp")
+    acc = dpcore.Accountant(100.0, DELTA)
+    entry = acc.charge_repeated(EPS, k=K, curve=BoundedRange(EPS), label="200 selections")
+    assert entry.rho_from_curve and entry.curve == Repeated(BoundedRange(EPS), K)
+    assert Fraction(entry.rho_implied) == Fraction(round_up(K * _br_rho()))
+    assert acc.spent == one_by_one.spent
+    # without the curve: eps**2/2 per release, as before
+    plain = dpcore.Accountant(100.0, DELTA)
+    entry = plain.charge_repeated(EPS, k=K)
+    assert not entry.rho_from_curve and entry.curve is None
+    assert plain.spent == _selections("zcdp", with_curve=False).spent
+    # the rdp accountant composes curve.repeat(k)
+    rdp = dpcore.Accountant(100.0, DELTA, method="rdp")
+    rdp.charge_repeated(EPS, k=K, curve=BoundedRange(EPS))
+    assert rdp.spent[0] == pytest.approx(_selections("rdp").spent[0], rel=1e-9)
+    with pytest.raises(TypeError, match="curve"):
+        acc.charge_repeated(EPS, k=2, curve="BoundedRange")
+    # an approximate-DP charge is not moved, whatever its curve
+    entry = dpcore.Accountant(100.0, DELTA).charge_repeated(
+        EPS, 1e-9, k=3, curve=BoundedRange(EPS))
+    assert entry.rho_implied is None and not entry.rho_from_curve
+
+
+def test_parallel_blocks_take_the_largest_partition_of_summed_bounds():
+    acc = dpcore.Accountant(10.0, DELTA)
+    mech = _em()
+    with acc.parallel(label="per sector") as block:
+        with block.partition(label="a") as a:  # 10 selections
+            for _ in range(10):
+                mech.release(np.arange(4.0), accountant=a, random_state=0)
+        with block.partition(label="b") as b:  # 5 plain pure charges
+            for _ in range(5):
+                b.charge(epsilon=EPS)
+        with block.partition(label="c") as c:  # 2 selections and a plain charge
+            for _ in range(2):
+                mech.release(np.arange(4.0), accountant=c, random_state=0)
+            c.charge(epsilon=EPS)
+    assert Fraction(a.total.rho_implied) == Fraction(round_up(10 * _br_rho()))
+    assert a.total.rho_from_curve and not b.total.rho_from_curve and c.total.rho_from_curve
+    assert Fraction(c.total.rho_implied) == Fraction(round_up(
+        2 * _br_rho() + Fraction(EPS) ** 2 / 2))
+    entry = acc.history[-1]
+    # max(10 eps**2/8, 5 eps**2/2, 2 eps**2/8 + eps**2/2) = 5 eps**2/2 (b), epsilon max = 1.0 (a)
+    assert Fraction(entry.rho_implied) == Fraction(round_up(5 * Fraction(EPS) ** 2 / 2))
+    assert entry.epsilon == round_up(10 * Fraction(EPS)) and entry.rho_from_curve
+
+
+def test_many_parallel_blocks_of_selections_compose_at_a_quarter():
+    acc = dpcore.Accountant(100.0, DELTA)
+    plain = dpcore.Accountant(100.0, DELTA)
+    mech = _em()
+    for _ in range(40):
+        with acc.parallel() as block:
+            for _ in range(5):
+                mech.release(np.arange(4.0), accountant=block, random_state=0)
+        with plain.parallel() as block:
+            for _ in range(5):
+                block.charge(epsilon=mech.epsilon_effective)
+    assert acc.spent[0] == _converted(40 * _br_rho())
+    assert plain.spent[0] == _converted(40 * _pure_rho())
+    assert acc.report()["rho_from_curves"] == 40
+
+
+def _state(acc):
+    return acc.spent, acc.remaining, acc.history, acc.report()
+
+
+def test_refusal_is_atomic_and_the_bound_admits_more_selections():
+    # a budget of 4.0: the 200 selections fit at eps**2/8 (3.54), not at eps**2/2 (7.77)
+    acc = _selections("zcdp", budget=4.0)
+    assert len(acc.history) == K
+    with pytest.raises(dpcore.BudgetExceeded):
+        _selections("zcdp", with_curve=False, budget=4.0)
+    # go on until refused: nothing recorded, the selection not drawn
+    mech = _em()
+    while True:
+        before = _state(acc)
+        try:
+            mech.release(np.arange(4.0), accountant=acc, random_state=0)
+        except dpcore.BudgetExceeded as exc:
+            assert exc.charge.rho_from_curve
+            break
+    assert _state(acc) == before
+    assert acc.spent[0] <= 4.0
+    n = len(acc.history)
+    assert Fraction(acc.report()["rho"]) == Fraction(round_up(n * _br_rho()))
+    # one more selection would have been over: the conversion of (n + 1) eps**2/8 exceeds 4
+    assert _converted((n + 1) * _br_rho()) > 4.0 >= _converted(n * _br_rho())
+
+
+def test_refusal_in_a_partition_is_atomic():
+    acc = dpcore.Accountant(1.0, DELTA)
+    mech = _em(0.5)
+    with acc.parallel() as block:
+        part = block.partition()
+        mech.release(np.arange(4.0), accountant=part, random_state=0)
+        mech.release(np.arange(4.0), accountant=part, random_state=0)
+        before = (_state(acc), part.total, block.entry)
+        with pytest.raises(dpcore.BudgetExceeded):
+            # three selections at 0.5 on one partition: basic 1.5, zCDP rho 3/32 -> 2.0
+            mech.release(np.arange(4.0), accountant=part, random_state=0)
+        assert (_state(acc), part.total, block.entry) == before
