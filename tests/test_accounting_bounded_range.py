@@ -16,6 +16,7 @@ import pytest
 import dpcore
 from dpcore import calibration, selection
 from dpcore._floats import round_up
+from dpcore._release.sums import split_budget
 from dpcore.curves import BoundedRange, Laplace, PureDP, Repeated
 
 EPS = 0.1
@@ -298,3 +299,76 @@ def test_refusal_in_a_partition_is_atomic():
             # three selections at 0.5 on one partition: basic 1.5, zCDP rho 3/32 -> 2.0
             mech.release(np.arange(4.0), accountant=part, random_state=0)
         assert (_state(acc), part.total, block.entry) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# releases built on the exponential mechanism pass their bounded-range curve along
+
+def _charged(release):
+    acc = dpcore.Accountant(100.0, DELTA)
+    release(acc)
+    (entry,) = acc.history
+    return entry
+
+
+def _data():
+    rng = np.random.default_rng(0)  # insecure-ok: example data
+    y = rng.integers(0, 2, 400)
+    X = rng.integers(0, 3, (400, 6)).astype(float)
+    X[:, 2] = np.where(rng.random(400) < 0.9, y, 2)
+    return X, y
+
+
+def test_feature_selection_charges_k_bounded_range_rounds():
+    X, y = _data()
+    for method in ("exact", "gumbel"):
+        est = dpcore.learn.SelectKBest(k=3, epsilon=0.6, bounds=(-0.5, 2.5), classes=[0, 1],
+                                       n_bins=3, method=method, random_state=0)
+        entry = _charged(lambda acc: est.set_params(accountant=acc).fit(X, y))
+        assert isinstance(entry.curve, Repeated) and entry.curve.count == 3
+        assert entry.curve.curve.epsilon <= 0.2 and entry.rho_from_curve
+        assert entry.rho_implied == pytest.approx(3 * 0.2**2 / 8, rel=1e-12)
+        assert est._cost().curve == entry.curve  # the cost known before the data says the same
+    kd = dpcore.learn.PrivateKD(k=2, epsilon=1.0, bounds=(-0.5, 2.5), classes=[0, 1], n_bins=3,
+                                random_state=0)
+    entry = _charged(lambda acc: kd.set_params(accountant=acc).fit(X, y))
+    assert entry.curve == Repeated(BoundedRange(split_budget(1.0, 2)), 2) == kd._cost().curve
+    assert entry.rho_implied == pytest.approx(2 * 0.5**2 / 8, rel=1e-12)
+
+
+def test_quantiles_charge_their_rounds_but_not_permute_and_flip():
+    x = np.random.default_rng(1).uniform(0, 10, 500)  # insecure-ok: example data
+    levels = [0.1, 0.25, 0.5, 0.75, 0.9]
+    equal = _charged(lambda acc: dpcore.stats.quantile(
+        x, levels, epsilon=1.0, bounds=(0, 10), split="equal", random_state=0, accountant=acc))
+    assert equal.curve == Repeated(BoundedRange(split_budget(1.0, 5)), 5)
+    assert equal.rho_from_curve and split_budget(1.0, 5) <= 0.2
+    # recursive: 3 rounds of epsilon/3, each one bounded-range mechanism (disjoint nodes)
+    tree = _charged(lambda acc: dpcore.stats.quantile(
+        x, levels, epsilon=1.0, bounds=(0, 10), split="recursive", random_state=0,
+        accountant=acc))
+    assert tree.curve == Repeated(BoundedRange(split_budget(1.0, 3)), 3)
+    continuous = _charged(lambda acc: dpcore.stats.median(
+        x, epsilon=1.0, bounds=(0, 10), grid="continuous", random_state=0, accountant=acc))
+    assert continuous.curve == Repeated(BoundedRange(1.0), 1)
+    flip = _charged(lambda acc: dpcore.stats.median(
+        x, epsilon=1.0, bounds=(0, 10), grid=101, method="permute-and-flip", random_state=0,
+        accountant=acc))
+    assert flip.curve is None and not flip.rho_from_curve
+    # the release is the same with or without the curve: it is accounting only
+    assert dpcore.stats.quantile(x, levels, epsilon=1.0, bounds=(0, 10), split="equal",
+                                 random_state=0) == pytest.approx(dpcore.stats.quantile(
+                                     x, levels, epsilon=1.0, bounds=(0, 10), split="equal",
+                                     random_state=0, accountant=dpcore.Accountant(5.0)))
+
+
+def test_the_ladder_counts_charge_the_exponential_mechanism_curve():
+    ring = np.array([[i, (i + d) % 60] for i in range(60) for d in (1, 2)])
+    from dpcore.graph_stats import kstar_count, triangle_count
+    for count in (triangle_count, lambda g, **kw: kstar_count(g, k=2, **kw)):
+        entry = _charged(lambda acc: count(ring, n_nodes=60, epsilon=0.5, random_state=0,
+                                           accountant=acc))
+        assert entry.curve == BoundedRange(entry.epsilon) and entry.rho_from_curve
+    smooth = _charged(lambda acc: triangle_count(ring, n_nodes=60, epsilon=0.5, delta=1e-7,
+                                                 random_state=0, accountant=acc))
+    assert smooth.curve is None and smooth.rho_implied is None

@@ -44,9 +44,10 @@ accountant : dpcore.Accountant, optional
 
 _ACCOUNTANT_LADDER = """\
 accountant : dpcore.Accountant, optional
-    Charged once, under the label ``"{label}"``: ``epsilon`` for the ladder,
-    ``(epsilon, delta)`` for "smooth"; after every argument is checked and before anything
-    is drawn."""
+    Charged once, under the label ``"{label}"``: ``epsilon`` for the ladder (an exponential
+    mechanism, so with its bounded-range curve, epsilon**2/8-zCDP:
+    :class:`dpcore.curves.BoundedRange`), ``(epsilon, delta)`` for "smooth"; after every
+    argument is checked and before anything is drawn."""
 
 #: The Raises section of every graph release.
 RAISES = """\

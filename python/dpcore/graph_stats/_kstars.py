@@ -272,7 +272,8 @@ def kstar_count(G: ArrayLike, *, n_nodes: int, k: int, epsilon: float,
         def draw(rng):
             return min(max(ladder.draw(rng), 0), top)
 
-        return release(draw, cost=Cost(plan.epsilon_effective), accountant=accountant,
+        # plan.cost: epsilon_effective with the exponential mechanism's bounded-range curve
+        return release(draw, cost=plan.cost, accountant=accountant,
                        random_state=random_state, label="graph.kstar_count")
 
     scale = Fraction(_kstar_bound(p, q, n, r, plan.beta)) / plan.alpha

@@ -276,7 +276,8 @@ def triangle_count(G: ArrayLike, *, n_nodes: int, epsilon: float, delta: float |
         def draw(rng):
             return min(max(ladder.draw(rng), 0), top)
 
-        return release(draw, cost=Cost(plan.epsilon_effective), accountant=accountant,
+        # plan.cost: epsilon_effective with the exponential mechanism's bounded-range curve
+        return release(draw, cost=plan.cost, accountant=accountant,
                        random_state=random_state, label="graph.triangle_count")
 
     scale = _triangle_scale(c, b, n, plan)

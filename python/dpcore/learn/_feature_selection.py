@@ -14,6 +14,7 @@ from dpcore import _validation as check
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore._release.sums import split_budget
+from dpcore.curves import BoundedRange, Repeated
 from dpcore.learn import _base
 from dpcore.selection import ExponentialMechanism
 
@@ -50,6 +51,8 @@ class ExactTopK:
         self.round = ExponentialMechanism.calibrate(
             sensitivity=1.0, epsilon=split_budget(epsilon, k), monotonic=True, method="exact")
         self.epsilon_effective = round_up(k * Fraction(self.round.epsilon_effective))
+        # k bounded-range rounds (epsilon**2/8-zCDP each, dpcore.curves.BoundedRange)
+        self.curve = BoundedRange(self.round.epsilon_effective).repeat(k)
 
     def select(self, scores: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
         """The k selected indices, in order of selection (``scores`` a float array)."""
@@ -144,7 +147,9 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     are exact integers. With ``method="exact"`` (the default) every round is the exact
     exponential mechanism, so the guarantee holds in floating point; with ``"gumbel"`` the
     Gumbel draws are double precision (see :func:`dpcore.top_k` for the floating-point
-    caveat).
+    caveat). Each round is also bounded-range, so the charge carries the curve of k
+    bounded-range rounds (k (epsilon/k)**2/8-zCDP, :class:`dpcore.curves.BoundedRange`),
+    which the accountants' zCDP, RDP and PLD analyses use.
 
     References
     ----------
@@ -211,7 +216,8 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         return check.integer(self.k, "k", minimum=1)
 
     def _cost(self) -> Cost:
-        return Cost(self._check_params()[0].epsilon_effective)
+        mech = self._check_params()[0]
+        return Cost(mech.epsilon_effective, curve=mech.curve)
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select the features (see the class docstring). Returns self."""
@@ -231,7 +237,8 @@ class SelectKBest(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
             return mech.select_top_k(scores.astype(np.float64), random_state=rng)
 
         self.selected_ = np.asarray(
-            release(draw, cost=Cost(mech.epsilon_effective), accountant=self.accountant,
+            release(draw, cost=Cost(mech.epsilon_effective, curve=mech.curve),
+                    accountant=self.accountant,
                     random_state=self.random_state, label=f"SelectKBest({self.method})"),
             dtype=np.int64)
         self.classes_ = classes
@@ -332,7 +339,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
     gains not moving in one direction, each round is the exponential mechanism with the factor
     2 (:func:`dpcore.exponential`, method "exact") at epsilon / k (shares rounded down): the k
     rounds compose to epsilon, charged once. Later rounds use S, which the earlier rounds
-    released (adaptive composition).
+    released (adaptive composition). Each round is also bounded-range: the charge carries the
+    curve of k bounded-range rounds at epsilon / k (:class:`dpcore.curves.BoundedRange`,
+    k (epsilon/k)**2/8-zCDP), which the accountants' zCDP, RDP and PLD analyses use.
 
     References
     ----------
@@ -393,7 +402,8 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         return check.integer(self.k, "k", minimum=1)
 
     def _cost(self) -> Cost:
-        return Cost(self._check_params()[0])
+        epsilon, k = self._check_params()[:2]
+        return Cost(epsilon, curve=_rounds_curve(epsilon, k))
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select the features (see the class docstring). Returns self."""
@@ -419,8 +429,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
                 cells = cells.reshape(-1).astype(np.int64)
             return np.array(chosen, dtype=np.int64)
 
-        self.selected_ = release(draw, cost=Cost(epsilon), accountant=self.accountant,
-                                 random_state=self.random_state, label="PrivateKD")
+        self.selected_ = release(draw, cost=Cost(epsilon, curve=_rounds_curve(epsilon, k)),
+                                 accountant=self.accountant, random_state=self.random_state,
+                                 label="PrivateKD")
         self.classes_ = classes
         return self
 
@@ -434,3 +445,9 @@ class PrivateKD(_base.SharedStateCloneMixin, SelectorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def _rounds_curve(epsilon: float, k: int) -> Repeated:
+    """k exponential mechanisms of at most split_budget(epsilon, k) each (whatever n calibrates
+    their sensitivity to): k bounded-range rounds, known before the data."""
+    return BoundedRange(split_budget(epsilon, k)).repeat(k)

@@ -25,6 +25,7 @@ from dpcore._release.quantiles import (
     rank_utility,
 )
 from dpcore._release.sums import flat_records, split_budget
+from dpcore.curves import BoundedRange, PrivacyCurve
 from dpcore.selection import EXACT_PERMUTE_AND_FLIP, ExponentialMechanism
 
 if TYPE_CHECKING:
@@ -173,7 +174,11 @@ def quantile(x: ArrayLike, q: ArrayLike, *, epsilon: float, bounds: ArrayLike | 
     the interval's endpoints (data points), a Mironov-type channel not covered by the proof:
     on one data set every output was a multiple of 2**-52, on a neighbour about half were not.
 
-    Charged: ``epsilon``, once.
+    Charged: ``epsilon``, once. Every exponential-mechanism draw is also bounded-range, so
+    (not for permute-and-flip) the charge carries the curve of the m levels (equal split) or R
+    rounds (recursive; a round changes one node's input) as bounded-range mechanisms at their
+    share (:class:`dpcore.curves.BoundedRange`, epsilon**2/8-zCDP each), which the
+    accountants' zCDP, RDP and PLD analyses use.
 
     Notes
     -----
@@ -326,9 +331,17 @@ def _quantile(x, q, epsilon, bounds, grid, method, split, random_state, accounta
                 out[j] = candidates.point(runs.draw(mech, int(k), rng))
         return out
 
-    out = release(draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
-                  label=label).reshape(shape)
+    out = release(draw, cost=Cost(epsilon, curve=_rounds_curve(method, eps_each,
+                                                             numerators.size)),
+                  accountant=accountant, random_state=random_state, label=label).reshape(shape)
     return float(out[()]) if out.ndim == 0 else out
+
+
+def _rounds_curve(method: str, eps_each: float, rounds: int) -> PrivacyCurve | None:
+    """The curve of ``rounds`` exponential mechanisms of at most ``eps_each`` each (a round of
+    the recursive scheme runs them on disjoint records: one changes, so the round is one such
+    mechanism): bounded-range (epsilon**2/8-zCDP); None for permute-and-flip (pure only)."""
+    return None if method == FLIP_METHOD else BoundedRange(eps_each).repeat(rounds)
 
 
 def _recursive(records: np.ndarray, shape: tuple[int, ...], numerators: np.ndarray,
@@ -380,8 +393,8 @@ def _recursive(records: np.ndarray, shape: tuple[int, ...], numerators: np.ndarr
         out[order] = values
         return out
 
-    out = release(draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
-                  label=label).reshape(shape)
+    out = release(draw, cost=Cost(epsilon, curve=_rounds_curve(method, eps_each, tree.depth)),
+                  accountant=accountant, random_state=random_state, label=label).reshape(shape)
     return float(out[()]) if out.ndim == 0 else out
 
 
