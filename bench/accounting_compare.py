@@ -14,6 +14,15 @@ and checks that dpcore is never below the exact value and at most dp-accounting'
 max(1%, 2 * interval) (RDP against RDP, PLD against PLD). It also times 10**4 subsampled
 Gaussian steps composed by the PLD accountant (no cache).
 
+``--selections`` (no dp-accounting needed): k exponential-mechanism selections at epsilon
+0.1 and 1 under each accountant: the default ``"zcdp"`` as plain pure charges (epsilon**2/2,
+what it reported before it read the bounded-range curve) and with the curve (epsilon**2/8),
+``"rdp"`` and ``"pld"`` with the curve, and a lower bound no valid accountant may go below (the
+exact epsilon of the worst two-candidate exponential mechanisms composed, over a grid of their
+probabilities); checks that every accountant is at or above it.
+
+    PYTHONPATH=python python bench/accounting_compare.py --selections
+
 dp-accounting pins its own numpy, so it lives in an environment of its own:
 
     python -m venv /work/env-accounting && /work/env-accounting/bin/pip install dp-accounting==0.6.0
@@ -30,11 +39,12 @@ import sys
 import time
 import warnings
 
-from scipy import integrate, optimize
+import numpy as np
+from scipy import integrate, optimize, stats
 from scipy.special import ndtr
 
 import dpcore
-from dpcore.curves import DEFAULT_ORDERS, Gaussian, Laplace
+from dpcore.curves import DEFAULT_ORDERS, BoundedRange, Gaussian, Laplace
 
 DELTA = 1e-6
 INTERVAL = 1e-4
@@ -176,10 +186,66 @@ def cases(quick):
                        dpa.SelfComposedDpEvent(event, k), exact)
 
 
+def two_candidate_lower_bound(epsilon, k, grid=49):
+    """max over q of the exact epsilon at DELTA (both directions) of k compositions of the pair
+    (p, 1 - p), (q, 1 - q) with log odds epsilon apart: a two-candidate exponential mechanism
+    on two neighbours, which every epsilon-bounded-range accountant must cover."""
+    j = np.arange(k + 1)
+    worst = 0.0
+    for q in np.linspace(0.02, 0.98, grid):
+        p = math.exp(epsilon) * q / (1.0 - q + math.exp(epsilon) * q)
+        log_p, log_q = stats.binom.logpmf(j, k, p), stats.binom.logpmf(j, k, q)
+        for a, b in ((log_p, log_q), (log_q, log_p)):
+            loss = a - b
+
+            def delta_of(e, a=a, loss=loss):
+                big = loss > e
+                return float(np.sum(np.exp(a[big]) * -np.expm1(e - loss[big])))
+
+            worst = max(worst, solve(delta_of))
+    return worst
+
+
+def selections(quick):
+    """The --selections table (see the module); returns the failed checks."""
+    failures = []
+    print(f"k exponential-mechanism selections, delta = {DELTA:g}")
+    print("| epsilon | k | summed | zcdp, eps^2/2 (before) | zcdp, eps^2/8 (now) | rdp | pld "
+          "| two-candidate lower bound |")
+    print("|---|---|---|---|---|---|---|---|")
+    for epsilon in (0.1, 1.0):
+        for k in KS[:3] if quick else KS:
+            row = {}
+            for name, method, curve in (("before", "zcdp", None),
+                                        ("now", "zcdp", BoundedRange(epsilon)),
+                                        ("rdp", "rdp", BoundedRange(epsilon)),
+                                        ("pld", "pld", BoundedRange(epsilon))):
+                acc = dpcore.Accountant(1e6, DELTA, method=method)
+                acc.charge_repeated(epsilon, k=k, curve=curve)
+                row[name] = acc.spent[0]
+            bound = two_candidate_lower_bound(epsilon, k)
+            for name, value in row.items():
+                if value < bound:
+                    failures.append(f"selections eps={epsilon:g} k={k}: {name} {value!r} below "
+                                    f"the two-candidate lower bound {bound!r}")
+            print(f"| {epsilon:g} | {k} | {k * epsilon:g} | {row['before']:.4f} | "
+                  f"{row['now']:.4f} | {row['rdp']:.4f} | {row['pld']:.4f} | {bound:.4f} |")
+            sys.stdout.flush()
+    return failures
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="k up to 100 only")
+    parser.add_argument("--selections", action="store_true",
+                        help="only the exponential-mechanism table (no dp-accounting needed)")
     args = parser.parse_args(argv)
+    if args.selections:
+        failures = selections(args.quick)
+        print("\nchecks:", "all passed" if not failures else f"{len(failures)} failed")
+        for f in failures:
+            print("  FAIL", f)
+        return 1 if failures else 0
     failures = []
     print(f"delta = {DELTA:g}, orders = dp-accounting's default ({len(DEFAULT_ORDERS)}), "
           f"PLD interval = {INTERVAL:g}")
