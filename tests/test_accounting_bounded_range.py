@@ -15,9 +15,10 @@ import pytest
 
 import dpcore
 from dpcore import calibration, selection
-from dpcore._floats import round_up
+from dpcore._floats import round_down, round_up
 from dpcore._release.sums import split_budget
-from dpcore.curves import BoundedRange, Laplace, PureDP, Repeated
+from dpcore.curves import (ApproxDP, BoundedRange, Composed, Gaussian, Laplace, PureDP, Repeated,
+                           ZCDP)
 
 EPS = 0.1
 DELTA = 1e-6
@@ -372,3 +373,84 @@ def test_the_ladder_counts_charge_the_exponential_mechanism_curve():
     smooth = _charged(lambda acc: triangle_count(ring, n_nodes=60, epsilon=0.5, delta=1e-7,
                                                  random_state=0, accountant=acc))
     assert smooth.curve is None and smooth.rho_implied is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Composed: different releases in one charge (a tree's splits and leaves, MWEM, sample-aggregate)
+
+def test_composed_curve_sums_its_parts():
+    parts = (BoundedRange(0.25).repeat(3), PureDP(0.5), Laplace(4.0))
+    curve = Composed(parts)
+    orders = np.array([1.5, 2.0, 8.0, 64.0])
+    assert np.all(curve.rdp(orders) >= sum(p.rdp(orders) for p in parts))
+    assert np.allclose(curve.rdp(orders), sum(p.rdp(orders) for p in parts), rtol=1e-14)
+    pld = parts[0].pld(1e-3).compose(parts[1].pld(1e-3)).compose(parts[2].pld(1e-3))
+    assert curve.pld(1e-3).epsilon(DELTA) == pld.epsilon(DELTA)
+    assert curve.fallback() == {"epsilon": 1.5, "delta": 0.0}
+    assert curve.implied_rho() == round_up(
+        3 * Fraction(round_up(Fraction(0.25) ** 2 / 8)) + Fraction(0.5) ** 2 / 2
+        + Fraction(0.25) ** 2 / 2)
+    assert Composed((ZCDP(0.1), Gaussian(2.0))).fallback() == {"rho": 0.225}
+    assert Composed((ZCDP(0.1), PureDP(1.0))).fallback() is None  # mixed kinds
+    assert Composed((ApproxDP(1.0, 1e-7), PureDP(1.0))).implied_rho() is None
+    assert Composed((ApproxDP(1.0, 1e-7), ApproxDP(0.5, 1e-7))).fallback()["delta"] >= 2e-7
+    assert Composed((PureDP(1.0, relation="add/remove"), PureDP(1.0))).relation == "add/remove"
+    with pytest.raises(ValueError, match="relation"):
+        Composed((PureDP(1.0, relation="add/remove"), PureDP(1.0, relation="substitution")))
+    with pytest.raises(TypeError, match="PrivacyCurve"):
+        Composed((PureDP(1.0), 1.0))
+    with pytest.raises(ValueError, match="at least one"):
+        Composed(())
+
+
+def test_composed_charges_count_the_sum_of_their_parts():
+    curve = Composed((BoundedRange(0.1).repeat(10), PureDP(0.5)))
+    for method in ("zcdp", "rdp", "pld"):
+        acc = dpcore.Accountant(10.0, DELTA, method=method)
+        entry = acc.charge(epsilon=1.5, curve=curve)
+        assert entry.rho_implied == curve.implied_rho() and entry.rho_from_curve
+        assert math.isfinite(acc.spent[0]) and acc.spent[0] <= 1.5
+
+
+def _tree_data():
+    rng = np.random.default_rng(2)  # insecure-ok: example data
+    X = rng.uniform(0, 1, (600, 3))
+    return X, (X[:, 1] > 0.5).astype(int)
+
+
+def test_trees_charge_their_split_levels_as_bounded_range_and_the_leaves_as_pure():
+    X, y = _tree_data()
+    tree = dpcore.learn.DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1],
+                                               max_depth=4, split_share=0.5, split_levels=4,
+                                               random_state=0)
+    entry = _charged(lambda acc: tree.set_params(accountant=acc).fit(X, y))
+    splits, leaves = entry.curve.parts
+    assert isinstance(splits, Repeated) and splits.count == 4
+    assert splits.curve.epsilon <= 0.125 and isinstance(leaves, PureDP)
+    assert splits.count * splits.curve.epsilon + leaves.epsilon <= 1.0
+    assert entry.rho_implied == entry.curve.implied_rho() < 0.14  # 4 (1/8)**2/8 + 0.5**2/2
+    # accounting only: the same tree with or without the accountant
+    alone = dpcore.learn.DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1],
+                                                max_depth=4, split_share=0.5, split_levels=4,
+                                                random_state=0).fit(X, y)
+    assert np.array_equal(alone.predict(X), tree.predict(X))
+    # random splits: the leaves only
+    flat = dpcore.learn.DecisionTreeClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1],
+                                               max_depth=3, split_share=0.0, random_state=0)
+    assert _charged(lambda acc: flat.set_params(accountant=acc).fit(X, y)).curve == PureDP(1.0)
+
+
+def test_mwem_and_sample_aggregate_charge_their_selections_as_bounded_range():
+    x = np.random.default_rng(3).normal(0.5, 0.1, 500)  # insecure-ok: example data
+    lo, hi = np.triu_indices(9, 1)
+    entry = _charged(lambda acc: dpcore.publish.mwem(
+        x, bins=8, range=(0, 1), queries=(lo, hi), epsilon=1.0, rounds=5, random_state=0,
+        accountant=acc))
+    selections, counts = entry.curve.parts
+    assert selections.count == 5 and counts == PureDP(round_down(Fraction(1, 11))).repeat(6)
+    assert selections.curve.epsilon <= 1 / 11
+    entry = _charged(lambda acc: dpcore.robust.sample_aggregate(
+        x, np.mean, n_blocks=50, output_range=(0.0, 1.0), epsilon=1.0, random_state=0,
+        accountant=acc))
+    assert entry.curve == Composed((BoundedRange(0.25).repeat(2), PureDP(0.5).repeat(1)))
+    assert entry.rho_implied == pytest.approx(2 * 0.25**2 / 8 + 0.5**2 / 2, rel=1e-12)

@@ -14,7 +14,8 @@ the curves:
 * :class:`BoundedRange`: the exponential mechanism (epsilon-bounded-range, hence
   epsilon**2/8-zCDP: a tighter RDP than pure DP);
 * :class:`PoissonSubsampled` (add/remove), :class:`SampledWithoutReplacement` (substitution),
-  :class:`Repeated` (k-fold composition).
+  :class:`Repeated` (k-fold composition), :class:`Composed` (different releases composed in
+  one charge).
 
 Examples
 --------
@@ -35,6 +36,7 @@ from dpcore.curves._curves import (
     DEFAULT_INTERVAL,
     RELATIONS,
     ApproxDP,
+    Composed,
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
@@ -72,4 +74,5 @@ __all__ = [
     "delta_from_rdp",
     "gaussian_pld",
     "BoundedRange",
+    "Composed",
 ]

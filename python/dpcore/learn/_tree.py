@@ -25,6 +25,7 @@ from dpcore.mechanisms import discrete_laplace
 from dpcore import _validation as check
 from dpcore._floats import round_down, round_up
 from dpcore._release import Cost, release
+from dpcore.curves import BoundedRange, Composed, PureDP
 from dpcore.learn import _base
 from dpcore.learn._dask import (DaskLevelCounts, DaskRecords, check_tree_flags, class_index,
                                 is_dask_collection, tree_chunks)
@@ -311,7 +312,9 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     generator only, and cost nothing) and in one leaf label (exact
     permute-and-flip, :func:`permute_and_flip_labels`, one record changes one count by 1, at
     epsilon minus the L splits' effective epsilons, rounded down). The levels compose
-    sequentially: epsilon in all, charged once. A node's candidates and base measure depend
+    sequentially: epsilon in all, charged once (with the curve of L bounded-range split levels
+    and the pure leaves, :class:`dpcore.curves.Composed`, so the accountants' zCDP analyses
+    count L epsilon_s**2/8 + epsilon_leaf**2/2). A node's candidates and base measure depend
     only on the released splits above (post-processing; the base measure enters as a public
     offset of each utility, -log(n_f) / c on a 2**-14 grid, c the mechanism's scale, which
     leaves the max operator's sums exact and adds its rounding to the Gini sensitivity); the
@@ -587,7 +590,13 @@ def _release_private(est, counts, root, n, grid, plan, n_trees, epsilon, label):
         return Trees(**grow_trees(counts, roots, grid, root.shape[1], depth, n_bins, mechs,
                                   leaf_eps, criterion, rng))
 
-    return release(draw, cost=Cost(epsilon), accountant=est.accountant,
+    # per record: one split choice per level that looks (exponential mechanisms, parallel over
+    # a level's nodes: bounded-range) and one leaf label (permute-and-flip: pure)
+    looks = [m for m in mechs if m is not None]
+    leaves = PureDP(leaf_eps)
+    curve = Composed((BoundedRange(looks[0].epsilon_effective).repeat(len(looks)),
+                      leaves)) if looks else leaves
+    return release(draw, cost=Cost(epsilon, curve=curve), accountant=est.accountant,
                    random_state=est.random_state, label=label)
 
 

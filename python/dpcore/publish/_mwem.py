@@ -15,6 +15,7 @@ from dpcore._floats import round_down
 from dpcore._release import Cost, release
 from dpcore._release.bins import OUTSIDE, box_queries
 from dpcore._release.sums import IntegerNoise
+from dpcore.curves import BoundedRange, Composed, PureDP
 from dpcore.mechanisms import discrete_laplace
 from dpcore.publish import _docs as docs
 from dpcore.publish._wavelet import sample_grid
@@ -135,7 +136,9 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
     the score is a difference of integers, exact in doubles), and the
     chosen query's exact integer answer plus discrete Laplace noise of scale (2T + 1) /
     epsilon. The weights, their average and sampled records are post-processing. Grid,
-    queries, T and replay are public.
+    queries, T and replay are public. The charge carries the curve of the T selections
+    (bounded-range, step**2/8-zCDP each) and the T + 1 noisy counts (pure,
+    :class:`dpcore.curves.Composed`), which the accountants' zCDP, RDP and PLD analyses use.
     {charged}
 
     Notes
@@ -223,8 +226,11 @@ def mwem(sample: ArrayLike, *, bins: int | ArrayLike, range: ArrayLike | None = 
             average += a
         return total, average / rounds, a, chosen, measured
 
+    # T selections (bounded-range) and T + 1 noisy counts (pure), each at most ``step``
+    curve = Composed((BoundedRange(chooser.epsilon_effective).repeat(rounds),
+                      PureDP(step).repeat(rounds + 1)))
     total, average, final, chosen, measured = release(
-        draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
+        draw, cost=Cost(epsilon, curve=curve), accountant=accountant, random_state=random_state,
         label="publish.mwem")
     return MWEMRelease(list(grid.edges), average.reshape(grid.shape), final.reshape(grid.shape),
                        total, chosen, measured.astype(np.int64), noise)

@@ -13,6 +13,7 @@ from dpcore import _validation as check
 from dpcore._floats import round_down as _round_down
 from dpcore._release import Cost, public_arithmetic, release
 from dpcore._smooth import _epsilon
+from dpcore.curves import BoundedRange, Composed, PureDP
 from dpcore.mechanisms import LaplaceMechanism
 from dpcore.selection import ExponentialMechanism
 
@@ -164,7 +165,9 @@ def sample_aggregate(x: ArrayLike, estimator: Callable[[np.ndarray], Any], *, n_
       with :func:`dpcore.laplace`'s exact discrete mechanism at epsilon_c / 2.
 
     The estimator sees the raw data: its running time and side effects are not protected.
-    Charged: ``epsilon``, once.
+    Charged: ``epsilon``, once, with the curve of the 2 d quartiles (bounded-range,
+    epsilon_c**2/128-zCDP each) and the d means (pure, :class:`dpcore.curves.Composed`), which
+    the accountants' zCDP, RDP and PLD analyses use.
 
     Notes
     -----
@@ -234,6 +237,9 @@ def sample_aggregate(x: ArrayLike, estimator: Callable[[np.ndarray], Any], *, n_
         ])
         return float(out[0]) if scalar else out
 
-    return release(draw, cost=Cost(epsilon), accountant=accountant, random_state=random_state,
-                   label="robust.sample_aggregate")
+    # per coordinate two exponential mechanisms (bounded-range) and one Laplace mean (pure)
+    curve = Composed((BoundedRange(_round_down(Fraction(eps_coord) / 4)).repeat(2 * d),
+                      PureDP(_round_down(Fraction(eps_coord) / 2)).repeat(d)))
+    return release(draw, cost=Cost(epsilon, curve=curve), accountant=accountant,
+                   random_state=random_state, label="robust.sample_aggregate")
 
