@@ -454,3 +454,22 @@ def test_mwem_and_sample_aggregate_charge_their_selections_as_bounded_range():
         accountant=acc))
     assert entry.curve == Composed((BoundedRange(0.25).repeat(2), PureDP(0.5).repeat(1)))
     assert entry.rho_implied == pytest.approx(2 * 0.25**2 / 8 + 0.5**2 / 2, rel=1e-12)
+
+
+def test_grid_search_partitions_carry_the_curves():
+    X, y = _tree_data()
+    acc = dpcore.Accountant(10.0, DELTA)
+    tree = dpcore.learn.DecisionTreeClassifier(bounds=(0, 1), classes=[0, 1], max_depth=3,
+                                               split_share=0.5, split_levels=3)
+    search = dpcore.learn.PrivateGridSearch(tree, {"split_share": [0.25, 0.5]}, epsilon=1.0,
+                                            classes=[0, 1], random_state=0, accountant=acc)
+    search.fit(X, y)
+    block = acc.history[0]
+    assert block.kind == "parallel" and block.count == 3 and block.epsilon == 1.0
+    # the trees' costs before the fit carry no curve (their defaults may depend on the data's
+    # shape): eps**2/2 = 0.5 is the largest partition; the selection's curve is counted
+    assert block.rho_implied == 0.5 and block.rho_from_curve
+    # a candidate whose cost states a curve passes it to its partition
+    select = dpcore.learn.SelectKBest(k=2, epsilon=0.5, bounds=(0, 1), classes=[0, 1])
+    (charge,), = dpcore.learn.PrivateGridSearch._costs([select])
+    assert charge["curve"] == select.cost.curve == Repeated(BoundedRange(0.25), 2)

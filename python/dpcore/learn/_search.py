@@ -19,7 +19,7 @@ from dpcore._floats import round_down
 from dpcore._progress import Progress
 from dpcore._release import Cost
 from dpcore.calibration import zcdp_rho_for
-from dpcore.curves import DEFAULT_ORDERS, PrivacyCurve, ZCDP
+from dpcore.curves import DEFAULT_ORDERS, BoundedRange, PrivacyCurve, ZCDP
 from dpcore.learn import _base
 from dpcore.mechanisms import discrete_gaussian, discrete_laplace
 from dpcore.tuning import select_candidate, validation_errors
@@ -385,7 +385,7 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
                 if "epsilon" in step.get_params(deep=False):
                     cost = step.cost
                     charges.append(dict(epsilon=cost.epsilon, delta=cost.delta, rho=cost.rho,
-                                        label=type(step).__name__))
+                                        curve=cost.curve, label=type(step).__name__))
             costs.append(charges)
         return costs
 
@@ -425,7 +425,9 @@ class PrivateGridSearch(_base.SharedStateCloneMixin, MetaEstimatorMixin, BaseEst
         if self.accountant is not None:
             # every part's cost, charged at once before any fit: all or nothing
             costs = self._costs(models)
-            costs.append([dict(epsilon=epsilon, label="select_candidate")])
+            # the exponential mechanism ("exact"): bounded-range at epsilon_effective <= epsilon
+            costs.append([dict(epsilon=epsilon, curve=BoundedRange(epsilon),
+                               label="select_candidate")])
             with self.accountant.parallel(label=f"PrivateGridSearch({m} candidates)") as block:
                 block.charge_partitions(
                     costs, labels=[f"candidate {i}" for i in range(m)] + ["selection"])
