@@ -158,7 +158,9 @@ class ExponentialMechanism(Plan):
         (composed as pure ``epsilon_effective``-DP). An exponential mechanism with score scale c
         is (2 sensitivity c)-bounded-range (sensitivity c when monotonic), rounded up:
         :class:`~dpcore.curves.BoundedRange`, epsilon**2/8-zCDP; top-k is k such rounds
-        (peeling), composed. The RDP and PLD accountants use it; the others the pure epsilon."""
+        (peeling), composed. Every dpcore accountant uses it: the default ``"zcdp"`` counts
+        the charge at the curve's rho (epsilon**2/8 per round) in its zCDP analyses, the RDP
+        and PLD accountants compose the curve."""
         if self.method not in _EXPONENTIAL_LAW:
             return None
         # one round's loss range: c times the width of u_r - u'_r's range, rounded up
@@ -481,9 +483,10 @@ def exponential(utility: ArrayLike, *, sensitivity: float, epsilon: float, monot
     charged to the accountant, as one pure (epsilon, 0) release, with its privacy curve: an
     exponential mechanism is also ``epsilon_effective``-bounded-range (Durfee-Rogers 2019),
     hence epsilon**2/8-zCDP (Cesar-Rogers 2021), a better rate for long compositions, which
-    accountants with ``method="rdp"`` or ``"pld"`` use
+    every accountant uses (the default ``"zcdp"`` counts epsilon**2/8 instead of
+    epsilon**2/2 in its zCDP analyses; ``"rdp"`` and ``"pld"`` compose the curve)
     (:class:`~dpcore.curves.BoundedRange`; not for permute-and-flip, which is not
-    bounded-range). For ``"gumbel"`` and ``"inverse-cdf"`` both hold for the idealised
+    bounded-range, and is counted at epsilon**2/2). For ``"gumbel"`` and ``"inverse-cdf"`` both hold for the idealised
     algorithm, as below.
 
     Which methods are exact:
@@ -593,8 +596,9 @@ def top_k(utility: ArrayLike, k: int, *, sensitivity: float, epsilon: float,
     without the 2 for ``monotonic=True``, valid only for utilities that move in the same
     direction for every pair of neighbours). Each round is also bounded-range, so the release is
     k (epsilon/k)**2 / 8-zCDP as well. ``epsilon_effective`` is charged as one pure
-    (epsilon, 0) release, with the curve of k bounded-range rounds for the RDP and PLD
-    accountants (``ExponentialMechanism.curve``).
+    (epsilon, 0) release, with the curve of k bounded-range rounds
+    (``ExponentialMechanism.curve``), which every accountant uses (the default ``"zcdp"``
+    counts k (epsilon/k)**2/8 instead of epsilon**2/2).
 
     Floating point: the Gumbel noise is computed in double precision, so the law matches
     peeling up to rounding, and candidates whose score is more than about 712 below the

@@ -350,7 +350,9 @@ class Accountant:
         label : str, optional
             Names the release in the history.
         curve : dpcore.curves.PrivacyCurve, optional
-            The release's privacy curve, composed by ``method="rdp"`` and ``"pld"``. Given
+            The release's privacy curve, composed by ``method="rdp"`` and ``"pld"``; every
+            method's zCDP analyses count a pure charge at the smaller of epsilon**2 / 2 and
+            ``curve.implied_rho()`` (epsilon**2 / 8 for a bounded-range curve). Given
             alone, epsilon/delta or rho are taken from its plain guarantee
             (``curve.fallback()``); a curve without one (e.g. a Poisson-subsampled Gaussian)
             can only be charged to an ``"rdp"`` or ``"pld"`` accountant.

@@ -5,7 +5,8 @@ on a grid of orders, a privacy-loss distribution (pessimistically discretised: e
 derived from it is an upper bound) where a dominating pair is known, and a plain
 (epsilon, delta) or rho-zCDP guarantee where one exists. Releases attach their curve to the cost
 they charge (``Cost(..., curve=...)``), and ``Accountant(..., method="rdp" | "pld")`` composes
-the curves:
+the curves; the default ``method="zcdp"`` reads a pure charge's curve for a zCDP bound tighter
+than epsilon**2/2 (:meth:`PrivacyCurve.implied_rho`: epsilon**2/8 for :class:`BoundedRange`):
 
 * :class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`: the generic guarantees;
 * :class:`Gaussian`, :class:`Laplace`: the continuous mechanisms;
