@@ -5,7 +5,9 @@ charged *before* it is made; a charge that would overspend raises :class:`Budget
 records nothing, so the release is never made. Supported compositions:
 
 * sequential (basic) composition of pure and approximate DP charges (summation);
-* rho-zCDP charges (summed, converted to (epsilon, delta) with the tight conversion);
+* rho-zCDP charges (summed, converted to (epsilon, delta) with the tight conversion); pure
+  charges may be counted there too, at epsilon**2/2 or the smaller bound their curve states
+  (epsilon**2/8 for the exponential mechanism's bounded-range curve), when that is tighter;
 * parallel composition over disjoint partitions (:meth:`Accountant.parallel`), the charges
   on one partition summed (:meth:`ParallelBlock.partition`);
 * advanced composition of k repeated releases (:meth:`Accountant.charge_repeated`);
