@@ -473,3 +473,21 @@ def test_grid_search_partitions_carry_the_curves():
     select = dpcore.learn.SelectKBest(k=2, epsilon=0.5, bounds=(0, 1), classes=[0, 1])
     (charge,), = dpcore.learn.PrivateGridSearch._costs([select])
     assert charge["curve"] == select.cost.curve == Repeated(BoundedRange(0.25), 2)
+
+
+def test_sequential_plans_keep_the_selections_curve():
+    from dpcore import plans
+    from dpcore.mechanisms import LaplaceMechanism
+    em = _em()
+    count = LaplaceMechanism.calibrate(sensitivity=1.0, epsilon=0.5)
+    both = plans.sequential(em, em, count)
+    assert both.cost.epsilon == round_up(2 * Fraction(EPS) + Fraction(0.5))
+    assert both.cost.curve == Composed((em.curve, em.curve, count.cost.curve or PureDP(0.5)))
+    acc = dpcore.Accountant(10.0, DELTA)
+    both.release((np.arange(4.0), np.arange(4.0), 3.0), accountant=acc, random_state=0)
+    entry = acc.history[0]
+    assert entry.rho_from_curve
+    assert entry.rho_implied == both.cost.curve.implied_rho() < round_up(
+        Fraction(both.cost.epsilon) ** 2 / 2)
+    # no curve anywhere: none on the total either
+    assert plans.total_cost([dpcore._release.Cost(0.5), dpcore._release.Cost(0.25)]).curve is None

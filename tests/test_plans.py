@@ -6,6 +6,7 @@ from _recording import RecordingAccountant
 import dpcore
 from dpcore import plans
 from dpcore._release import Cost
+from dpcore.curves import Composed
 from dpcore.mechanisms import GaussianMechanism, LaplaceMechanism
 
 
@@ -46,7 +47,8 @@ def test_bad_data_is_refused_before_the_charge():
 def test_sequential_adds_costs_and_draws_in_order():
     a, b = laplace_plan(0.25), laplace_plan(0.5)
     both = plans.sequential(a, b)
-    assert both.cost == Cost(0.75, 0.0)
+    assert (both.cost.epsilon, both.cost.delta) == (0.75, 0.0)
+    assert both.cost.curve == Composed((a.cost.curve, b.cost.curve))  # the curves composed
     acc = dpcore.Accountant(1.0)
     out = both.release((10.0, 20.0), accountant=acc, random_state=dpcore.default_rng(5))
     rng = dpcore.default_rng(5)

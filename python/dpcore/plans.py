@@ -40,6 +40,7 @@ from typing import Any, Sequence
 from dpcore import _validation as check
 from dpcore._floats import round_up
 from dpcore._release import Cost, release
+from dpcore.curves import ApproxDP, Composed, PrivacyCurve, PureDP, ZCDP
 
 __all__ = ["Plan", "parallel", "sequential", "total_cost", "wrap"]
 
@@ -49,7 +50,9 @@ ADD_REMOVE = "add/remove one record"
 def total_cost(costs: Sequence[Cost]) -> Cost:
     """Basic sequential composition: epsilons and deltas added (or rhos added), each sum rounded
     up exactly to a double. Mixing zCDP and (epsilon, delta) costs is refused: convert one with
-    an accountant, which composes both."""
+    an accountant, which composes both. When a cost states a curve, the total states their
+    composition (:class:`dpcore.curves.Composed`, the others as their plain guarantee), so
+    e.g. exponential mechanisms keep their bounded-range curve (epsilon**2/8-zCDP)."""
     costs = list(costs)
     if not costs:
         raise ValueError("costs must hold at least one cost")
@@ -57,11 +60,32 @@ def total_cost(costs: Sequence[Cost]) -> Cost:
     if rhos and len(rhos) != len(costs):
         raise ValueError("cannot add rho-zCDP and (epsilon, delta) costs: compose them with an "
                          "Accountant, which converts zCDP at its delta")
+    curve = _composed_curve(costs)
     if rhos:
-        return Cost(rho=round_up(sum((Fraction(r) for r in rhos), Fraction(0))))
+        return Cost(rho=round_up(sum((Fraction(r) for r in rhos), Fraction(0))), curve=curve)
     epsilon = round_up(sum((Fraction(c.epsilon or 0.0) for c in costs), Fraction(0)))
     delta = min(1.0, round_up(sum((Fraction(c.delta) for c in costs), Fraction(0))))
-    return Cost(epsilon, delta)
+    return Cost(epsilon, delta, curve=curve)
+
+
+def _composed_curve(costs: list[Cost]) -> PrivacyCurve | None:
+    """The costs' curves composed (a cost without one as its plain guarantee), or None when
+    none states a curve, or when their relations differ (the plain total is then the cost)."""
+    if all(c.curve is None for c in costs):
+        return None
+    parts: list[PrivacyCurve] = []
+    for c in costs:
+        if c.curve is not None:
+            parts.append(c.curve)
+        elif c.rho is not None:
+            parts.append(ZCDP(c.rho))
+        else:
+            epsilon = c.epsilon or 0.0
+            parts.append(PureDP(epsilon) if c.delta == 0.0 else ApproxDP(epsilon, c.delta))
+    try:
+        return Composed(tuple(parts))
+    except ValueError:
+        return None
 
 
 class Plan(ABC):
