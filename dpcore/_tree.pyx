@@ -21,7 +21,7 @@ depend on their record only and counts are integers, so the output is the same f
 thread count. Nothing here is random.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -49,46 +49,32 @@ cdef Py_ssize_t _n_blocks(Py_ssize_t n, Py_ssize_t d, Py_ssize_t table):
     return max(n // rows, 1)
 
 
-cdef int _bin_rows(const double *X, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
-                   const double *low, const double *scale, const double *last,
-                   const int32_t *y, code_t *codes, int64_t *root, Py_ssize_t B,
-                   Py_ssize_t stride, double *nan) noexcept nogil:
-    """bin_codes on records i0 .. i1 - 1, counting into root (d, k, B) and storing the sum of
-    x - x of each feature to nan (d). Returns -1 when out of memory. The scratch arrays are
-    the function's own (malloc): the compiler then knows they alias nothing and vectorises."""
-    cdef Py_ssize_t i, f
-    cdef const double *x
-    cdef code_t *out
-    cdef int64_t *cell
-    cdef double q
-    cdef int32_t *b = <int32_t *>malloc(max(d, 1) * sizeof(int32_t))
-    cdef double *acc = <double *>calloc(max(d, 1), sizeof(double))
-    if b == NULL or acc == NULL:
-        free(b)
-        free(acc)
-        return -1
-    for i in range(i0, i1):
-        x = X + i * d
-        for f in range(d):   # branch-free: the compiler vectorises it
-            acc[f] += x[f] - x[f]
-            q = (x[f] - low[f]) * scale[f]
-            q = q if q > 0.0 else 0.0            # also maps NaN to 0 (then rejected)
-            q = q if q < last[f] else last[f]
-            b[f] = <int32_t>q
-        out = codes + i * d
-        cell = root + y[i] * B
-        for f in range(d):
-            out[f] = <code_t>b[f]
-            cell[b[f]] += 1
-            cell += stride
-    for f in range(d):
-        nan[f] += acc[f]
-    free(b)
-    free(acc)
-    return 0
+cdef extern from "tree_bin.h" nogil:
+    ctypedef struct tb_pattern:
+        const double *lo
+        const double *scale
+        const double *top
+        const int64_t *off
+        Py_ssize_t d, rows, B
+    int tb_bin_u8(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
+                  const int32_t *y, uint8_t *codes, int64_t *root)
+    int tb_bin_u16(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
+                   const int32_t *y, uint16_t *codes, int64_t *root)
+    int tb_set_level(int level)
 
 
-cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
+cdef int _bin_level = tb_set_level(1)   # AVX2 when the CPU has it
+
+
+def set_bin_level(int level):
+    """The binning pass's version: 0 portable, 1 AVX2 when the CPU has it (the default).
+    Returns the level in force. Both give the same codes and counts (for the tests)."""
+    global _bin_level
+    _bin_level = tb_set_level(level)
+    return _bin_level
+
+
+cdef Py_ssize_t _take_slot(list idle, list tables) except -1:
     """An idle slot, or a new one (zeroed like slot 0) when every slot is busy, as when the
     thread count was raised during the call. Called with the GIL: the list operations are
     atomic, and the new slot's index is reserved before anything that could release it."""
@@ -97,49 +83,51 @@ cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
         return idle.pop()
     slot = len(tables)
     tables.append(None)
-    if nans is not None:
-        nans.append(None)
-        nans[slot] = np.zeros_like(nans[0])
     tables[slot] = np.zeros_like(tables[0])
     return slot
+
+
+cdef enum:
+    RUN_VALUES = 256   # values a run of tb_bin_* (whole rows, at least one): measured best
 
 
 cdef class _BinBlocks:
     """bin_codes over ``nblocks`` equal runs of records. A run takes an idle slot while it
     counts (Python lists: pop and append are atomic under the GIL, which each call holds for
-    them; a new slot when none is idle): slot s counts into tables[s] (tables[0]: the caller's)
-    and sums x - x into nans[s]. The caller adds the slots up (about one per thread, so the
-    adding does not grow with the number of runs)."""
+    them; a new slot when none is idle): slot s counts into tables[s] (tables[0]: the caller's).
+    The caller adds the slots up (about one per thread, so the adding does not grow with the
+    number of runs). ``bad``: some run met a value that is not finite."""
     cdef const double[:, ::1] X
-    cdef const double[::1] lo, inv, top
     cdef const int32_t[::1] y
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
+    cdef const double[::1] lo, scale, top      # expanded to the period (tree_bin.h)
+    cdef const int64_t[::1] off
+    cdef Py_ssize_t rows
     cdef bint wide
+    cdef public bint bad
     cdef Py_ssize_t nblocks
-    cdef list idle, tables, nans
+    cdef list idle, tables
 
     def __call__(self, Py_ssize_t j):
-        cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
+        cdef Py_ssize_t n = self.X.shape[0]
         cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, self.nans)
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables)
         cdef int64_t[:, :, ::1] root = self.tables[slot]
-        cdef double[::1] nan = self.nans[slot]
-        cdef Py_ssize_t B = root.shape[2], stride = root.shape[1] * B
-        cdef int64_t *table = &root[0, 0, 0]
+        cdef tb_pattern pat
         cdef int status
+        pat.lo, pat.scale, pat.top, pat.off = &self.lo[0], &self.scale[0], &self.top[0], &self.off[0]
+        pat.d, pat.rows, pat.B = self.X.shape[1], self.rows, root.shape[2]
         with nogil:
             if self.wide:
-                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
-                                   &self.top[0], &self.y[0], &self.codes16[0, 0], table, B,
-                                   stride, &nan[0])
+                status = tb_bin_u16(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                    &self.codes16[0, 0], &root[0, 0, 0])
             else:
-                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
-                                   &self.top[0], &self.y[0], &self.codes8[0, 0], table, B,
-                                   stride, &nan[0])
+                status = tb_bin_u8(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                   &self.codes8[0, 0], &root[0, 0, 0])
         self.idle.append(slot)
         if status:
-            raise MemoryError()
+            self.bad = True
 
 
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
@@ -159,7 +147,7 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     Each operation is one IEEE rounding (no contraction: the build flags), so the code is a
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
-    exactly.
+    exactly. The loops are tree_bin.h's (AVX2 when the CPU has it: the same codes and counts).
 
     Threads: the records are cut into equal runs (:func:`_n_blocks`, from the input's shape
     only), binned at once on up to ``dpcore.get_num_threads()`` threads, each run counting
@@ -170,11 +158,19 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
         raise ValueError("codes must be a uint8 or uint16 array of X's shape")
     if y.shape[0] != n or lo.shape[0] != d or inv.shape[0] != d or top.shape[0] != d:
         raise ValueError("y, lo, inv and top must match X's shape")
-    cdef _BinBlocks job = _BinBlocks()
-    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
     if n == 0 or d == 0:
         return 0
-    job.X, job.lo, job.inv, job.top, job.y = X, lo, inv, top, y
+    cdef double most = np.max(top)
+    if root.shape[0] != d or not 0 <= most < min(root.shape[2], np.iinfo(codes.dtype).max + 1):
+        raise ValueError("root must be (d, k, B) with top < B, and top must fit codes' dtype")
+    cdef _BinBlocks job = _BinBlocks()
+    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
+    job.X, job.y = X, y
+    job.rows = max(<Py_ssize_t>RUN_VALUES // d, 1)
+    job.lo = np.tile(np.asarray(lo), job.rows)
+    job.scale = np.tile(np.asarray(inv), job.rows)
+    job.top = np.tile(np.asarray(top), job.rows)
+    job.off = np.arange(d, dtype=np.int64) * (root.shape[1] * root.shape[2])
     job.wide = codes.dtype == np.uint16
     if job.wide:
         job.codes16 = codes
@@ -184,11 +180,13 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     out = np.asarray(root)
     job.idle = list(range(slots))
     job.tables = [out] + [np.zeros_like(out) for _ in range(slots - 1)]
-    job.nans = [np.zeros(d) for _ in range(slots)]
     run_blocks(job, job.nblocks)
     for extra in job.tables[1:]:
         np.add(out, extra, out=out)
-    return int(np.count_nonzero(np.any(np.array(job.nans) != 0.0, axis=0)))
+    if not job.bad:
+        return 0
+    # off the hot path: which features hold the values that are not finite
+    return int(np.count_nonzero(~np.isfinite(np.asarray(X)).all(axis=0)))
 
 
 cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
@@ -240,7 +238,7 @@ cdef class _LevelBlocks:
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t i0 = self.n * j // self.nblocks, i1 = self.n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, None)
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables)
         cdef int64_t[:, :, :, ::1] counts = self.tables[slot]
         cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
         cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
