@@ -54,13 +54,14 @@ cdef extern from "tree_bin.h" nogil:
         const double *lo
         const double *scale
         const double *top
-        const int64_t *off
-        Py_ssize_t d, rows, B
+        Py_ssize_t d, rows, B, stride
     int tb_bin_u8(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
                   const int32_t *y, uint8_t *codes, int64_t *root)
     int tb_bin_u16(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
                    const int32_t *y, uint16_t *codes, int64_t *root)
     int tb_set_level(int level)
+    double *tb_pattern_new(tb_pattern *pat, const double *lo, const double *scale,
+                           const double *top, Py_ssize_t d, Py_ssize_t B, Py_ssize_t stride)
 
 
 cdef int _bin_level = tb_set_level(1)   # AVX2 when the CPU has it
@@ -87,10 +88,6 @@ cdef Py_ssize_t _take_slot(list idle, list tables) except -1:
     return slot
 
 
-cdef enum:
-    RUN_VALUES = 256   # values a run of tb_bin_* (whole rows, at least one): measured best
-
-
 cdef class _BinBlocks:
     """bin_codes over ``nblocks`` equal runs of records. A run takes an idle slot while it
     counts (Python lists: pop and append are atomic under the GIL, which each call holds for
@@ -98,34 +95,37 @@ cdef class _BinBlocks:
     The caller adds the slots up (about one per thread, so the adding does not grow with the
     number of runs). ``bad``: some run met a value that is not finite."""
     cdef const double[:, ::1] X
+    cdef const double[::1] lo, inv, top
     cdef const int32_t[::1] y
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
-    cdef const double[::1] lo, scale, top      # expanded to the period (tree_bin.h)
-    cdef const int64_t[::1] off
-    cdef Py_ssize_t rows
     cdef bint wide
     cdef public bint bad
     cdef Py_ssize_t nblocks
     cdef list idle, tables
 
     def __call__(self, Py_ssize_t j):
-        cdef Py_ssize_t n = self.X.shape[0]
+        cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
         cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
         cdef Py_ssize_t slot = _take_slot(self.idle, self.tables)
         cdef int64_t[:, :, ::1] root = self.tables[slot]
         cdef tb_pattern pat
-        cdef int status
-        pat.lo, pat.scale, pat.top, pat.off = &self.lo[0], &self.scale[0], &self.top[0], &self.off[0]
-        pat.d, pat.rows, pat.B = self.X.shape[1], self.rows, root.shape[2]
+        cdef double *buf
+        cdef int status = -1
         with nogil:
-            if self.wide:
-                status = tb_bin_u16(&self.X[0, 0], i0, i1, &pat, &self.y[0],
-                                    &self.codes16[0, 0], &root[0, 0, 0])
-            else:
-                status = tb_bin_u8(&self.X[0, 0], i0, i1, &pat, &self.y[0],
-                                   &self.codes8[0, 0], &root[0, 0, 0])
+            buf = tb_pattern_new(&pat, &self.lo[0], &self.inv[0], &self.top[0], d,
+                                 root.shape[2], root.shape[1] * root.shape[2])
+            if buf != NULL:
+                if self.wide:
+                    status = tb_bin_u16(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                        &self.codes16[0, 0], &root[0, 0, 0])
+                else:
+                    status = tb_bin_u8(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                       &self.codes8[0, 0], &root[0, 0, 0])
+                free(buf)
         self.idle.append(slot)
+        if status < 0:
+            raise MemoryError()
         if status:
             self.bad = True
 
@@ -160,18 +160,17 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
         raise ValueError("y, lo, inv and top must match X's shape")
     if n == 0 or d == 0:
         return 0
-    cdef double most = np.max(top)
-    if root.shape[0] != d or not 0 <= most < min(root.shape[2], np.iinfo(codes.dtype).max + 1):
-        raise ValueError("root must be (d, k, B) with top < B, and top must fit codes' dtype")
     cdef _BinBlocks job = _BinBlocks()
-    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
-    job.X, job.y = X, y
-    job.rows = max(<Py_ssize_t>RUN_VALUES // d, 1)
-    job.lo = np.tile(np.asarray(lo), job.rows)
-    job.scale = np.tile(np.asarray(inv), job.rows)
-    job.top = np.tile(np.asarray(top), job.rows)
-    job.off = np.arange(d, dtype=np.int64) * (root.shape[1] * root.shape[2])
     job.wide = codes.dtype == np.uint16
+    cdef double limit = min(root.shape[2], 65536 if job.wide else 256)
+    cdef Py_ssize_t f
+    if root.shape[0] != d:
+        raise ValueError("root must be (d, k, B)")
+    for f in range(d):
+        if not 0 <= top[f] < limit:
+            raise ValueError("top must be < B and fit codes' dtype")
+    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
+    job.X, job.lo, job.inv, job.top, job.y = X, lo, inv, top, y
     if job.wide:
         job.codes16 = codes
     else:

@@ -6,7 +6,7 @@
  *     q = fl(fl(x - lo) * scale);  q = q > 0 ? q : 0 (NaN too);  q = q < top ? q : top;
  *     code = (int) q                                  (q in [0, top]: truncation is floor)
  *
- * and then, record by record, root[y, f, code] += 1 (offsets off[f] = f k B, y's row y B).
+ * and then, record by record, root[f, y, code] += 1 (feature f's table at f k B, y's row y B).
  * The AVX2 version computes the same IEEE operations four at a time (max_pd(q, 0) returns 0 for
  * a NaN q and +0 for -0, as the scalar test; no FMA: the kernel is built with -ffp-contract=off),
  * so both versions give identical codes and counts. A value is not finite exactly when x - x is
@@ -19,25 +19,84 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpc_cpu.h"
 
-#define TB_AHEAD 8192 /* bytes of X requested ahead of the run being binned */
+#define TB_AHEAD 8192     /* bytes of X requested ahead of the run being binned */
+#define TB_RUN_VALUES 256 /* values a run (whole rows, at least one): measured best */
 
 /* Per-feature constants expanded to the period P = R d (R rows a run). */
 typedef struct {
     const double *lo, *scale, *top; /* P entries each */
-    const int64_t *off;             /* d entries: feature f's table starts at off[f] */
     ptrdiff_t d, rows;              /* features, and rows R of a run */
-    ptrdiff_t B;                    /* a class's row of the table: B cells */
+    ptrdiff_t B, stride;            /* a class's row of a feature's table: B cells; a table */
 } tb_pattern;
+
+/* Sets *pat for d features (constants lo, scale, top of d entries; tables of B cells a class
+   row, stride cells a feature) and returns the memory of its expanded constants (free() it
+   after the binning), or NULL when out of memory. */
+static double *tb_pattern_new(tb_pattern *pat, const double *lo, const double *scale,
+                              const double *top, ptrdiff_t d, ptrdiff_t B, ptrdiff_t stride)
+{
+    ptrdiff_t rows = TB_RUN_VALUES / d > 1 ? TB_RUN_VALUES / d : 1, j, p = rows * d;
+    double *buf = (double *)malloc(3 * (size_t)p * sizeof(double));
+    if (buf == NULL) return NULL;
+    for (j = 0; j < p; j++) {
+        buf[j] = lo[j % d];
+        buf[p + j] = scale[j % d];
+        buf[2 * p + j] = top[j % d];
+    }
+    pat->lo = buf;
+    pat->scale = buf + p;
+    pat->top = buf + 2 * p;
+    pat->d = d;
+    pat->rows = rows;
+    pat->B = B;
+    pat->stride = stride;
+    return buf;
+}
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TB_PREFETCH(p) __builtin_prefetch((const void *)(p))
 #else
 #define TB_PREFETCH(p) ((void)0)
 #endif
+
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_MSC_VER)
+#define TB_LITTLE_ENDIAN 1 /* code f + s of a 64-bit load is its bits 8s.. (uint8), 16s.. */
+#else
+#define TB_LITTLE_ENDIAN 0
+#endif
+
+/* One record's counts: cell[f stride + c[f]] += 1 for its d codes c (cell: the record's class
+   row of feature 0's table; feature f's is stride cells further). Little-endian machines take
+   8 (uint8) or 4 (uint16) codes per 64-bit load: fewer instructions for the same increments. */
+#define TB_COUNT(NAME, CODE_T, PER, SHIFT, MASK)                                              \
+    static inline void NAME(const CODE_T *c, ptrdiff_t d, int64_t *cell, ptrdiff_t stride)   \
+    {                                                                                         \
+        ptrdiff_t f = 0;                                                                      \
+        if (TB_LITTLE_ENDIAN) {                                                               \
+            for (; f + (PER) <= d; f += (PER)) {                                              \
+                uint64_t w;                                                                   \
+                int s;                                                                        \
+                memcpy(&w, c + f, 8);                                                         \
+                for (s = 0; s < (PER); s++) {                                                 \
+                    cell[(ptrdiff_t)((w >> ((SHIFT) * s)) & (MASK))] += 1;                    \
+                    cell += stride;                                                           \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+        for (; f < d; f++) {                                                                  \
+            cell[c[f]] += 1;                                                                  \
+            cell += stride;                                                                   \
+        }                                                                                     \
+    }
+
+TB_COUNT(tb_count_u8, uint8_t, 8, 8, 0xff)
+TB_COUNT(tb_count_u16, uint16_t, 4, 16, 0xffff)
+#undef TB_COUNT
 
 #define TB_RESTRICT __restrict /* GCC, Clang and MSVC, in C and C++ */
 
@@ -52,14 +111,14 @@ typedef struct {
     } while (0)
 
 /* Portable versions (one value at a time). Return 1 when a value is not finite. */
-#define TB_BASE(NAME, CODE_T)                                                                 \
+#define TB_BASE(NAME, CODE_T, COUNT)                                                                 \
     static int NAME(const double *X, ptrdiff_t i0, ptrdiff_t i1, const tb_pattern *pat,      \
                     const int32_t *y, CODE_T *codes, int64_t *root)                           \
     {                                                                                         \
-        ptrdiff_t r0, i, j, f, len, d = pat->d, rows = pat->rows, B = pat->B;                 \
+        ptrdiff_t r0, i, j, len, d = pat->d, rows = pat->rows, B = pat->B;                    \
         const double *TB_RESTRICT lo = pat->lo, *TB_RESTRICT sc = pat->scale;                 \
         const double *TB_RESTRICT tp = pat->top;                                              \
-        const int64_t *TB_RESTRICT off = pat->off;                                            \
+        ptrdiff_t stride = pat->stride;                                                       \
         uint64_t bad = 0, bits;                                                               \
         double z;                                                                             \
         int32_t b;                                                                            \
@@ -76,17 +135,14 @@ typedef struct {
                 TB_CODE_SCALAR(x[j], j, b);                                                   \
                 out[j] = (CODE_T)b;                                                           \
             }                                                                                 \
-            for (i = 0; i < len / d; i++) {                                                   \
-                int64_t *cell = root + (ptrdiff_t)y[r0 + i] * B;                              \
-                const CODE_T *c = out + i * d;                                                \
-                for (f = 0; f < d; f++) cell[off[f] + c[f]] += 1;                             \
-            }                                                                                 \
+            for (i = 0; i < len / d; i++)                                                     \
+                COUNT(out + i * d, d, root + (ptrdiff_t)y[r0 + i] * B, stride);               \
         }                                                                                     \
         return bad != 0;                                                                      \
     }
 
-TB_BASE(tb_bin_u8_base, uint8_t)
-TB_BASE(tb_bin_u16_base, uint16_t)
+TB_BASE(tb_bin_u8_base, uint8_t, tb_count_u8)
+TB_BASE(tb_bin_u16_base, uint16_t, tb_count_u16)
 
 #if DPC_HAVE_AVX2
 #include <immintrin.h>
@@ -103,22 +159,6 @@ tb_code4(const double *x, const double *lo, const double *sc, const double *tp, 
     q = _mm256_min_pd(q, _mm256_loadu_pd(tp + j));
     return _mm256_cvttpd_epi32(q);
 }
-
-/* The counts of the run's records: 8 (uint8) or 4 (uint16) codes per 64-bit load
-   (x86 is little-endian: code f + s is bits 8s.. or 16s.. of the word). */
-#define TB_COUNT_RUN(CODE_T, PER, SHIFT, MASK)                                                \
-    for (i = 0; i < len / d; i++) {                                                           \
-        int64_t *cell = root + (ptrdiff_t)y[r0 + i] * B;                                      \
-        const CODE_T *c = out + i * d;                                                        \
-        for (f = 0; f + (PER) <= d; f += (PER)) {                                             \
-            uint64_t w;                                                                       \
-            int s;                                                                            \
-            memcpy(&w, c + f, 8);                                                             \
-            for (s = 0; s < (PER); s++)                                                       \
-                cell[off[f + s] + (ptrdiff_t)((w >> ((SHIFT) * s)) & (MASK))] += 1;           \
-        }                                                                                     \
-        for (; f < d; f++) cell[off[f] + c[f]] += 1;                                          \
-    }
 
 /* Sixteen codes of x[j .. j + 16) stored to out + j (saturating packs: codes <= top, which
    the caller has checked fits the codes' type). */
@@ -144,16 +184,16 @@ tb_store16_u16(const double *x, const double *lo, const double *sc, const double
                                       tb_code4(x, lo, sc, tp, j + 12, bad)));
 }
 
-#define TB_AVX2(NAME, CODE_T, STORE16, PER, SHIFT, MASK)                                      \
+#define TB_AVX2(NAME, CODE_T, STORE16, COUNT)                                      \
     __attribute__((target("avx2"))) static int NAME(const double *X, ptrdiff_t i0,          \
                                                     ptrdiff_t i1, const tb_pattern *pat,     \
                                                     const int32_t *y, CODE_T *codes,         \
                                                     int64_t *root)                           \
     {                                                                                         \
-        ptrdiff_t r0, i, j, f, len, d = pat->d, rows = pat->rows, B = pat->B;                 \
+        ptrdiff_t r0, i, j, len, d = pat->d, rows = pat->rows, B = pat->B;                    \
         const double *TB_RESTRICT lo = pat->lo, *TB_RESTRICT sc = pat->scale;                 \
         const double *TB_RESTRICT tp = pat->top;                                              \
-        const int64_t *TB_RESTRICT off = pat->off;                                            \
+        ptrdiff_t stride = pat->stride;                                                       \
         __m256d bad = _mm256_setzero_pd();                                                    \
         int32_t b;                                                                            \
         for (r0 = i0; r0 < i1; r0 += rows) {                                                  \
@@ -171,15 +211,15 @@ tb_store16_u16(const double *x, const double *lo, const double *sc, const double
                 TB_CODE_SCALAR(x[j], j, b);                                                   \
                 out[j] = (CODE_T)b;                                                           \
             }                                                                                 \
-            TB_COUNT_RUN(CODE_T, PER, SHIFT, MASK)                                            \
+            for (i = 0; i < len / d; i++)                                                     \
+                COUNT(out + i * d, d, root + (ptrdiff_t)y[r0 + i] * B, stride);               \
         }                                                                                     \
         return !_mm256_testz_si256(_mm256_castpd_si256(bad), _mm256_castpd_si256(bad));      \
     }
 
-TB_AVX2(tb_bin_u8_avx2, uint8_t, tb_store16_u8, 8, 8, 0xff)
-TB_AVX2(tb_bin_u16_avx2, uint16_t, tb_store16_u16, 4, 16, 0xffff)
+TB_AVX2(tb_bin_u8_avx2, uint8_t, tb_store16_u8, tb_count_u8)
+TB_AVX2(tb_bin_u16_avx2, uint16_t, tb_store16_u16, tb_count_u16)
 #undef TB_AVX2
-#undef TB_COUNT_RUN
 #endif
 
 typedef int (*tb_u8_fn)(const double *, ptrdiff_t, ptrdiff_t, const tb_pattern *,
