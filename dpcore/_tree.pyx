@@ -188,13 +188,20 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     return int(np.count_nonzero(~np.isfinite(np.asarray(X)).all(axis=0)))
 
 
+# int32 fields of a node of the level above (_parents): feature, split, left, row of the left
+# child, row of the right child
+cdef enum:
+    PARENT = 5
+
+
 cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
-                      const int32_t *y, int32_t *node, const int32_t *feature,
-                      const int32_t *split, const int32_t *left, const int32_t *row,
+                      const int32_t *y, int32_t *node, const int32_t *parents,
                       int64_t *table, Py_ssize_t B, Py_ssize_t stride) noexcept nogil:
-    """level_counts on records i0 .. i1 - 1, counting into table (rows, d, k, B)."""
+    """level_counts on records i0 .. i1 - 1, counting into table (rows, d, k, B); record i
+    moves through parents[node[i] + 1] (_parents)."""
     cdef Py_ssize_t i, t, j, f, m, r, i2
-    cdef int32_t u, v, g, gg
+    cdef int32_t go
+    cdef const int32_t *p
     cdef int64_t *cell
     cdef const code_t *c
     cdef Py_ssize_t sel[CHUNK]
@@ -203,15 +210,10 @@ cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssiz
         m = 0
         i2 = i0 + t * CHUNK
         for i in range(i2, min(i2 + CHUNK, i1)):
-            u = node[i]
-            u = u if u >= 0 else 0          # (-1: settled, the result is discarded)
-            g = feature[u]
-            gg = g if g >= 0 else 0
-            v = left[u] + (codes[i * d + gg] >= split[u])
-            v = v if node[i] >= 0 and g >= 0 else -1
-            node[i] = v
-            r = row[v if v >= 0 else 0]
-            r = r if v >= 0 else -1
+            p = parents + (node[i] + 1) * PARENT
+            go = codes[i * d + p[0]] >= p[1]      # 1: right
+            node[i] = p[2] + go
+            r = p[3 + go]
             sel[m] = i
             off[m] = r * d * stride + y[i] * B
             m += r >= 0
@@ -223,6 +225,25 @@ cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssiz
                 cell += stride
 
 
+cdef void _parents(const int32_t *feature, const int32_t *split, const int32_t *left,
+                   const int32_t *row, Py_ssize_t above, int32_t *out) noexcept nogil:
+    """The nodes of the level above as _level_rows routes through them, one branch-free step
+    a record: out[u + 1] = (feature, split, left, row[left], row[left + 1]) of node u, and for a
+    leaf (feature -1) and, at out[0], for the records already settled (node -1): feature 0, a
+    split no code reaches and left child -1, so that the record's node becomes -1 and it is not
+    counted."""
+    cdef Py_ssize_t u
+    cdef int32_t *o = out
+    o[0], o[1], o[2], o[3], o[4] = 0, 2147483647, -1, -1, -1
+    for u in range(above):
+        o = out + (u + 1) * PARENT
+        if feature[u] < 0:
+            o[0], o[1], o[2], o[3], o[4] = 0, 2147483647, -1, -1, -1
+        else:
+            o[0], o[1], o[2] = feature[u], split[u], left[u]
+            o[3], o[4] = row[left[u]], row[left[u] + 1]
+
+
 cdef class _LevelBlocks:
     """level_counts over ``nblocks`` equal runs of records, each counting into the table of an
     idle slot as in _BinBlocks (tables[0]: the caller's); the nodes each run moves are its own
@@ -230,7 +251,8 @@ cdef class _LevelBlocks:
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
     cdef bint wide
-    cdef const int32_t[::1] y, feature, split, left, row
+    cdef const int32_t[::1] y
+    cdef const int32_t[:, ::1] parents
     cdef int32_t[::1] node
     cdef Py_ssize_t n, d, nblocks
     cdef list idle, tables
@@ -246,12 +268,10 @@ cdef class _LevelBlocks:
         with nogil:
             if self.wide:
                 _level_rows(&self.codes16[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
-                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
-                            table, B, stride)
+                            &self.parents[0, 0], table, B, stride)
             else:
                 _level_rows(&self.codes8[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
-                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
-                            table, B, stride)
+                            &self.parents[0, 0], table, B, stride)
         self.idle.append(slot)
 
 
@@ -269,8 +289,9 @@ def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bi
     (the caller derives the others' tables from their parents' and siblings': exact integers).
 
     A chunk of records at a time: the records are moved and those to count listed without
-    branches, with the offset of their (row, class) table, then each listed record adds its d
-    features (d independent increments, in d different tables).
+    branches (each node of the level above gathered with its children's rows in one entry:
+    one lookup a record), with the offset of their (row, class) table, then each listed record
+    adds its d features (d independent increments, in d different tables).
 
     Threads: as :func:`bin_codes`, equal runs of records (:func:`_n_blocks`: from the input's
     shape and the table's size only), each counting into its own table, added afterwards
@@ -291,7 +312,14 @@ def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bi
         job.codes16 = codes
     else:
         job.codes8 = codes
-    job.y, job.node, job.feature, job.split, job.left, job.row = y, node, feature, split, left, row
+    if split.shape[0] != feature.shape[0] or left.shape[0] != feature.shape[0]:
+        raise ValueError("feature, split and left must have one entry per node above")
+    cdef int32_t[:, ::1] parents = np.empty((feature.shape[0] + 1, PARENT), dtype=np.int32)
+    with nogil:
+        _parents(&feature[0] if feature.shape[0] else NULL, &split[0] if split.shape[0] else NULL,
+                 &left[0] if left.shape[0] else NULL, &row[0] if row.shape[0] else NULL,
+                 feature.shape[0], &parents[0, 0])
+    job.y, job.node, job.parents = y, node, parents
     cdef Py_ssize_t slots = min(get_limit(), job.nblocks) if cells else 1
     out = np.asarray(counts)
     job.idle = list(range(slots))
