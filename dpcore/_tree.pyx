@@ -21,7 +21,7 @@ depend on their record only and counts are integers, so the output is the same f
 thread count. Nothing here is random.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -49,46 +49,33 @@ cdef Py_ssize_t _n_blocks(Py_ssize_t n, Py_ssize_t d, Py_ssize_t table):
     return max(n // rows, 1)
 
 
-cdef int _bin_rows(const double *X, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
-                   const double *low, const double *scale, const double *last,
-                   const int32_t *y, code_t *codes, int64_t *root, Py_ssize_t B,
-                   Py_ssize_t stride, double *nan) noexcept nogil:
-    """bin_codes on records i0 .. i1 - 1, counting into root (d, k, B) and storing the sum of
-    x - x of each feature to nan (d). Returns -1 when out of memory. The scratch arrays are
-    the function's own (malloc): the compiler then knows they alias nothing and vectorises."""
-    cdef Py_ssize_t i, f
-    cdef const double *x
-    cdef code_t *out
-    cdef int64_t *cell
-    cdef double q
-    cdef int32_t *b = <int32_t *>malloc(max(d, 1) * sizeof(int32_t))
-    cdef double *acc = <double *>calloc(max(d, 1), sizeof(double))
-    if b == NULL or acc == NULL:
-        free(b)
-        free(acc)
-        return -1
-    for i in range(i0, i1):
-        x = X + i * d
-        for f in range(d):   # branch-free: the compiler vectorises it
-            acc[f] += x[f] - x[f]
-            q = (x[f] - low[f]) * scale[f]
-            q = q if q > 0.0 else 0.0            # also maps NaN to 0 (then rejected)
-            q = q if q < last[f] else last[f]
-            b[f] = <int32_t>q
-        out = codes + i * d
-        cell = root + y[i] * B
-        for f in range(d):
-            out[f] = <code_t>b[f]
-            cell[b[f]] += 1
-            cell += stride
-    for f in range(d):
-        nan[f] += acc[f]
-    free(b)
-    free(acc)
-    return 0
+cdef extern from "tree_bin.h" nogil:
+    ctypedef struct tb_pattern:
+        const double *lo
+        const double *scale
+        const double *top
+        Py_ssize_t d, rows, B, stride
+    int tb_bin_u8(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
+                  const int32_t *y, uint8_t *codes, int64_t *root)
+    int tb_bin_u16(const double *X, Py_ssize_t i0, Py_ssize_t i1, const tb_pattern *pat,
+                   const int32_t *y, uint16_t *codes, int64_t *root)
+    int tb_set_level(int level)
+    double *tb_pattern_new(tb_pattern *pat, const double *lo, const double *scale,
+                           const double *top, Py_ssize_t d, Py_ssize_t B, Py_ssize_t stride)
 
 
-cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
+cdef int _bin_level = tb_set_level(1)   # AVX2 when the CPU has it
+
+
+def set_bin_level(int level):
+    """The binning pass's version: 0 portable, 1 AVX2 when the CPU has it (the default).
+    Returns the level in force. Both give the same codes and counts (for the tests)."""
+    global _bin_level
+    _bin_level = tb_set_level(level)
+    return _bin_level
+
+
+cdef Py_ssize_t _take_slot(list idle, list tables) except -1:
     """An idle slot, or a new one (zeroed like slot 0) when every slot is busy, as when the
     thread count was raised during the call. Called with the GIL: the list operations are
     atomic, and the new slot's index is reserved before anything that could release it."""
@@ -97,9 +84,6 @@ cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
         return idle.pop()
     slot = len(tables)
     tables.append(None)
-    if nans is not None:
-        nans.append(None)
-        nans[slot] = np.zeros_like(nans[0])
     tables[slot] = np.zeros_like(tables[0])
     return slot
 
@@ -107,39 +91,43 @@ cdef Py_ssize_t _take_slot(list idle, list tables, list nans) except -1:
 cdef class _BinBlocks:
     """bin_codes over ``nblocks`` equal runs of records. A run takes an idle slot while it
     counts (Python lists: pop and append are atomic under the GIL, which each call holds for
-    them; a new slot when none is idle): slot s counts into tables[s] (tables[0]: the caller's)
-    and sums x - x into nans[s]. The caller adds the slots up (about one per thread, so the
-    adding does not grow with the number of runs)."""
+    them; a new slot when none is idle): slot s counts into tables[s] (tables[0]: the caller's).
+    The caller adds the slots up (about one per thread, so the adding does not grow with the
+    number of runs). ``bad``: some run met a value that is not finite."""
     cdef const double[:, ::1] X
     cdef const double[::1] lo, inv, top
     cdef const int32_t[::1] y
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
     cdef bint wide
+    cdef public bint bad
     cdef Py_ssize_t nblocks
-    cdef list idle, tables, nans
+    cdef list idle, tables
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t n = self.X.shape[0], d = self.X.shape[1]
         cdef Py_ssize_t i0 = n * j // self.nblocks, i1 = n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, self.nans)
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables)
         cdef int64_t[:, :, ::1] root = self.tables[slot]
-        cdef double[::1] nan = self.nans[slot]
-        cdef Py_ssize_t B = root.shape[2], stride = root.shape[1] * B
-        cdef int64_t *table = &root[0, 0, 0]
-        cdef int status
+        cdef tb_pattern pat
+        cdef double *buf
+        cdef int status = -1
         with nogil:
-            if self.wide:
-                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
-                                   &self.top[0], &self.y[0], &self.codes16[0, 0], table, B,
-                                   stride, &nan[0])
-            else:
-                status = _bin_rows(&self.X[0, 0], i0, i1, d, &self.lo[0], &self.inv[0],
-                                   &self.top[0], &self.y[0], &self.codes8[0, 0], table, B,
-                                   stride, &nan[0])
+            buf = tb_pattern_new(&pat, &self.lo[0], &self.inv[0], &self.top[0], d,
+                                 root.shape[2], root.shape[1] * root.shape[2])
+            if buf != NULL:
+                if self.wide:
+                    status = tb_bin_u16(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                        &self.codes16[0, 0], &root[0, 0, 0])
+                else:
+                    status = tb_bin_u8(&self.X[0, 0], i0, i1, &pat, &self.y[0],
+                                       &self.codes8[0, 0], &root[0, 0, 0])
+                free(buf)
         self.idle.append(slot)
-        if status:
+        if status < 0:
             raise MemoryError()
+        if status:
+            self.bad = True
 
 
 def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
@@ -159,7 +147,7 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     Each operation is one IEEE rounding (no contraction: the build flags), so the code is a
     non-decreasing function of x, and {x : code >= j} is [t_j, inf) for the double t_j the
     Python layer finds by bisection; prediction compares x >= t_j and agrees with the code
-    exactly.
+    exactly. The loops are tree_bin.h's (AVX2 when the CPU has it: the same codes and counts).
 
     Threads: the records are cut into equal runs (:func:`_n_blocks`, from the input's shape
     only), binned at once on up to ``dpcore.get_num_threads()`` threads, each run counting
@@ -170,12 +158,19 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
         raise ValueError("codes must be a uint8 or uint16 array of X's shape")
     if y.shape[0] != n or lo.shape[0] != d or inv.shape[0] != d or top.shape[0] != d:
         raise ValueError("y, lo, inv and top must match X's shape")
-    cdef _BinBlocks job = _BinBlocks()
-    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
     if n == 0 or d == 0:
         return 0
-    job.X, job.lo, job.inv, job.top, job.y = X, lo, inv, top, y
+    cdef _BinBlocks job = _BinBlocks()
     job.wide = codes.dtype == np.uint16
+    cdef double limit = min(root.shape[2], 65536 if job.wide else 256)
+    cdef Py_ssize_t f
+    if root.shape[0] != d:
+        raise ValueError("root must be (d, k, B)")
+    for f in range(d):
+        if not 0 <= top[f] < limit:
+            raise ValueError("top must be < B and fit codes' dtype")
+    job.nblocks = _n_blocks(n, d, root.shape[0] * root.shape[1] * root.shape[2])
+    job.X, job.lo, job.inv, job.top, job.y = X, lo, inv, top, y
     if job.wide:
         job.codes16 = codes
     else:
@@ -184,20 +179,29 @@ def bin_codes(const double[:, ::1] X,            # IN  (n, d) records
     out = np.asarray(root)
     job.idle = list(range(slots))
     job.tables = [out] + [np.zeros_like(out) for _ in range(slots - 1)]
-    job.nans = [np.zeros(d) for _ in range(slots)]
     run_blocks(job, job.nblocks)
     for extra in job.tables[1:]:
         np.add(out, extra, out=out)
-    return int(np.count_nonzero(np.any(np.array(job.nans) != 0.0, axis=0)))
+    if not job.bad:
+        return 0
+    # off the hot path: which features hold the values that are not finite
+    return int(np.count_nonzero(~np.isfinite(np.asarray(X)).all(axis=0)))
+
+
+# int32 fields of a node of the level above (_parents): feature, split, left, row of the left
+# child, row of the right child
+cdef enum:
+    PARENT = 5
 
 
 cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t d,
-                      const int32_t *y, int32_t *node, const int32_t *feature,
-                      const int32_t *split, const int32_t *left, const int32_t *row,
+                      const int32_t *y, int32_t *node, const int32_t *parents,
                       int64_t *table, Py_ssize_t B, Py_ssize_t stride) noexcept nogil:
-    """level_counts on records i0 .. i1 - 1, counting into table (rows, d, k, B)."""
+    """level_counts on records i0 .. i1 - 1, counting into table (rows, d, k, B); record i
+    moves through parents[node[i] + 1] (_parents)."""
     cdef Py_ssize_t i, t, j, f, m, r, i2
-    cdef int32_t u, v, g, gg
+    cdef int32_t go
+    cdef const int32_t *p
     cdef int64_t *cell
     cdef const code_t *c
     cdef Py_ssize_t sel[CHUNK]
@@ -206,15 +210,10 @@ cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssiz
         m = 0
         i2 = i0 + t * CHUNK
         for i in range(i2, min(i2 + CHUNK, i1)):
-            u = node[i]
-            u = u if u >= 0 else 0          # (-1: settled, the result is discarded)
-            g = feature[u]
-            gg = g if g >= 0 else 0
-            v = left[u] + (codes[i * d + gg] >= split[u])
-            v = v if node[i] >= 0 and g >= 0 else -1
-            node[i] = v
-            r = row[v if v >= 0 else 0]
-            r = r if v >= 0 else -1
+            p = parents + (node[i] + 1) * PARENT
+            go = codes[i * d + p[0]] >= p[1]      # 1: right
+            node[i] = p[2] + go
+            r = p[3 + go]
             sel[m] = i
             off[m] = r * d * stride + y[i] * B
             m += r >= 0
@@ -226,6 +225,25 @@ cdef void _level_rows(const code_t *codes, Py_ssize_t i0, Py_ssize_t i1, Py_ssiz
                 cell += stride
 
 
+cdef void _parents(const int32_t *feature, const int32_t *split, const int32_t *left,
+                   const int32_t *row, Py_ssize_t above, int32_t *out) noexcept nogil:
+    """The nodes of the level above as _level_rows routes through them, one branch-free step
+    a record: out[u + 1] = (feature, split, left, row[left], row[left + 1]) of node u, and for a
+    leaf (feature -1) and, at out[0], for the records already settled (node -1): feature 0, a
+    split no code reaches and left child -1, so that the record's node becomes -1 and it is not
+    counted."""
+    cdef Py_ssize_t u
+    cdef int32_t *o = out
+    o[0], o[1], o[2], o[3], o[4] = 0, 2147483647, -1, -1, -1
+    for u in range(above):
+        o = out + (u + 1) * PARENT
+        if feature[u] < 0:
+            o[0], o[1], o[2], o[3], o[4] = 0, 2147483647, -1, -1, -1
+        else:
+            o[0], o[1], o[2] = feature[u], split[u], left[u]
+            o[3], o[4] = row[left[u]], row[left[u] + 1]
+
+
 cdef class _LevelBlocks:
     """level_counts over ``nblocks`` equal runs of records, each counting into the table of an
     idle slot as in _BinBlocks (tables[0]: the caller's); the nodes each run moves are its own
@@ -233,14 +251,15 @@ cdef class _LevelBlocks:
     cdef uint8_t[:, ::1] codes8
     cdef uint16_t[:, ::1] codes16
     cdef bint wide
-    cdef const int32_t[::1] y, feature, split, left, row
+    cdef const int32_t[::1] y
+    cdef const int32_t[:, ::1] parents
     cdef int32_t[::1] node
     cdef Py_ssize_t n, d, nblocks
     cdef list idle, tables
 
     def __call__(self, Py_ssize_t j):
         cdef Py_ssize_t i0 = self.n * j // self.nblocks, i1 = self.n * (j + 1) // self.nblocks
-        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables, None)
+        cdef Py_ssize_t slot = _take_slot(self.idle, self.tables)
         cdef int64_t[:, :, :, ::1] counts = self.tables[slot]
         cdef Py_ssize_t B = counts.shape[3], stride = counts.shape[2] * B
         cdef int64_t *table = NULL   # no rows: nothing is counted (row is all -1)
@@ -249,12 +268,10 @@ cdef class _LevelBlocks:
         with nogil:
             if self.wide:
                 _level_rows(&self.codes16[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
-                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
-                            table, B, stride)
+                            &self.parents[0, 0], table, B, stride)
             else:
                 _level_rows(&self.codes8[0, 0], i0, i1, self.d, &self.y[0], &self.node[0],
-                            &self.feature[0], &self.split[0], &self.left[0], &self.row[0],
-                            table, B, stride)
+                            &self.parents[0, 0], table, B, stride)
         self.idle.append(slot)
 
 
@@ -272,8 +289,9 @@ def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bi
     (the caller derives the others' tables from their parents' and siblings': exact integers).
 
     A chunk of records at a time: the records are moved and those to count listed without
-    branches, with the offset of their (row, class) table, then each listed record adds its d
-    features (d independent increments, in d different tables).
+    branches (each node of the level above gathered with its children's rows in one entry:
+    one lookup a record), with the offset of their (row, class) table, then each listed record
+    adds its d features (d independent increments, in d different tables).
 
     Threads: as :func:`bin_codes`, equal runs of records (:func:`_n_blocks`: from the input's
     shape and the table's size only), each counting into its own table, added afterwards
@@ -294,7 +312,14 @@ def level_counts(codes,                          # IN  (n, d) uint8 or uint16 bi
         job.codes16 = codes
     else:
         job.codes8 = codes
-    job.y, job.node, job.feature, job.split, job.left, job.row = y, node, feature, split, left, row
+    if split.shape[0] != feature.shape[0] or left.shape[0] != feature.shape[0]:
+        raise ValueError("feature, split and left must have one entry per node above")
+    cdef int32_t[:, ::1] parents = np.empty((feature.shape[0] + 1, PARENT), dtype=np.int32)
+    with nogil:
+        _parents(&feature[0] if feature.shape[0] else NULL, &split[0] if split.shape[0] else NULL,
+                 &left[0] if left.shape[0] else NULL, &row[0] if row.shape[0] else NULL,
+                 feature.shape[0], &parents[0, 0])
+    job.y, job.node, job.parents = y, node, parents
     cdef Py_ssize_t slots = min(get_limit(), job.nblocks) if cells else 1
     out = np.asarray(counts)
     job.idle = list(range(slots))

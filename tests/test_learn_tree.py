@@ -994,3 +994,63 @@ def test_runs_get_a_new_table_when_every_slot_is_busy(threads, monkeypatch):
                        np.zeros(1, np.int32), np.array([0, -1], np.int32), counts)
     left = codes[:, 3] < 10
     assert np.array_equal(counts[0].sum(axis=(1, 2)), np.full(d, left.sum()))
+
+
+# ------------------------------------------------------------------------------------------------
+# The binning pass's two versions (tree_bin.h: portable, AVX2 when the CPU has it)
+
+@pytest.fixture
+def bin_levels():
+    yield [level for level in (0, 1) if _tree.set_bin_level(level) == level]
+    _tree.set_bin_level(1)
+
+
+@pytest.mark.parametrize("d, wide", [(7, False), (30, False), (3, True), (41, True)])
+def test_binning_versions_agree_with_numpy(bin_levels, d, wide):
+    # edge values: on, just below and just above thresholds, beyond the bounds, -0, huge;
+    # d = 7, 41 and odd n leave runs that are no multiple of the vector width
+    rng = np.random.default_rng(30 + d)  # insecure-ok: test data
+    n, k, B = 3001, 3, (300 if wide else 256)
+    lower, upper = rng.uniform(-2, 0, d), rng.uniform(0.5, 3, d)
+    inv = B / (upper - lower)
+    X = rng.uniform(lower - 1, upper + 1, (n, d))
+    grid = lower[:, None] + (upper - lower)[:, None] * np.arange(1, B) / B
+    for f in range(d):
+        picks = rng.integers(0, B - 1, 60)
+        X[:20, f] = grid[f, picks[:20]]
+        X[20:40, f] = np.nextafter(grid[f, picks[20:40]], -np.inf)
+        X[40:60, f] = np.nextafter(grid[f, picks[40:]], np.inf)
+    X[60, :] = -0.0
+    X[61, :] = 1e300
+    X[62, :] = -1e300
+    X[63, :] = lower
+    X[64, :] = upper
+    y = rng.integers(0, k, n).astype(np.int32)
+    top = np.full(d, B - 1.0)
+    expected = np.clip(np.floor((X - lower) * inv), 0, B - 1).astype(np.int64)
+    expected_root = np.zeros((d, k, B), dtype=np.int64)
+    for f in range(d):
+        np.add.at(expected_root[f], (y, expected[:, f]), 1)
+    assert bin_levels[0] == 0
+    for level in bin_levels:
+        _tree.set_bin_level(level)
+        codes = np.empty((n, d), dtype=np.uint16 if wide else np.uint8)
+        root = np.zeros((d, k, B), dtype=np.int64)
+        assert _tree.bin_codes(X, lower, inv, top, y, codes, root) == 0
+        assert np.array_equal(codes, expected) and np.array_equal(root, expected_root)
+        # a value that is not finite, in a vector part (column 0) and in a run's tail (last)
+        for i, f in ((5, 0), (n - 1, d - 1), (n // 2, d // 2)):
+            for bad in (np.nan, np.inf, -np.inf):
+                Xb = X.copy()
+                Xb[i, f] = bad
+                root[:] = 0
+                assert _tree.bin_codes(Xb, lower, inv, top, y, codes, root) == 1
+
+
+def test_binning_rejects_a_grid_the_codes_cannot_hold():
+    X, y = np.zeros((4, 2)), np.zeros(4, dtype=np.int32)
+    codes = np.empty((4, 2), dtype=np.uint8)
+    for top, width in ((256.0, 300), (9.0, 8)):   # code 256 in uint8; top beyond the table
+        with pytest.raises(ValueError, match="top"):
+            _tree.bin_codes(X, np.zeros(2), np.ones(2), np.full(2, top), y, codes,
+                            np.zeros((2, 1, width), dtype=np.int64))

@@ -137,8 +137,8 @@ def _dlap_scale(sensitivity_over_epsilon, names):
 
 def _labels(est, X, y, classes, *, finite=True):
     """Validated X (float64, C order), the label set (public ``classes``, or read from y with a
-    PrivacyWarning when None) and the class index of each label (uint8 or intp). No message quotes a
-    label. ``finite=False`` leaves the check that X is finite to the caller (the tree's binning
+    PrivacyWarning when None) and the class index of each label (integers: y itself when the
+    classes are 0 .. k - 1, else uint8 or intp). No message quotes a label. ``finite=False`` leaves the check that X is finite to the caller (the tree's binning
     pass makes it, the forest a sum)."""
     kw = {}
     if not finite:   # scikit-learn < 1.6 names it force_all_finite
@@ -149,7 +149,12 @@ def _labels(est, X, y, classes, *, finite=True):
         classes = _base.label_set(y, None)
     # with public classes, membership is the whole check (a continuous y fails it too)
     try:
-        if classes.size <= 16:   # a few passes without temporaries beat searchsorted's
+        if (classes.dtype.kind in "iu" and y.dtype.kind in "iu" and classes[0] == 0
+                and classes[-1] == classes.size - 1):
+            # classes 0 .. k - 1 (sorted distinct integers: all of them): a label is its index
+            index = y
+            found = y.min() >= 0 and y.max() < classes.size
+        elif classes.size <= 16:   # a few passes without temporaries beat searchsorted's
             index = np.zeros(y.shape, dtype=np.uint8)   # the number of classes below y
             found = 0
             for c in classes:
@@ -163,7 +168,7 @@ def _labels(est, X, y, classes, *, finite=True):
         found = False   # labels not comparable with the classes
     if not found:
         raise ValueError("y contains labels outside classes")
-    return X, classes, index   # uint8 (<= 16 classes) or intp: callers convert
+    return X, classes, index   # callers convert
 
 
 def _noisy(counts, scale, rng):
@@ -387,7 +392,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         records are binned and counted chunk by chunk on the workers, only the exact integer
         count tables come back, and the splits and labels are drawn here (the same tree as in
         memory for the same seed, whatever the chunking)."""
-        classes = self._check_params()[2]
+        # every parameter is checked once, with the data's shape, before anything is charged
+        classes = _base.check_classes(self.classes)
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
             epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
@@ -803,7 +809,8 @@ class RandomForestClassifier(_TreeClassifierBase):
         X and y may be Dask collections (``classes`` required), counted chunk by chunk on the
         workers as in :meth:`DecisionTreeClassifier.fit`: the same model as in memory for the
         same seed."""
-        classes = self._check_params()[2]
+        # every parameter is checked once, with the data's shape, before anything is charged
+        classes = _base.check_classes(self.classes)
         label = "RandomForestClassifier"
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
