@@ -171,6 +171,28 @@ def report(cells, n_splits, seeds, bonferroni=None):
     for name, prep, e, ours, theirs in small:
         if ours < theirs:
             print(f"  - FAIL {name} / {prep} / eps={e:g}: {ours:.3f} vs {theirs:.3f}")
+    compact(cells, bounds)
+
+
+def compact(cells, bounds):
+    """The same cells, one row per (data set, preprocessing, learner): dpcore / diffprivlib
+    medians by epsilon, "(ns)" where non-inferiority is not shown (the user guide's table)."""
+    rows = {}
+    for (learner, name, prep, e), res in cells.items():
+        flag = "" if bounds[(learner, name, prep, e)] >= -MARGIN else " (ns)"
+        rows.setdefault((name, prep, learner), {})[e] = (
+            f"{np.median(res['dpcore']):.3f} / {np.median(res['diffprivlib']):.3f}{flag}")
+    epsilons = sorted({e for *_, e in cells})
+    print()
+    print("| model | data set | preprocessing | " + " | ".join(f"eps={e:g}" for e in epsilons)
+          + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in epsilons) + " |")
+    for (name, prep, learner) in sorted(rows, key=lambda r: (DATA.index(r[0]),
+                                                             PREPROCESSINGS.index(r[1]),
+                                                             LEARNERS.index(r[2]))):
+        row = rows[(name, prep, learner)]
+        print(f"| {learner.replace('Classifier', '')} | {name} | {prep} | "
+              + " | ".join(row.get(e, "") for e in epsilons) + " |")
 
 
 def _table_order(item):
