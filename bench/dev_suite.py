@@ -481,6 +481,9 @@ def main(argv=None):
     parser.add_argument("--sets", default=None,
                         help="tree studies: only the development sets whose name matches this "
                              "regular expression")
+    parser.add_argument("--first-seed", type=int, default=None,
+                        help="tree-rules, tree-split-law: the first noise seed (fresh seeds for "
+                             "a new study)")
     parser.add_argument("--exclude", nargs="*", default=(),
                         help="centre: leave out the sets whose name contains one of these")
     args = parser.parse_args(argv)
@@ -507,7 +510,10 @@ def main(argv=None):
                  "tree-rules": tree_rules_cells,
                  "tree-split-law": tree_split_law_cells}[args.study]
         sets = [s for s in tree_data_sets() if args.sets is None or re.search(args.sets, s.name)]
-        cells_iter = study(sets, args.seeds, epsilons=args.epsilons)
+        fresh = ({} if args.first_seed is None
+                 or args.study not in ("tree-rules", "tree-split-law")
+                 else {"first_seed": args.first_seed})
+        cells_iter = study(sets, args.seeds, epsilons=args.epsilons, **fresh)
     else:
         study = {"alpha": alpha_cells, "nb-split": nb_split_cells,
                  "intercept": intercept_cells}[args.study]

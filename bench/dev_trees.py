@@ -220,14 +220,15 @@ def prepared(sets):
             yield s, classes, prep, X[:len(s.ytr)], X[len(s.ytr):], bounds, group
 
 
-def tree_rules_cells(sets, seeds, epsilons=None):
+def tree_rules_cells(sets, seeds, epsilons=None, first_seed=1000):
     """The ``tree-rules`` study: DecisionTreeClassifier below epsilon 0.2 under the candidate
     :data:`TREE_RULES` (from 0.2 on: tree_defaults changed by :data:`TREE_RULES_ABOVE`),
     tree_defaults and diffprivlib, on every development set under the
     three preprocessings of ``tree-prep``; a cell's score is the MEAN test accuracy over the
     seeds. Cells are keyed (set / preprocessing, group, epsilon), the group naming the public
     inputs a rule may read (fewer or at least ``_tree_grid.WIDE`` features; 2-3 or more
-    classes) and, for the reader only, whether the table has 10^4 records (private)."""
+    classes) and, for the reader only, whether the table has 10^4 records (private). Noise seeds
+    ``first_seed`` onwards (a new study takes seeds no earlier study used)."""
     import warnings
 
     from dpcore.learn._tree_grid import SMALL_EPSILON, tree_defaults
@@ -260,12 +261,13 @@ def tree_rules_cells(sets, seeds, epsilons=None):
                     def make(seed, eps=eps, kw=kw):
                         return DecisionTreeClassifier(epsilon=eps, bounds=bounds,
                                                       classes=classes, random_state=seed, **kw)
-                    row[rule] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds)
+                    row[rule] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds, first_seed)
                 if peer is not None:
                     def make_peer(seed, eps=eps):
                         return peer(epsilon=eps, bounds=bounds, classes=classes,
                                     random_state=seed)
-                    row["diffprivlib"] = mean_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds)
+                    row["diffprivlib"] = mean_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds,
+                                                    first_seed)
             yield (f"{s.name} / {prep}", group, eps), row
 
 
@@ -287,11 +289,12 @@ def _uniform_feature_middle(inside, rng):
     return f * inside.shape[1] + int(row[middle])
 
 
-def tree_split_law_cells(sets, seeds, epsilons=None):
+def tree_split_law_cells(sets, seeds, epsilons=None, first_seed=3000):
     """The ``tree-split-law`` study: DecisionTreeClassifier with its defaults, the levels that
     do not look at the data drawn by the default law (``_tree_grow.random_split``), by the
     former uniform law and by a uniform feature cut at its middle; diffprivlib. Keyed as
-    ``tree-rules``; a cell's score is the mean test accuracy over the seeds."""
+    ``tree-rules``; a cell's score is the mean test accuracy over the seeds (``first_seed``
+    onwards)."""
     import warnings
 
     from dpcore.learn import _tree_grow
@@ -315,12 +318,13 @@ def tree_split_law_cells(sets, seeds, epsilons=None):
                 try:
                     for name, law in laws.items():
                         _tree_grow.random_split = law
-                        row[name] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds, 3000)
+                        row[name] = mean_score(make, Xtr, s.ytr, Xte, s.yte, seeds,
+                                               first_seed)
                 finally:
                     _tree_grow.random_split = default
                 if peer is not None:
                     row["diffprivlib"] = mean_score(make_peer, Xtr, s.ytr, Xte, s.yte, seeds,
-                                                    3000)
+                                                    first_seed)
             yield (f"{s.name} / {prep}", group, eps), row
 
 

@@ -3,7 +3,7 @@
 
     PYTHONPATH=python /work/benchenv/bin/python bench/tree_accuracy.py [--splits 5] [--seeds 8]
         [--data iris wine] [--prep minmax] [--eps 0.1 0.5] [--bonferroni 200]
-        [--save part.pkl] [--load part1.pkl part2.pkl ...]
+        [--shared-seeds] [--save part.pkl] [--load part1.pkl part2.pkl ...]
 
 On a shared machine run it in pieces (``--data X --save X.pkl``, niced), then print the whole
 table, with Holm's adjustment over all the cells, from ``--load *.pkl``.
@@ -18,7 +18,11 @@ data-set-wide min/max, mean and standard deviation, as learn_accuracy.py treats 
 * ``standardised``: (x - mean) / std clipped to [-3, 3], bounds (-3, 3);
 * ``unit rows``: min-max rows divided by their Euclidean norm, bounds (0, 1).
 
-Noise seeds 0 .. seeds - 1 for both libraries; the defaults were chosen on bench/dev_suite.py
+Noise seeds: split r takes seeds r * seeds .. (r + 1) * seeds - 1, for both libraries, so that
+every fit draws its own random tree structure (diffprivlib's tree is a function of the bounds and
+the seed only: with the same seeds on every split, as ``--shared-seeds`` and the tables before
+the fifth session did, 8 seeds are 8 structures, and the bootstrap, which resamples the seeds of
+each split independently, understates the spread). The defaults were chosen on bench/dev_suite.py
 (other data), never here. Prints the markdown table: medians over splits x seeds with 95%
 bootstrap intervals, and the Holm-adjusted one-sided 95% lower bound of median(dpcore) -
 median(diffprivlib) over all cells (learn_accuracy.py's ``holm_lower_bounds``; non-inferior
@@ -97,8 +101,9 @@ def contenders(bounds, classes):
     }
 
 
-def scores(data, preps, epsilons, n_splits, seeds):
-    """{(learner, data set, preprocessing, epsilon): {library: scores, split-major}}."""
+def scores(data, preps, epsilons, n_splits, seeds, shared_seeds=False):
+    """{(learner, data set, preprocessing, epsilon): {library: scores, split-major}}; split r
+    takes seeds r * seeds + 0 .. seeds - 1 (``shared_seeds``: 0 .. seeds - 1 on every split)."""
     out = {}
     for name in data:
         X0, y = load(name)
@@ -112,7 +117,8 @@ def scores(data, preps, epsilons, n_splits, seeds):
                     for e in epsilons:
                         cell = out.setdefault((learner, name, prep, e), {lib: [] for lib in libs})
                         for lib, make in libs.items():
-                            for seed in range(seeds):
+                            first = 0 if shared_seeds else rep * seeds
+                            for seed in range(first, first + seeds):
                                 est = make(e, seed).fit(Xtr, ytr)
                                 cell[lib].append(est.score(Xte, yte))
             print(f"  {name} / {prep}: done", file=sys.stderr, flush=True)
@@ -165,6 +171,28 @@ def report(cells, n_splits, seeds, bonferroni=None):
     for name, prep, e, ours, theirs in small:
         if ours < theirs:
             print(f"  - FAIL {name} / {prep} / eps={e:g}: {ours:.3f} vs {theirs:.3f}")
+    compact(cells, bounds)
+
+
+def compact(cells, bounds):
+    """The same cells, one row per (data set, preprocessing, learner): dpcore / diffprivlib
+    medians by epsilon, "(ns)" where non-inferiority is not shown (the user guide's table)."""
+    rows = {}
+    for (learner, name, prep, e), res in cells.items():
+        flag = "" if bounds[(learner, name, prep, e)] >= -MARGIN else " (ns)"
+        rows.setdefault((name, prep, learner), {})[e] = (
+            f"{np.median(res['dpcore']):.3f} / {np.median(res['diffprivlib']):.3f}{flag}")
+    epsilons = sorted({e for *_, e in cells})
+    print()
+    print("| model | data set | preprocessing | " + " | ".join(f"eps={e:g}" for e in epsilons)
+          + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in epsilons) + " |")
+    for (name, prep, learner) in sorted(rows, key=lambda r: (DATA.index(r[0]),
+                                                             PREPROCESSINGS.index(r[1]),
+                                                             LEARNERS.index(r[2]))):
+        row = rows[(name, prep, learner)]
+        print(f"| {learner.replace('Classifier', '')} | {name} | {prep} | "
+              + " | ".join(row.get(e, "") for e in epsilons) + " |")
 
 
 def _table_order(item):
@@ -181,6 +209,8 @@ def main(argv=None):
     parser.add_argument("--eps", type=float, nargs="*", default=list(EPSILONS))
     parser.add_argument("--bonferroni", type=int, default=None,
                         help="bounds at level 0.05 / N (re-running part of an N-cell table)")
+    parser.add_argument("--shared-seeds", action="store_true",
+                        help="the same seeds 0 .. seeds - 1 on every split (the earlier tables)")
     parser.add_argument("--save", default=None, help="pickle the scores here (a piece)")
     parser.add_argument("--load", nargs="*", default=None,
                         help="report the pieces saved with --save instead of running")
@@ -195,7 +225,8 @@ def main(argv=None):
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cells = scores(args.data, args.prep, args.eps, args.splits, args.seeds)
+            cells = scores(args.data, args.prep, args.eps, args.splits, args.seeds,
+                           args.shared_seeds)
         if args.save:
             with open(args.save, "wb") as f:
                 pickle.dump(cells, f)
