@@ -13,7 +13,8 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
-from dpcore.learn._dask import aligned_chunks, is_dask_collection, sum_chunks
+from dpcore._learn_sums import class_feature_sums
+from dpcore.learn._dask import aligned_chunks, class_index, is_dask_collection, sum_chunks
 
 __all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget", "categorical_counts",
            "categorical_nb_chunk"]
@@ -71,14 +72,27 @@ class GaussianNBSums:
     def exact(self, Z: np.ndarray, idx: np.ndarray, k: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts, sums, squares) as int64 arrays of shapes (k,), (k, d), (k, d): the exact
-        integers the noise is added to (never released)."""
+        integers the noise is added to (never released), of rescaled features Z in [-1, 1]."""
         d = Z.shape[1]
-        counts = np.bincount(idx, minlength=k).astype(np.int64)
+        return self.exact_rows(Z, idx, k, np.full(d, -1.0), np.full(d, 1.0))[0]
+
+    def exact_rows(self, X: np.ndarray, idx: np.ndarray, k: int, lower: np.ndarray,
+                   upper: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], bool]:
+        """:meth:`exact` of the raw rows X, rescaled on the fly (clipped to [lower, upper],
+        mapped to [-1, 1], clipped again: the division can round an endpoint to 1 + 2^-52,
+        which would break the sensitivities (1 per |z| and z^2) by an ulp), in one pass
+        (``dpcore._learn_sums``); and whether X holds a non-finite value."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        d = X.shape[1]
+        lower, upper = (np.ascontiguousarray(np.broadcast_to(b, (d,)), dtype=np.float64)
+                        for b in (lower, upper))
+        counts = np.zeros(k, dtype=np.int64)
         sums = np.zeros((k, d), dtype=np.int64)
         squares = np.zeros((k, d), dtype=np.int64)
-        np.add.at(sums, idx, np.rint(Z / self.grid).astype(np.int64))
-        np.add.at(squares, idx, np.rint(Z * Z / self.grid).astype(np.int64))
-        return counts, sums, squares
+        bad = class_feature_sums(X, np.ascontiguousarray(idx, dtype=np.int64), lower, upper,
+                                 (lower + upper) / 2.0, (upper - lower) / 2.0,
+                                 round(1.0 / self.grid), counts, sums, squares)
+        return (counts, sums, squares), bool(bad)
 
     def release(self, exact: tuple[np.ndarray, np.ndarray, np.ndarray], rng: Any
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,27 +115,14 @@ class GaussianNBSums:
         return math.fsum(part.epsilon_effective for part in (self.counts, self.sums, self.squares))
 
 
-def _rescaled(X, lower, upper):
-    """Features clipped to [lower, upper] and mapped to [-1, 1]; clipped again: the division
-    can round an endpoint to 1 + 2^-52, which would break the sensitivities (1 per |z| and
-    z^2) by an ulp."""
-    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
-    return np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
-
-
 def gaussian_nb_chunk(X: Any, y: Any, lower: np.ndarray, upper: np.ndarray, classes: np.ndarray,
                       plan: GaussianNBSums) -> tuple[Any, bool, bool]:
     """On a Dask worker: a chunk's exact integer (counts, sums, squares) of
-    :meth:`GaussianNBSums.exact`, whether it holds a non-finite value, and whether a label is
-    outside ``classes`` (the flags are checked before the charge)."""
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    bad_values = not bool(np.isfinite(X).all())
-    bad_labels = not bool(np.all(np.isin(y, classes)))
-    with np.errstate(invalid="ignore"):
-        Z = np.nan_to_num(_rescaled(X, lower, upper))
-    idx = np.minimum(np.searchsorted(classes, y), classes.size - 1)
-    return plan.exact(Z, idx, classes.size), bad_values, bad_labels
+    :meth:`GaussianNBSums.exact_rows`, whether it holds a non-finite value, and whether a label
+    is outside ``classes`` (the flags are checked before the charge)."""
+    idx, bad_labels = class_index(y, classes)
+    exact, bad_values = plan.exact_rows(X, idx, classes.size, lower, upper)
+    return exact, bad_values, bad_labels
 
 
 #: ``var_floor="auto"``: each class's variances are floored at this multiple of the standard
@@ -309,8 +310,8 @@ class GaussianNB(_NaiveBayes):
             classes = _base.label_set(y, classes, minimum=1)
             # calibrated before the charge (a share too small for the sampler raises first)
             plan = GaussianNBSums(epsilon, d)
-            exact = plan.exact(_rescaled(X, lower, upper), np.searchsorted(classes, y),
-                               classes.size)
+            exact, _ = plan.exact_rows(X, np.searchsorted(classes, y), classes.size, lower,
+                                       upper)
         k = classes.size
         if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
             raise ValueError("priors must have one entry per class")

@@ -1,0 +1,187 @@
+"""The one-pass lattice-sum kernels (dpcore._learn_sums) against the NumPy expressions they
+replace, written out here as the reference: the same integers bit for bit on random rows, rows on
+and beyond the bounds, lattice ties, rows the rounding would push out of the domain, and
+non-finite values (flagged, mapped as numpy.nan_to_num maps them)."""
+import math
+
+import numpy as np
+import pytest
+
+from dpcore.learn import _ssp
+from dpcore.learn._naive_bayes import GaussianNBSums, gaussian_nb_chunk
+
+
+# ------------------------------------------------------------------------------------------------
+# References: the NumPy passes of GaussianNB and SSPLattice before the kernels
+
+def reference_class_sums(X, idx, k, lower, upper, grid):
+    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+    with np.errstate(invalid="ignore"):
+        Z = np.nan_to_num(np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0))
+    d = Z.shape[1]
+    counts = np.bincount(idx, minlength=k).astype(np.int64)
+    sums = np.zeros((k, d), dtype=np.int64)
+    squares = np.zeros((k, d), dtype=np.int64)
+    np.add.at(sums, idx, np.rint(Z / grid).astype(np.int64))
+    np.add.at(squares, idx, np.rint(Z * Z / grid).astype(np.int64))
+    return counts, sums, squares
+
+
+def reference_integers(lattice, Xs, ys):
+    scaled = Xs * 2.0 ** -lattice.x_exponent
+    a = np.rint(scaled)
+    limit = np.array(lattice.coord_units, dtype=np.float64)
+
+    def row_squares(v):
+        vi = v.astype(np.int64)
+        return np.einsum("ij,ij->i", vi, vi)
+
+    outside = np.any(np.abs(a) > limit, axis=1) | (row_squares(a) > lattice.norm_units)
+    if np.any(outside):
+        t = np.clip(np.trunc(scaled[outside]), -limit, limit)
+        while True:
+            sq = row_squares(t)
+            big = sq > lattice.norm_units
+            if not np.any(big):
+                break
+            shrink = np.sqrt(lattice.norm_units / sq[big]) * (1.0 - 2.0**-30)
+            t[big] = np.trunc(t[big] * shrink[:, None])
+        a[outside] = t
+    return a, np.rint(np.clip(ys, -1.0, 1.0) * 2.0 ** -lattice.y_exponent)
+
+
+def reference_sums(lattice, Xs, ys):
+    a, c = reference_integers(lattice, Xs, ys)
+    ai, ci = a.astype(np.int64), c.astype(np.int64)
+    return ai.T @ ai, ai.T @ ci, ai.sum(axis=0), np.array([ci.sum()])
+
+
+def hard_rows(rng, n, d, lower, upper):
+    """Rows inside and beyond [lower, upper], on the bounds, at their midpoint, signed zeros."""
+    X = rng.uniform(lower - 1.0, upper + 1.0, (n, d))
+    X[::7] = lower
+    X[1::7] = upper
+    X[2::7] = (lower + upper) / 2.0
+    X[3::11] = -0.0
+    X[4::13] = rng.normal(size=(X[4::13].shape[0], d)) * 1e6
+    return X
+
+
+# ------------------------------------------------------------------------------------------------
+# GaussianNB
+
+@pytest.mark.parametrize("d,epsilon", [(1, 0.5), (5, 1.0), (20, 3.0)])
+def test_class_sums_equal_the_numpy_reference(d, epsilon):
+    rng = np.random.default_rng(d)  # insecure-ok: test data
+    lower, upper = rng.uniform(-3, -0.5, d), rng.uniform(0.5, 3, d)
+    X = hard_rows(rng, 3000, d, lower, upper)
+    plan = GaussianNBSums(epsilon, d)
+    # lattice ties: z / g exactly half-way between two integers
+    X[5] = (lower + upper) / 2.0 + (upper - lower) / 2.0 * 2.5 * plan.grid
+    k = 3
+    idx = rng.integers(0, k, X.shape[0])
+    got, bad = plan.exact_rows(X, idx, k, lower, upper)
+    assert not bad
+    for g, r in zip(got, reference_class_sums(X, idx, k, lower, upper, plan.grid)):
+        assert g.dtype == np.int64
+        np.testing.assert_array_equal(g, r)
+    # the rescaled-feature entry point too
+    Z = rng.uniform(-1, 1, (500, d))
+    for g, r in zip(plan.exact(Z, idx[:500], k),
+                    reference_class_sums(Z, idx[:500], k, -np.ones(d), np.ones(d), plan.grid)):
+        np.testing.assert_array_equal(g, r)
+
+
+def test_class_sums_flag_non_finite_values_and_bad_labels():
+    rng = np.random.default_rng(3)  # insecure-ok: test data
+    d = 4
+    lower, upper = -np.ones(d), np.ones(d)
+    plan = GaussianNBSums(1.0, d)
+    X = rng.uniform(-2, 2, (200, d))
+    y = rng.integers(0, 2, 200)
+    classes = np.array([0, 1])
+    exact, bad_values, bad_labels = gaussian_nb_chunk(X, y, lower, upper, classes, plan)
+    assert not bad_values and not bad_labels
+    for value in (np.nan, np.inf, -np.inf):
+        Xb = X.copy()
+        Xb[17, 2] = value
+        exact, bad_values, _ = gaussian_nb_chunk(Xb, y, lower, upper, classes, plan)
+        assert bad_values
+        for g, r in zip(exact, reference_class_sums(Xb, y, 2, lower, upper, plan.grid)):
+            np.testing.assert_array_equal(g, r)
+    yb = y.copy()
+    yb[5] = 7
+    assert gaussian_nb_chunk(X, yb, lower, upper, classes, plan)[2]
+
+
+def test_class_sums_refuse_bad_shapes_and_indices():
+    plan = GaussianNBSums(1.0, 2)
+    with pytest.raises(ValueError, match="outside"):
+        plan.exact(np.zeros((3, 2)), np.array([0, 1, 2]), 2)
+    with pytest.raises(ValueError, match="shapes"):
+        plan.exact(np.zeros((3, 2)), np.array([0, 1]), 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# SSP
+
+def lattices(d, n):
+    cube = _ssp.SSPDomain.make(d, np.ones(d))
+    ball = _ssp.SSPDomain.make(1, np.full(d, 0.8))
+    for domain in (cube, ball):
+        for delta in (None, 1e-6):
+            plan = _ssp.ssp_plan(n, domain, epsilon=1.0, delta=delta, adaptive_ridge=True)
+            yield domain, _ssp.SSPLattice.make(plan, domain)
+
+
+@pytest.mark.parametrize("d", [1, 3, 20])
+def test_lattice_sums_equal_the_numpy_reference(d):
+    """Scaled rows (the data_norm path and ssp_statistics): inside the domain, on its boundary,
+    beyond it (truncated and shrunk), at lattice ties; any block size of the Gram."""
+    rng = np.random.default_rng(10 + d)  # insecure-ok: test data
+    n = 2000
+    for domain, lattice in lattices(d, n):
+        b = np.array([float(v) for v in domain.coord])
+        r = math.sqrt(float(domain.row_norm_sq))
+        Xs = rng.normal(size=(n, d))
+        Xs *= (r * rng.uniform(0.5, 1.5, n) / np.linalg.norm(Xs, axis=1))[:, None]
+        Xs[::5] = np.clip(Xs[::5], -b, b)
+        Xs[1::9] = np.sign(Xs[1::9]) * b             # corners: outside the ball
+        Xs[2::9] *= 1e9                              # far outside
+        Xs[3] = 2.5 * 2.0 ** lattice.x_exponent      # ties
+        ys = rng.uniform(-1.5, 1.5, n)
+        ys[4] = 0.5 * 2.0 ** lattice.y_exponent
+        a, c = lattice.integers(Xs, ys)
+        ra, rc = reference_integers(lattice, Xs, ys)
+        np.testing.assert_array_equal(a, ra)
+        np.testing.assert_array_equal(c, rc)
+        for block in (1, 3, lattice.block_rows):
+            small = _ssp.SSPLattice(lattice.x_exponent, lattice.y_exponent, lattice.coord_units,
+                                    lattice.norm_units, lattice.multipliers, block)
+            for g, ref in zip(small.sums(Xs, ys), reference_sums(lattice, Xs, ys)):
+                assert g.dtype == np.int64
+                np.testing.assert_array_equal(g, ref)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_scaled_sums_equal_the_numpy_reference(intercept):
+    """Raw records with per-feature bounds (scaled in the kernel): the design's NumPy scaling
+    then the reference sums; non-finite values flagged and mapped as numpy.nan_to_num does."""
+    rng = np.random.default_rng(20 + intercept)  # insecure-ok: test data
+    d, n = 6, 3000
+    lower, upper = rng.uniform(-4, -1, d), rng.uniform(0.5, 3, d)
+    design = _ssp.SSPDesign.make(d, (lower, upper), (-2.0, 5.0), None, intercept,
+                                 *((1.5, 3.5) if intercept else (0.0, 5.0)))
+    plan = _ssp.ssp_plan(n, design.domain, epsilon=1.0, intercept=intercept)
+    lattice = _ssp.SSPLattice.make(plan, design.domain)
+    X = hard_rows(rng, n, d, lower, upper)
+    y = rng.uniform(-4, 7, n)
+    y[::10] = -2.0
+    X[7, 1], y[8], y[9] = np.nan, np.inf, np.nan
+    sums, bad_x, bad_y = _ssp.ssp_chunk(X, y, design, lattice)
+    assert bad_x and bad_y
+    Xs, ys = design.scale(np.nan_to_num(X), np.nan_to_num(y))
+    for g, ref in zip(sums, reference_sums(lattice, Xs, ys)):
+        np.testing.assert_array_equal(g, ref)
+    _, bad_x, bad_y = _ssp.ssp_chunk(np.nan_to_num(X), np.nan_to_num(y), design, lattice)
+    assert not bad_x and not bad_y
