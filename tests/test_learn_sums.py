@@ -185,3 +185,79 @@ def test_scaled_sums_equal_the_numpy_reference(intercept):
         np.testing.assert_array_equal(g, ref)
     _, bad_x, bad_y = _ssp.ssp_chunk(np.nan_to_num(X), np.nan_to_num(y), design, lattice)
     assert not bad_x and not bad_y
+
+
+# ------------------------------------------------------------------------------------------------
+# CategoricalNB (NumPy, in blocks of rows): the counts of the per-column passes
+
+def reference_categorical(X, y, categories, classes):
+    """(counts, a value outside its categories, a label outside classes), column by column."""
+    k = classes.size
+    bad_labels = not bool(np.all(np.isin(y, classes)))
+    idx = np.minimum(np.searchsorted(classes, y), k - 1)
+    parts = [np.bincount(idx, minlength=k)]
+    for j, cats in enumerate(categories):
+        if not np.all(np.isin(X[:, j], cats)):
+            return None, True, bad_labels
+        parts.append(np.bincount(idx * cats.size + np.searchsorted(cats, X[:, j]),
+                                 minlength=k * cats.size))
+    return np.concatenate(parts).astype(np.int64), False, bad_labels
+
+
+CATEGORY_CASES = {
+    "small ints": ([np.arange(4), np.array([-3, 0, 7, 100]), np.arange(2)], np.int64),
+    "uint": ([np.arange(3, dtype=np.uint64), np.array([5, 9], dtype=np.uint64)], np.uint64),
+    "floats": ([np.array([-1.5, 0.0, 2.25]), np.array([1.0, 2.0])], np.float64),
+    "wide ints": ([np.array([-2**40, 0, 2**40]), np.arange(3)], np.int64),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CATEGORY_CASES))
+@pytest.mark.parametrize("block", [7, 4096])
+def test_categorical_counts_equal_the_column_passes(case, block, monkeypatch):
+    """The same counts and flags, rows split into blocks or not; a value in a gap between
+    categories, beyond them, or a wrapped integer is flagged as outside."""
+    from dpcore.learn import _naive_bayes
+
+    monkeypatch.setattr(_naive_bayes, "CATEGORY_BLOCK", block)
+    categories, dtype = CATEGORY_CASES[case]
+    rng = np.random.default_rng(len(case) + block)  # insecure-ok: test data
+    n = 1000
+    X = np.column_stack([cats[rng.integers(0, cats.size, n)] for cats in categories]).astype(dtype)
+    classes = np.array([2, 5, 9])
+    y = classes[rng.integers(0, 3, n)]
+    got = _naive_bayes.categorical_nb_chunk(X, y, categories, classes)
+    ref = reference_categorical(X, y, categories, classes)
+    np.testing.assert_array_equal(got[0][0], ref[0])
+    assert got[1:] == ref[1:] == (False, False)
+    # in memory: the same counts through the estimator's path
+    counts, bad = _naive_bayes.category_counts(X, np.searchsorted(classes, y), 3, categories)
+    assert bad is None
+    np.testing.assert_array_equal(counts, ref[0])
+    outside = {"small ints": [50, 101, -4, 2**62], "uint": [4, 2**63 + 5, 2**64 - 1],
+               "floats": [0.5, np.nan, np.inf], "wide ints": [1, -2**63, 2**41]}[case]
+    for value in outside:
+        Xb = X.copy()
+        Xb[n - 3, 0] = value
+        assert _naive_bayes.categorical_nb_chunk(Xb, y, categories, classes)[1]
+        assert reference_categorical(Xb, y, categories, classes)[1]
+        with pytest.raises(ValueError, match=r"X\[:, 0\] contains values outside"):
+            _naive_bayes._codes(Xb, categories)
+    yb = y.copy()
+    yb[3] = 4
+    assert _naive_bayes.categorical_nb_chunk(X, yb, categories, classes)[2]
+
+
+def test_categorical_counts_of_strings():
+    from dpcore.learn import _naive_bayes
+
+    categories = [np.array(["a", "b", "c"]), np.array(["no", "yes"])]
+    X = np.array([["a", "no"], ["c", "yes"], ["b", "yes"], ["c", "no"]], dtype=object)
+    classes = np.array([0, 1])
+    y = np.array([0, 1, 1, 0])
+    counts, bad_values, bad_labels = _naive_bayes.categorical_nb_chunk(X, y, categories, classes)
+    ref = reference_categorical(X.astype(str), y, categories, classes)
+    np.testing.assert_array_equal(counts[0], ref[0])
+    assert not bad_values and not bad_labels
+    X[2, 1] = 3   # not comparable with the strings
+    assert _naive_bayes.categorical_nb_chunk(X, y, categories, classes)[1]
