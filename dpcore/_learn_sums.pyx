@@ -17,7 +17,7 @@ charged.
 """
 from libc.float cimport DBL_MAX
 from libc.math cimport sqrt, trunc
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 from scipy.linalg.cython_blas cimport dsyrk
@@ -49,6 +49,17 @@ cdef inline double _clip(double x, double lower, double upper) noexcept nogil:
     return x if x < upper else upper
 
 
+cdef int64_t _largest_index(const int64_t[::1] idx, Py_ssize_t k) except? -1:
+    """The largest class index (-1 when there is none); ValueError if one is outside [0, k)."""
+    cdef int64_t largest = -1
+    cdef Py_ssize_t i
+    for i in range(idx.shape[0]):
+        if idx[i] < 0 or idx[i] >= k:
+            raise ValueError("a class index is outside [0, k)")
+        largest = idx[i] if idx[i] > largest else largest
+    return largest
+
+
 def class_feature_sums(const double[:, ::1] X, const int64_t[::1] idx, const double[::1] lower,
                        const double[::1] upper, const double[::1] centre, const double[::1] half,
                        double inv_grid, int64_t[::1] counts, int64_t[:, ::1] sums,
@@ -66,9 +77,7 @@ def class_feature_sums(const double[:, ::1] X, const int64_t[::1] idx, const dou
             or squares.shape[1] != d or lower.shape[0] != d or upper.shape[0] != d \
             or centre.shape[0] != d or half.shape[0] != d:
         raise ValueError("class_feature_sums: shapes do not match")
-    for i in range(n):
-        if idx[i] < 0 or idx[i] >= k:
-            raise ValueError("class_feature_sums: a class index is outside [0, k)")
+    _largest_index(idx, k)
     with nogil:
         for i in range(n):
             c = idx[i]
@@ -211,3 +220,47 @@ def lattice_integers(const double[:, ::1] X, const double[::1] y, double x_scale
                 c[i] = dpc_rint(_clip(y[i], -1.0, 1.0) * y_scale)
     finally:
         free(scaled)
+
+
+def category_counts(const int64_t[:, ::1] X, const int64_t[::1] idx, const int64_t[::1] low,
+                    const int64_t[::1] span, const int64_t[::1] table_start,
+                    const int32_t[::1] tables, const int64_t[::1] size,
+                    const int64_t[::1] count_start, int64_t[::1] counts):
+    """CategoricalNB's exact counts of integer records, added to ``counts``: the class count
+    counts[idx[i]] and, for each feature j, counts[count_start[j] + idx[i] size[j] + code] where
+    code = tables[table_start[j] + x - low[j]] is the index of x among the categories of feature
+    j (-1: x is not one; so is any x outside [low[j], low[j] + span[j])). Returns the first
+    feature with a value outside its categories, in the first row holding one (-1 if none:
+    the counts are then complete; else they are partial and must not be used)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], k = counts.shape[0], i, j
+    cdef int64_t c, code, cell, largest
+    cdef uint64_t offset
+    cdef Py_ssize_t bad = -1
+    if idx.shape[0] != n or low.shape[0] != d or span.shape[0] != d \
+            or table_start.shape[0] != d or size.shape[0] != d or count_start.shape[0] != d:
+        raise ValueError("category_counts: shapes do not match")
+    for j in range(d):
+        if span[j] < 1 or table_start[j] < 0 or table_start[j] + span[j] > tables.shape[0] \
+                or size[j] < 1 or count_start[j] < 0:
+            raise ValueError("category_counts: a feature's table is outside the tables")
+    largest = _largest_index(idx, k)
+    for j in range(d):
+        if count_start[j] + (largest + 1) * size[j] > k:
+            raise ValueError("category_counts: a count is outside counts")
+    with nogil:
+        for i in range(n):
+            c = idx[i]
+            counts[c] += 1
+            for j in range(d):
+                # x - low[j] as an unsigned difference: below span[j] exactly when
+                # low[j] <= x < low[j] + span[j], whatever the signs (no overflow)
+                offset = <uint64_t>X[i, j] - <uint64_t>low[j]
+                code = tables[table_start[j] + offset] if offset < <uint64_t>span[j] else -1
+                if code < 0 or code >= size[j]:
+                    bad = j
+                    break
+                cell = count_start[j] + c * size[j] + code
+                counts[cell] += 1
+            if bad >= 0:
+                break
+    return bad

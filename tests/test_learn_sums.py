@@ -209,14 +209,16 @@ CATEGORY_CASES = {
     "uint": ([np.arange(3, dtype=np.uint64), np.array([5, 9], dtype=np.uint64)], np.uint64),
     "floats": ([np.array([-1.5, 0.0, 2.25]), np.array([1.0, 2.0])], np.float64),
     "wide ints": ([np.array([-2**40, 0, 2**40]), np.arange(3)], np.int64),
+    "int32": ([np.array([-5, -1, 3]), np.arange(5)], np.int32),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CATEGORY_CASES))
 @pytest.mark.parametrize("block", [7, 4096])
 def test_categorical_counts_equal_the_column_passes(case, block, monkeypatch):
-    """The same counts and flags, rows split into blocks or not; a value in a gap between
-    categories, beyond them, or a wrapped integer is flagged as outside."""
+    """The same counts and flags, rows split into blocks or not (NumPy) or in one compiled pass
+    (integers with small spans); a value in a gap between categories, beyond them, or a wrapped
+    integer is flagged as outside."""
     from dpcore.learn import _naive_bayes
 
     monkeypatch.setattr(_naive_bayes, "CATEGORY_BLOCK", block)
@@ -235,7 +237,8 @@ def test_categorical_counts_equal_the_column_passes(case, block, monkeypatch):
     assert bad is None
     np.testing.assert_array_equal(counts, ref[0])
     outside = {"small ints": [50, 101, -4, 2**62], "uint": [4, 2**63 + 5, 2**64 - 1],
-               "floats": [0.5, np.nan, np.inf], "wide ints": [1, -2**63, 2**41]}[case]
+               "floats": [0.5, np.nan, np.inf], "wide ints": [1, -2**63, 2**41],
+               "int32": [-2, 4, 2**31 - 1, -2**31]}[case]
     for value in outside:
         Xb = X.copy()
         Xb[n - 3, 0] = value
@@ -261,3 +264,25 @@ def test_categorical_counts_of_strings():
     assert not bad_values and not bad_labels
     X[2, 1] = 3   # not comparable with the strings
     assert _naive_bayes.categorical_nb_chunk(X, y, categories, classes)[1]
+
+
+def test_category_kernel_refuses_indices_outside_its_arrays():
+    from dpcore import _learn_sums
+
+    X = np.zeros((2, 1), dtype=np.int64)
+    one = np.ones(1, dtype=np.int64)
+    zero = np.zeros(1, dtype=np.int64)
+    table = np.zeros(1, dtype=np.int32)
+    counts = np.zeros(4, dtype=np.int64)
+    assert _learn_sums.category_counts(X, np.array([0, 1]), zero, one, zero, table, one,
+                                       np.array([2]), counts) == -1
+    np.testing.assert_array_equal(counts, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="class index"):
+        _learn_sums.category_counts(X, np.array([0, 4]), zero, one, zero, table, one,
+                                    np.array([2]), counts)
+    with pytest.raises(ValueError, match="outside counts"):
+        _learn_sums.category_counts(X, np.array([0, 1]), zero, one, zero, table, one,
+                                    np.array([3]), counts)
+    with pytest.raises(ValueError, match="table"):
+        _learn_sums.category_counts(X, np.array([0, 1]), zero, np.array([2]), zero, table, one,
+                                    np.array([2]), counts)

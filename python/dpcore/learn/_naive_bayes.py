@@ -13,6 +13,7 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
+from dpcore._learn_sums import category_counts as kernel_category_counts
 from dpcore._learn_sums import class_feature_sums
 from dpcore.learn._dask import aligned_chunks, class_index, is_dask_collection, sum_chunks
 
@@ -561,15 +562,14 @@ MAX_TABLE_SPAN = 2**16
 
 
 def _coders(categories):
-    """Per feature: (lowest category, table from value - lowest to code) for integer categories
-    of a small span, else None (binary search). A table is only a guess for values outside the
-    categories: every code is checked by comparing its category with the value."""
+    """Per feature: (lowest category, table from value - lowest to code, -1 where the value is
+    not a category) for integer categories of a small span, else None (binary search)."""
     coders = []
     for cats in categories:
         coder = None
         if cats.dtype.kind in "iu" and int(cats[-1]) < 2**63 \
                 and int(cats[-1]) - int(cats[0]) < MAX_TABLE_SPAN:
-            table = np.zeros(int(cats[-1]) - int(cats[0]) + 1, dtype=np.int64)
+            table = np.full(int(cats[-1]) - int(cats[0]) + 1, -1, dtype=np.int32)
             table[cats.astype(np.int64) - int(cats[0])] = np.arange(cats.size)
             coder = (int(cats[0]), table)
         coders.append(coder)
@@ -610,12 +610,24 @@ def category_counts(X: np.ndarray, idx: np.ndarray, k: int, categories: list
     One pass over blocks of rows (at least CATEGORY_BLOCK, more when the tables are larger
     than a block's values, so that a block's counts cost no more than its values)."""
     sizes = np.array([cats.size for cats in categories], dtype=np.int64)
-    offsets = k + k * np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    offsets = k + k * np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     total = int(k * (1 + sizes.sum()))
     counts = np.zeros(total, dtype=np.int64)
-    idx = np.asarray(idx, dtype=np.int64)
-    rows = max(CATEGORY_BLOCK, -(-total // max(1, len(categories))))
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
     coders = _coders(categories)
+    if X.dtype.kind in "iu" and X.dtype.itemsize <= (8 if X.dtype.kind == "i" else 4) \
+            and all(coder is not None for coder in coders):
+        # integers (int64 without loss) and a table per feature: one compiled pass
+        low = np.array([coder[0] for coder in coders], dtype=np.int64)
+        span = np.array([coder[1].size for coder in coders], dtype=np.int64)
+        bad = kernel_category_counts(
+            np.ascontiguousarray(X, dtype=np.int64), idx, low, span,
+            np.concatenate([[0], np.cumsum(span)[:-1]]).astype(np.int64),
+            np.concatenate([coder[1] for coder in coders]), sizes, offsets, counts)
+        if bad >= 0:
+            return np.zeros(total, dtype=np.int64), int(bad)
+        return counts, None
+    rows = max(CATEGORY_BLOCK, -(-total // max(1, len(categories))))
     for start, stop in _blocks(X.shape[0], rows):
         codes, bad = _block_codes(X[start:stop], categories, coders)
         if bad is not None:
