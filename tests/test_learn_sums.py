@@ -153,6 +153,7 @@ def test_lattice_sums_equal_the_numpy_reference(d):
         ys[4] = 0.5 * 2.0 ** lattice.y_exponent
         a, c = lattice.integers(Xs, ys)
         ra, rc = reference_integers(lattice, Xs, ys)
+        assert np.any(ra != np.rint(Xs * 2.0 ** -lattice.x_exponent))   # rows truncated
         np.testing.assert_array_equal(a, ra)
         np.testing.assert_array_equal(c, rc)
         for block in (1, 3, lattice.block_rows):
@@ -286,3 +287,22 @@ def test_category_kernel_refuses_indices_outside_its_arrays():
     with pytest.raises(ValueError, match="table"):
         _learn_sums.category_counts(X, np.array([0, 1]), zero, np.array([2]), zero, table, one,
                                     np.array([2]), counts)
+
+
+def test_lattice_rows_shrunk_into_the_norm_bound_equal_the_reference():
+    """A lattice whose norm bound is below what truncation leaves: the shrinking loop (float
+    rounding of the scaling makes it rare in real plans) gives the reference's integers, and
+    every row ends inside the bound."""
+    rng = np.random.default_rng(31)  # insecure-ok: test data
+    lattice = _ssp.SSPLattice(0, 0, (5, 5, 5), 10, {}, 8)
+    Xs = rng.uniform(-6, 6, (400, 3))
+    ys = rng.uniform(-1, 1, 400)
+    a, c = lattice.integers(Xs, ys)
+    ra, rc = reference_integers(lattice, Xs, ys)
+    np.testing.assert_array_equal(a, ra)
+    np.testing.assert_array_equal(c, rc)
+    assert np.all(np.sum(a * a, axis=1) <= 10) and np.all(np.abs(a) <= 5)
+    shrunk = np.sum(np.clip(np.trunc(Xs), -5, 5) ** 2, axis=1) > 10
+    assert shrunk.sum() > 100   # the loop ran
+    for g, ref in zip(lattice.sums(Xs, ys), reference_sums(lattice, Xs, ys)):
+        np.testing.assert_array_equal(g, ref)
