@@ -1,12 +1,17 @@
 """The learners on Dask (issue 30 item 3): fit time with 2 local worker processes against 1, and
 the released model of both against each other (the same seed must give the same model).
 
-    PYTHONPATH=python python bench/dask_learn.py [--rows 10000000] [--repeats 2] [--gd-steps 10]
+    PYTHONPATH=python python bench/dask_learn.py [--rows 10000000] [--chunk-rows 1000000]
+        [--repeats 2] [--gd-steps 10]
         [--learners NAME ...]
 
-Data (test data, not noise): X ~ N(0, I_20) drawn on the workers in chunks of 10**6 rows
-(``dask.array.random.default_rng(2026)``), labels 1{x . w + N(0, 1) > 0} with a fixed w, both
-persisted on the cluster before the timing. Learners: ``LogisticRegression(method="gd",
+Data (test data, not noise): X ~ N(0, I_20) in chunks of --chunk-rows rows (default 10**6),
+chunk i drawn on a worker from ``numpy.random.default_rng([2026, i])`` (the same data whatever
+the worker count), labels 1{x . w + N(0, 1) > 0} with a fixed w. Every array of chunk i (X, labels,
+targets, categories) is made by one task on one worker, as the columns of one partition of a
+file would be, and the chunks are spread evenly in contiguous runs (chunk i on worker
+floor(i k / m) of k, m chunks): the placement the fits' map-reduce then follows; all persisted
+on the cluster before the timing. Learners: ``LogisticRegression(method="gd",
 n_steps=--gd-steps)`` (each step one pass over every row: the lattice gradient sums per chunk)
 and ``GaussianNB`` (one pass: exact integer counts, sums, squares), at epsilon 1 (gd:
 delta 1e-6), seed 0, and ``KMeans(4, init="sphere")`` (5 Lloyd iterations, each a pass: exact
@@ -24,6 +29,7 @@ worker: the work, which load does not inflate much), the load average, and wheth
 ratio: rerun idle for a speed claim.
 """
 import argparse
+import operator
 import os
 import time
 
@@ -38,14 +44,30 @@ from dpcore.learn import (CategoricalNB, DecisionTreeClassifier, GaussianNB, KMe
 D = 20
 
 
-def data(rows):
-    """(X, class labels, regression targets, categorical X), all Dask arrays on the cluster."""
-    rng = da.random.default_rng(2026)
-    X = rng.normal(size=(rows, D), chunks=(10**6, D))
-    w = np.linspace(-1.0, 1.0, D)
-    score = X @ w + rng.normal(size=rows, chunks=10**6)
-    y = (score > 0).astype(int)
-    return X, y, score, (da.floor(da.clip(X, -2.0, 1.99)) + 2).astype(int)
+def chunk(i, rows):
+    """Chunk i on its worker: (X, class labels, regression targets, categorical X)."""
+    rng = np.random.default_rng([2026, i])
+    X = rng.normal(size=(rows, D))
+    score = X @ np.linspace(-1.0, 1.0, D) + rng.normal(size=rows)
+    return X, (score > 0).astype(int), score, (np.floor(np.clip(X, -2.0, 1.99)) + 2).astype(int)
+
+
+def data(client, rows, chunk_rows):
+    """(X, class labels, regression targets, categorical X), Dask arrays persisted on the
+    cluster, chunk i of every array on worker floor(i k / m)."""
+    workers = sorted(client.scheduler_info()["workers"])
+    sizes = [min(chunk_rows, rows - start) for start in range(0, rows, chunk_rows)]
+    parts = [client.submit(chunk, i, size, workers=[workers[i * len(workers) // len(sizes)]],
+                           allow_other_workers=False) for i, size in enumerate(sizes)]
+    arrays = []
+    for j, (width, dtype) in enumerate([(D, float), (None, int), (None, float), (D, int)]):
+        pieces = [da.from_delayed(client.submit(operator.itemgetter(j), part),
+                                  shape=(size,) if width is None else (size, width), dtype=dtype)
+                  for part, size in zip(parts, sizes)]
+        arrays.append(da.concatenate(pieces))
+    arrays = client.persist(arrays)
+    wait(arrays)
+    return arrays
 
 
 def fits(gd_steps):
@@ -91,12 +113,11 @@ def model(est):
     return np.concatenate([est.theta_.ravel(), est.var_.ravel(), est.class_count_])
 
 
-def run(workers, rows, gd_steps, learners):
+def run(workers, rows, chunk_rows, gd_steps, learners):
     times, models = {}, {}
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        arrays = [a.persist() for a in data(rows)]
-        wait(arrays)
+        arrays = data(client, rows, chunk_rows)
 
         def cpu():   # CPU seconds of this process and of every worker process
             return time.process_time() + sum(client.run(time.process_time).values())
@@ -115,6 +136,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10**7)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--chunk-rows", type=int, default=10**6)
     parser.add_argument("--gd-steps", type=int, default=10)
     parser.add_argument("--learners", "--only", nargs="+", default=list(fits(10)),
                         help="which rows (default: all)")
@@ -123,7 +145,8 @@ def main(argv=None):
     best, cpus, models = {}, {}, {}
     for _ in range(args.repeats):
         for workers in (1, 2):
-            times, fitted = run(workers, args.rows, args.gd_steps, args.learners)
+            times, fitted = run(workers, args.rows, args.chunk_rows, args.gd_steps,
+                                 args.learners)
             for name, (t, c) in times.items():
                 best[name, workers] = min(best.get((name, workers), np.inf), t)
                 cpus[name, workers] = min(cpus.get((name, workers), np.inf), c)

@@ -5,7 +5,10 @@ the calling process only exact integer sums (or integer sufficient statistics), 
 the noise is drawn there, once per release, from the estimator's ``random_state``. Which
 learners and methods accept a Dask collection, and why the result has exactly the law of the
 in-memory fit, is said where each one is fitted: :class:`DaskRows` (``method="gd"`` and
-``"sgd"`` of the linear classifiers) and :func:`gaussian_nb_sums` (GaussianNB).
+``"sgd"`` of the linear classifiers), :func:`sum_chunks` (the one-pass sufficient statistics of
+GaussianNB, CategoricalNB and LinearRegression's SSP, whose chunk functions are the in-memory
+sums themselves: ``dpcore._learn_sums`` and ``dpcore.learn._naive_bayes.category_counts``),
+:class:`DaskChunks` (KMeans) and :class:`DaskRecords` (the trees).
 
 Dask is optional (``pip install "dpcore[dask]"``) and imported only when a Dask collection is
 passed. Whatever scheduler is active is used (a ``dask.distributed.Client`` if one is the

@@ -13,10 +13,12 @@ from dpcore import _validation as check
 from dpcore.learn import _base
 from dpcore._release import Cost, release
 from dpcore._release.sums import IntegerNoise
-from dpcore.learn._dask import aligned_chunks, is_dask_collection, sum_chunks
+from dpcore._learn_sums import category_counts as kernel_category_counts
+from dpcore._learn_sums import class_feature_sums
+from dpcore.learn._dask import aligned_chunks, class_index, is_dask_collection, sum_chunks
 
 __all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget", "categorical_counts",
-           "categorical_nb_chunk"]
+           "categorical_nb_chunk", "category_counts"]
 
 
 def gaussian_nb_budget(epsilon: float, d: int) -> tuple[float, float, float]:
@@ -71,14 +73,27 @@ class GaussianNBSums:
     def exact(self, Z: np.ndarray, idx: np.ndarray, k: int
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(counts, sums, squares) as int64 arrays of shapes (k,), (k, d), (k, d): the exact
-        integers the noise is added to (never released)."""
+        integers the noise is added to (never released), of rescaled features Z in [-1, 1]."""
         d = Z.shape[1]
-        counts = np.bincount(idx, minlength=k).astype(np.int64)
+        return self.exact_rows(Z, idx, k, np.full(d, -1.0), np.full(d, 1.0))[0]
+
+    def exact_rows(self, X: np.ndarray, idx: np.ndarray, k: int, lower: np.ndarray,
+                   upper: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], bool]:
+        """:meth:`exact` of the raw rows X, rescaled on the fly (clipped to [lower, upper],
+        mapped to [-1, 1], clipped again: the division can round an endpoint to 1 + 2^-52,
+        which would break the sensitivities (1 per |z| and z^2) by an ulp), in one pass
+        (``dpcore._learn_sums``); and whether X holds a non-finite value."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        d = X.shape[1]
+        lower, upper = (np.ascontiguousarray(np.broadcast_to(b, (d,)), dtype=np.float64)
+                        for b in (lower, upper))
+        counts = np.zeros(k, dtype=np.int64)
         sums = np.zeros((k, d), dtype=np.int64)
         squares = np.zeros((k, d), dtype=np.int64)
-        np.add.at(sums, idx, np.rint(Z / self.grid).astype(np.int64))
-        np.add.at(squares, idx, np.rint(Z * Z / self.grid).astype(np.int64))
-        return counts, sums, squares
+        bad = class_feature_sums(X, np.ascontiguousarray(idx, dtype=np.int64), lower, upper,
+                                 (lower + upper) / 2.0, (upper - lower) / 2.0,
+                                 round(1.0 / self.grid), counts, sums, squares)
+        return (counts, sums, squares), bool(bad)
 
     def release(self, exact: tuple[np.ndarray, np.ndarray, np.ndarray], rng: Any
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,27 +116,14 @@ class GaussianNBSums:
         return math.fsum(part.epsilon_effective for part in (self.counts, self.sums, self.squares))
 
 
-def _rescaled(X, lower, upper):
-    """Features clipped to [lower, upper] and mapped to [-1, 1]; clipped again: the division
-    can round an endpoint to 1 + 2^-52, which would break the sensitivities (1 per |z| and
-    z^2) by an ulp."""
-    mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
-    return np.clip((np.clip(X, lower, upper) - mid) / half, -1.0, 1.0)
-
-
 def gaussian_nb_chunk(X: Any, y: Any, lower: np.ndarray, upper: np.ndarray, classes: np.ndarray,
                       plan: GaussianNBSums) -> tuple[Any, bool, bool]:
     """On a Dask worker: a chunk's exact integer (counts, sums, squares) of
-    :meth:`GaussianNBSums.exact`, whether it holds a non-finite value, and whether a label is
-    outside ``classes`` (the flags are checked before the charge)."""
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    bad_values = not bool(np.isfinite(X).all())
-    bad_labels = not bool(np.all(np.isin(y, classes)))
-    with np.errstate(invalid="ignore"):
-        Z = np.nan_to_num(_rescaled(X, lower, upper))
-    idx = np.minimum(np.searchsorted(classes, y), classes.size - 1)
-    return plan.exact(Z, idx, classes.size), bad_values, bad_labels
+    :meth:`GaussianNBSums.exact_rows`, whether it holds a non-finite value, and whether a label
+    is outside ``classes`` (the flags are checked before the charge)."""
+    idx, bad_labels = class_index(y, classes)
+    exact, bad_values = plan.exact_rows(X, idx, classes.size, lower, upper)
+    return exact, bad_values, bad_labels
 
 
 #: ``var_floor="auto"``: each class's variances are floored at this multiple of the standard
@@ -309,8 +311,8 @@ class GaussianNB(_NaiveBayes):
             classes = _base.label_set(y, classes, minimum=1)
             # calibrated before the charge (a share too small for the sampler raises first)
             plan = GaussianNBSums(epsilon, d)
-            exact = plan.exact(_rescaled(X, lower, upper), np.searchsorted(classes, y),
-                               classes.size)
+            exact, _ = plan.exact_rows(X, np.searchsorted(classes, y), classes.size, lower,
+                                       upper)
         k = classes.size
         if priors is not None and priors.shape != (k,):   # classes taken from y: no count quoted
             raise ValueError("priors must have one entry per class")
@@ -502,8 +504,10 @@ class CategoricalNB(_NaiveBayes):
             epsilon, alpha, categories, classes = self._check_params(X.shape[0], X.shape[1])
             classes = _base.label_set(y, classes, minimum=1)
             _check_cells(classes.size, categories)
-            exact = categorical_counts(_codes(X, categories), np.searchsorted(classes, y),
-                                       classes.size, categories)
+            exact, bad = category_counts(X, np.searchsorted(classes, y), classes.size,
+                                         categories)
+            if bad is not None:
+                raise ValueError(f"X[:, {bad}] contains values outside categories[{bad}]")
         k, d = classes.size, len(categories)
         noise = IntegerNoise.calibrate("laplace", d + 1, epsilon, 0.0)
 
@@ -547,45 +551,119 @@ class CategoricalNB(_NaiveBayes):
 
 
 
+#: Rows per block of the categorical codes and counts: a block of a C-ordered X stays in cache
+#: while its columns are read one after the other (a whole column read misses on every value).
+CATEGORY_BLOCK = 4096
+
+
+#: Integer categories spanning at most this many values are coded by a lookup table (a take per
+#: value) rather than a binary search.
+MAX_TABLE_SPAN = 2**16
+
+
+def _coders(categories):
+    """Per feature: (lowest category, table from value - lowest to code, -1 where the value is
+    not a category) for integer categories of a small span, else None (binary search)."""
+    coders = []
+    for cats in categories:
+        coder = None
+        if cats.dtype.kind in "iu" and int(cats[-1]) < 2**63 \
+                and int(cats[-1]) - int(cats[0]) < MAX_TABLE_SPAN:
+            table = np.full(int(cats[-1]) - int(cats[0]) + 1, -1, dtype=np.int32)
+            table[cats.astype(np.int64) - int(cats[0])] = np.arange(cats.size)
+            coder = (int(cats[0]), table)
+        coders.append(coder)
+    return coders
+
+
+def _block_codes(block, categories, coders):
+    """(each value's index in its feature's categories (int64), the first feature with a value
+    outside its categories or None) of a block of rows."""
+    codes = np.empty(block.shape, dtype=np.int64)
+    for j, (cats, coder) in enumerate(zip(categories, coders)):
+        column = block[:, j]
+        try:
+            if coder is not None and column.dtype.kind in "iu":
+                with np.errstate(over="ignore"):   # a wrapped value fails the check below
+                    code = coder[1].take(column.astype(np.int64) - coder[0], mode="clip")
+            else:
+                code = np.minimum(np.searchsorted(cats, column), cats.size - 1)
+            inside = cats.take(code) == column
+        except TypeError:   # values not comparable with the categories
+            return codes, j
+        if not np.all(inside):
+            return codes, j
+        codes[:, j] = code
+    return codes, None
+
+
+def _blocks(n, rows):
+    return [(start, min(start + rows, n)) for start in range(0, n, rows)]
+
+
+def category_counts(X: np.ndarray, idx: np.ndarray, k: int, categories: list
+                    ) -> tuple[np.ndarray, int | None]:
+    """The exact counts CategoricalNB releases, as one int64 vector: the k class counts, then
+    each feature's k x m_j table (row-major) of (class, category) counts, of the records X
+    (values in their features' categories) with class indices ``idx``; and the first feature
+    with a value outside its categories (None if there is none; the counts are then zero).
+    One pass over blocks of rows (at least CATEGORY_BLOCK, more when the tables are larger
+    than a block's values, so that a block's counts cost no more than its values)."""
+    sizes = np.array([cats.size for cats in categories], dtype=np.int64)
+    offsets = k + k * np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    total = int(k * (1 + sizes.sum()))
+    counts = np.zeros(total, dtype=np.int64)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    coders = _coders(categories)
+    if X.dtype.kind in "iu" and X.dtype.itemsize <= (8 if X.dtype.kind == "i" else 4) \
+            and all(coder is not None for coder in coders):
+        # integers (int64 without loss) and a table per feature: one compiled pass
+        low = np.array([coder[0] for coder in coders], dtype=np.int64)
+        span = np.array([coder[1].size for coder in coders], dtype=np.int64)
+        bad = kernel_category_counts(
+            np.ascontiguousarray(X, dtype=np.int64), idx, low, span,
+            np.concatenate([[0], np.cumsum(span)[:-1]]).astype(np.int64),
+            np.concatenate([coder[1] for coder in coders]), sizes, offsets, counts)
+        if bad >= 0:
+            return np.zeros(total, dtype=np.int64), int(bad)
+        return counts, None
+    rows = max(CATEGORY_BLOCK, -(-total // max(1, len(categories))))
+    for start, stop in _blocks(X.shape[0], rows):
+        codes, bad = _block_codes(X[start:stop], categories, coders)
+        if bad is not None:
+            return np.zeros(total, dtype=np.int64), bad
+        labels = idx[start:stop]
+        cells = offsets + labels[:, None] * sizes + codes
+        counts += np.bincount(cells.ravel(), minlength=total)
+        counts[:k] += np.bincount(labels, minlength=k)
+    return counts, None
+
+
 def categorical_counts(codes: np.ndarray, idx: np.ndarray, k: int, categories: list
                        ) -> np.ndarray:
-    """The exact counts CategoricalNB releases, as one int64 vector: the k class counts, then
-    each feature's k x m_j table (row-major) of (class, category) counts. ``codes``: each value's
-    index in its feature's categories; ``idx``: each label's index in the classes."""
-    parts = [np.bincount(idx, minlength=k)]
-    parts += [np.bincount(idx * cats.size + codes[:, j], minlength=k * cats.size)
-              for j, cats in enumerate(categories)]
-    return np.concatenate(parts).astype(np.int64)
+    """:func:`category_counts` of records given by their codes (each value's index in its
+    feature's categories)."""
+    counts, _ = category_counts(codes, idx, k, [np.arange(cats.size) for cats in categories])
+    return counts
 
 
 def categorical_nb_chunk(X: Any, y: Any, categories: list, classes: np.ndarray
                          ) -> tuple[Any, bool, bool]:
-    """On a Dask worker: a chunk's exact counts (:func:`categorical_counts`, as a 1-tuple),
+    """On a Dask worker: a chunk's exact counts (:func:`category_counts`, as a 1-tuple),
     whether a value is outside its feature's categories (or X is not 2-d with one column per
     feature), and whether a label is outside ``classes``; the flags are checked before the
     charge and never quote a value."""
-    X, y = np.asarray(X), np.asarray(y)
+    X = np.asarray(X)
     k = classes.size
     try:
-        bad_labels = not bool(np.all(np.isin(y, classes)))
-        idx = np.minimum(np.searchsorted(classes, y), k - 1) if not bad_labels else None
+        idx, bad_labels = class_index(y, classes)
     except TypeError:   # labels not comparable with the classes
-        bad_labels, idx = True, None
-    codes = np.zeros((X.shape[0], len(categories)), dtype=np.int64)
-    bad_values = X.ndim != 2 or X.shape[1] != len(categories)
-    for j, cats in enumerate(categories if not bad_values else ()):
-        try:
-            inside = np.isin(X[:, j], cats)
-        except TypeError:
-            inside = np.zeros(X.shape[0], dtype=bool)
-        if not np.all(inside):
-            bad_values = True
-            break
-        codes[:, j] = np.searchsorted(cats, X[:, j])
-    if bad_values or idx is None:   # nothing counted: the fit is refused
-        size = k * (1 + sum(c.size for c in categories))
-        return (np.zeros(size, dtype=np.int64),), bad_values, bad_labels
-    return (categorical_counts(codes, idx, k, categories),), bad_values, bad_labels
+        idx, bad_labels = np.zeros(np.shape(y)[0], dtype=np.int32), True
+    if X.ndim != 2 or X.shape[1] != len(categories) or X.shape[0] != idx.size:
+        return (np.zeros(k * (1 + sum(c.size for c in categories)), dtype=np.int64),), True, \
+            bad_labels
+    counts, bad = category_counts(X, idx, k, categories)
+    return (counts,), bad is not None, bad_labels
 
 
 def _check_cells(k, categories):
@@ -599,13 +677,9 @@ def _codes(X, categories):
     """The index of each value of X in its feature's categories; a value outside them raises
     (quoting neither the value nor its row)."""
     codes = np.empty(X.shape, dtype=np.int64)
-    for j, cats in enumerate(categories):
-        column = X[:, j]
-        try:
-            inside = np.isin(column, cats)
-        except TypeError:
-            inside = np.zeros(column.shape, dtype=bool)
-        if not np.all(inside):
-            raise ValueError(f"X[:, {j}] contains values outside categories[{j}]")
-        codes[:, j] = np.searchsorted(cats, column)
+    coders = _coders(categories)
+    for start, stop in _blocks(X.shape[0], CATEGORY_BLOCK):
+        codes[start:stop], bad = _block_codes(X[start:stop], categories, coders)
+        if bad is not None:
+            raise ValueError(f"X[:, {bad}] contains values outside categories[{bad}]")
     return codes

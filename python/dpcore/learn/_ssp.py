@@ -43,6 +43,7 @@ import numpy as np
 
 from dpcore import _validation as check
 from dpcore._floats import round_down
+from dpcore._learn_sums import lattice_integers, lattice_sums
 from dpcore._release import Cost
 from dpcore.calibration import zcdp_rho_for
 from dpcore.learn._base import laplace_grid
@@ -206,7 +207,14 @@ class SSPDesign:
 def ssp_chunk(x: Any, y: Any, design: SSPDesign, lattice: SSPLattice) -> tuple[Any, bool, bool]:
     """On a Dask worker (and in memory, on the whole array): the exact lattice sums
     (:meth:`SSPLattice.sums`) of a chunk's scaled records, whether the chunk's X holds a
-    non-finite value and whether its y does (flags checked before the charge)."""
+    non-finite value and whether its y does (flags checked before the charge). Per-feature
+    bounds: scaled and summed in one pass (:meth:`SSPLattice.scaled_sums`)."""
+    if design.bounds_x is not None and design.data_norm is None:
+        lower, upper = design.bounds_x
+        sums, (bad_x, bad_y) = lattice.scaled_sums(
+            x, y, lower, upper, design.x_centre, design.x_half, design.bounds_y,
+            design.y_centre, design.y_half)
+        return sums, bad_x, bad_y
     x = np.ascontiguousarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     bad_x, bad_y = not bool(np.isfinite(x).all()), not bool(np.isfinite(y).all())
@@ -481,42 +489,52 @@ class SSPLattice:
 
     def integers(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, c): the lattice integers of the scaled rows and targets, as float64 arrays
-        (exact integers, for BLAS). Row by row: the same integers whatever the chunking."""
-        scaled = Xs * 2.0 ** -self.x_exponent               # exact: a power of two
-        a = np.rint(scaled)
-        limit = np.array(self.coord_units, dtype=np.float64)
-        outside = np.any(np.abs(a) > limit, axis=1) | (_row_squares(a) > self.norm_units)
-        if np.any(outside):
-            t = np.clip(np.trunc(scaled[outside]), -limit, limit)
-            while True:   # only float rounding of the scaling can leave a truncated row outside
-                sq = _row_squares(t)
-                big = sq > self.norm_units
-                if not np.any(big):
-                    break
-                shrink = np.sqrt(self.norm_units / sq[big]) * (1.0 - 2.0**-30)
-                t[big] = np.trunc(t[big] * shrink[:, None])
-            a[outside] = t
-        c = np.rint(np.clip(ys, -1.0, 1.0) * 2.0 ** -self.y_exponent)
+        (exact integers). Row by row: the same integers whatever the chunking, and the same
+        rounding as :meth:`sums` (``dpcore._learn_sums``)."""
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        a = np.empty_like(Xs)
+        c = np.empty(Xs.shape[0])
+        x_scale, y_scale, limit, norm = self._steps()
+        lattice_integers(Xs, np.ascontiguousarray(ys, dtype=np.float64), x_scale, y_scale, limit,
+                         norm, a, c)
         return a, c
 
+    def _steps(self) -> tuple[float, float, np.ndarray, int]:
+        """(x scale, y scale, coordinate limits, norm bound) of the kernels: 2^-x_exponent,
+        2^-y_exponent (exact powers of two), the limits in lattice units as float64."""
+        return (2.0 ** -self.x_exponent, 2.0 ** -self.y_exponent,
+                np.array(self.coord_units, dtype=np.float64), min(self.norm_units, 2**63 - 1))
+
     def sums(self, Xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The exact integer sums of the lattice rows and targets: (sum_i a_i a_i^T (d x d),
-        sum_i a_i c_i, sum_i a_i, [sum_i c_i]) as int64 arrays."""
-        a, c = self.integers(Xs, ys)
-        d = a.shape[1]
+        """The exact integer sums of the lattice rows and targets of scaled rows and targets:
+        (sum_i a_i a_i^T (d x d), sum_i a_i c_i, sum_i a_i, [sum_i c_i]) as int64 arrays."""
+        d = np.shape(Xs)[1]
+        sums, _ = self.scaled_sums(Xs, ys, np.full(d, -np.inf), np.full(d, np.inf),
+                                   np.zeros(d), np.ones(d), (-np.inf, np.inf), 0.0, 1.0)
+        return sums
+
+    def scaled_sums(self, X: Any, y: Any, lower: np.ndarray, upper: np.ndarray,
+                    centre: np.ndarray, half: np.ndarray, bounds_y: tuple, y_centre: float,
+                    y_half: float) -> tuple[tuple[np.ndarray, ...], tuple[bool, bool]]:
+        """:meth:`sums` of raw records, scaled on the fly: x_j clipped to [lower_j, upper_j],
+        then (x_j - centre_j) / half_j; y clipped to ``bounds_y``, then (y - y_centre) /
+        y_half (one pass, ``dpcore._learn_sums.lattice_sums``: the Gram matrix by BLAS on
+        blocks of ``block_rows`` rows, all of whose partial sums are integers below 2^53,
+        exact in double precision, added in int64). Also whether X, and y, hold a non-finite
+        value (mapped as numpy.nan_to_num maps it)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        d = X.shape[1]
         gram = np.zeros((d, d), dtype=np.int64)
-        xy = np.zeros(d, dtype=np.int64)
-        for start in range(0, a.shape[0], self.block_rows):
-            block = a[start:start + self.block_rows]
-            gram += (block.T @ block).astype(np.int64)      # integers below 2^53: exact
-            xy += (block.T @ c[start:start + self.block_rows]).astype(np.int64)
-        return gram, xy, a.astype(np.int64).sum(axis=0), np.array([c.astype(np.int64).sum()])
-
-
-def _row_squares(a):
-    """sum_j a_j^2 per row of integer-valued a, in int64 (exact, any order)."""
-    ai = a.astype(np.int64)
-    return np.einsum("ij,ij->i", ai, ai)
+        xy, sx, sy = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64), np.zeros(
+            1, dtype=np.int64)
+        lo, hi, mid, width = (np.ascontiguousarray(np.broadcast_to(v, (d,)), dtype=np.float64)
+                              for v in (lower, upper, centre, half))
+        x_scale, y_scale, limit, norm = self._steps()
+        flags = lattice_sums(X, np.ascontiguousarray(y, dtype=np.float64), lo, hi, mid, width,
+                             float(bounds_y[0]), float(bounds_y[1]), float(y_centre),
+                             float(y_half), x_scale, y_scale, limit, norm, self.block_rows,
+                             gram, xy, sx, sy)
+        return (gram, xy, sx, sy), (bool(flags & 1), bool(flags & 2))
 
 
 def ssp_units(plan: SSPPlan, lattice: SSPLattice, sums: tuple[np.ndarray, ...]
