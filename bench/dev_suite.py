@@ -17,6 +17,8 @@ the test splits that bench/learn_accuracy.py reports.
                                                        # linear models' bounds (centring)
     PYTHONPATH=python python bench/dev_suite.py tree-split-law --seeds 30 --epsilons 0.1 0.5
         [--sets REGEX]                                  # the random levels' split law
+    PYTHONPATH=python python bench/dev_suite.py svc-h --seeds 8 [--sets REGEX]
+                                                       # LinearSVC's Huber width h
 
 Data sets (for the linear models, rows min-max scaled and divided by their own norm,
 ``data_norm=1``, as in learn_accuracy.py; GaussianNB sees the raw features with the public
@@ -114,6 +116,11 @@ preprocessings of linear_accuracy.py on the trees' development sets (one split e
 the data drawn by the default law (below 20 features a feature by its candidates left in the
 node, cut at their middle; from 20 on the former law), by the former one (a feature with candidates and one of its candidates, uniformly) and
 by a uniform feature cut at its middle; with diffprivlib, summarised as ``tree-rules``.
+
+``svc-h`` (issue 28 item 2, LinearSVC on rows concentrated in a small cap of the sphere):
+LinearSVC (defaults, the preprocessing's bounds) with the Huber width h at :data:`SVC_WIDTHS`
+(the library's default first), diffprivlib's LogisticRegression for reference, under the four
+preprocessings of linear_accuracy.py on the trees' development sets (one split each).
 
 Prints the median test accuracy over the noise seeds per data set, model and epsilon, then each
 rule's mean difference from the first and its wins and losses over all cells.
@@ -471,7 +478,8 @@ def main(argv=None):
     parser.add_argument("study", choices=["alpha", "nb-split", "intercept", "regression", "tree",
                                           "forest", "scaling",
                                           "tree-prep", "tree-small", "nb-floor",
-                                          "tree-rules", "centre", "tree-split-law"])
+                                          "tree-rules", "centre", "tree-split-law",
+                                          "svc-h"])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--epsilons", type=float, nargs="*", default=None,
                         help="tree and forest: only these epsilons")
@@ -503,6 +511,10 @@ def main(argv=None):
     elif args.study == "centre":
         sets = [s for s in tree_data_sets(reps=1) if not any(x in s.name for x in args.exclude)]
         cells_iter = centre_cells(sets, args.seeds, epsilons=args.epsilons)
+    elif args.study == "svc-h":
+        sets = [s for s in tree_data_sets(reps=1)
+                if args.sets is None or re.search(args.sets, s.name)]
+        cells_iter = svc_width_cells(sets, args.seeds, epsilons=args.epsilons)
     elif args.study in ("tree", "forest", "tree-prep", "tree-small", "tree-rules",
                         "tree-split-law"):
         study = {"tree": tree_cells, "forest": forest_cells,
@@ -530,7 +542,7 @@ def main(argv=None):
             summarise({k: v for k, v in cells.items() if k[1:] == group})
     else:
         summarise(cells)
-    if args.study in ("scaling", "nb-floor", "centre"):
+    if args.study in ("scaling", "nb-floor", "centre", "svc-h"):
         scaling_summary(cells)
 
 
@@ -583,36 +595,61 @@ def centre_cells(sets, seeds, epsilons=None):
     from dpcore.learn._erm import centring
 
     peer = peer_class("LogisticRegression")
+    for s, kind, classes, (Ztr, Zte, data_norm, bounds), eps in _preprocessed(sets, epsilons):
+        d = Ztr.shape[1]
+        lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in bounds)
+        shift = centring(lower, upper, data_norm)
+        radius = data_norm if shift is None else shift[1]
+        peer_row = _peer_linear_row(peer, eps, data_norm, (Ztr, s.ytr, Zte, s.yte), seeds)
+        for model, est in (("LogisticRegression", LogisticRegression), ("LinearSVC", LinearSVC)):
+            row = {}
+            for rule in CENTRE_RULES:
+                kw = {} if rule == "no bounds" else {"bounds": bounds}
+                if rule.endswith("t=r/2"):
+                    kw["intercept_scaling"] = radius / 2.0
+                elif rule.endswith("t=r"):
+                    kw["intercept_scaling"] = radius
+
+                def make(seed, eps=eps, kw=kw, est=est):
+                    return est(epsilon=eps, data_norm=data_norm, classes=classes,
+                               random_state=seed, **kw)
+                row[rule] = median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+            row.update(peer_row)
+            yield (f"{s.name} / {kind}", model, eps), row
+
+
+def _preprocessed(sets, epsilons=None):
+    """(set, preprocessing, classes, (Z_train, Z_test, data_norm, bounds), epsilon) for each
+    development set under the four preprocessings of linear_accuracy.py (public inputs from the
+    whole table, as there) and each epsilon (0.1 and :data:`EPSILONS` unless given)."""
     for s in sets:
         Xtr, Xte, _ = s.raw
         pub = lin.public_inputs(np.vstack([Xtr, Xte]))
         classes = np.unique(s.ytr)
-        d = Xtr.shape[1]
         for kind in lin.PREPROCESSINGS:
             Ztr, data_norm, bounds = lin.preprocess(kind, Xtr, pub)
             Zte = lin.preprocess(kind, Xte, pub)[0]
-            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (d,)) for b in bounds)
-            shift = centring(lower, upper, data_norm)
-            radius = data_norm if shift is None else shift[1]
             for eps in (0.1,) + EPSILONS if epsilons is None else epsilons:
-                peer_row = _peer_linear_row(peer, eps, data_norm, (Ztr, s.ytr, Zte, s.yte), seeds)
-                for model, est in (("LogisticRegression", LogisticRegression),
-                                   ("LinearSVC", LinearSVC)):
-                    row = {}
-                    for rule in CENTRE_RULES:
-                        kw = {} if rule == "no bounds" else {"bounds": bounds}
-                        if rule.endswith("t=r/2"):
-                            kw["intercept_scaling"] = radius / 2.0
-                        elif rule.endswith("t=r"):
-                            kw["intercept_scaling"] = radius
+                yield s, kind, classes, (Ztr, Zte, data_norm, bounds), eps
 
-                        def make(seed, eps=eps, kw=kw, est=est):
-                            return est(epsilon=eps, data_norm=data_norm, classes=classes,
-                                       random_state=seed, **kw)
-                        row[rule] = median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
-                    row.update(peer_row)
-                    yield (f"{s.name} / {kind}", model, eps), row
 
+SVC_WIDTHS = (0.5, 1.0, 2.0)   # LinearSVC's Huber width h: the library's default first
+
+
+def svc_width_cells(sets, seeds, epsilons=None):
+    """LinearSVC (defaults, the preprocessing's bounds) at each Huber width of
+    :data:`SVC_WIDTHS`, diffprivlib's LogisticRegression for reference, under the four
+    preprocessings of linear_accuracy.py on the trees' development sets."""
+    peer = peer_class("LogisticRegression")
+    for s, kind, classes, (Ztr, Zte, data_norm, bounds), eps in _preprocessed(sets, epsilons):
+        row = {}
+        for h in SVC_WIDTHS:
+            def make(seed, eps=eps, h=h):
+                return LinearSVC(epsilon=eps, data_norm=data_norm, bounds=bounds, h=h,
+                                 classes=classes, random_state=seed)
+            row[f"h={h:g}"] = median_score(make, Ztr, s.ytr, Zte, s.yte, seeds)
+        row.update(_peer_linear_row(peer, eps, data_norm, (Ztr, s.ytr, Zte, s.yte), seeds))
+        yield (f"{s.name} / {kind}", "LinearSVC", eps), row
 
 if __name__ == "__main__":
     main()

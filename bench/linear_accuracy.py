@@ -1,8 +1,9 @@
 """Linear models and GaussianNB against diffprivlib under four preprocessings (issue 28 item 2).
 
     PYTHONPATH=python <peer venv>/bin/python bench/linear_accuracy.py [--data SET ...]
-        [--seeds 8] [--save FILE | --load FILE ...]
-    (or bench/learn_accuracy.py --linear with the same options, --repeats for --seeds)
+        [--seeds 8] [--save FILE | --load FILE ...] [--learners NAME ...] [--first-seed 8]
+        [--diagnose LEARNER DATA PREPROCESSING EPSILON ...]
+    (or bench/learn_accuracy.py --linear with --data, --save, --load; --repeats for --seeds)
 
 LogisticRegression, LinearSVC (against diffprivlib's LogisticRegression: the peer has no SVM)
 and GaussianNB, defaults for both libraries and the same public inputs (data_norm; the feature
@@ -14,7 +15,8 @@ iris and a 10^5-row make_classification problem (:data:`SYNTHETIC`), 5 stratifie
 preprocessing, epsilon); verdicts won (Holm-adjusted one-sided 95% bound of the difference of
 medians > 0) / tied (>= -0.02) / lost / not shown (:func:`linear_report`). ``--data`` limits
 the data sets, ``--save FILE`` stores the raw scores and ``--load FILE ...`` reports from
-several saved runs at once (one Holm adjustment over all their cells). The defaults were
+several saved runs at once (one Holm adjustment over all their cells); ``--diagnose`` tells a
+lost cell's noise from its bias (:func:`noise_diagnosis`). The defaults were
 chosen on bench/dev_suite.py (other data sets), never here.
 """
 from __future__ import annotations
@@ -125,10 +127,12 @@ def linear_contenders(classes, data_norm, bounds):
 
 
 def linear_scores(data=LINEAR_DATA, epsilons=LINEAR_EPSILONS, n_splits=LINEAR_SPLITS,
-                  seeds=LINEAR_SEEDS, learners=None, progress=True):
+                  seeds=LINEAR_SEEDS, learners=None, progress=True, first_seed=0):
     """{(learner, data set, preprocessing, epsilon): {library: scores over splits x seeds
     (split-major)}}. The peer's LogisticRegression is fitted once per cell and shared by the
-    LinearSVC rows."""
+    LinearSVC rows. Split ``sp`` draws its noise with the seeds 1000 sp + first_seed, ...:
+    a ``first_seed`` of 8 or more gives noise seeds no earlier run with 8 seeds used (fresh
+    seeds, to check a default chosen on the development suite)."""
     out = {}
     for name in data:
         X, y = linear_data(name)
@@ -154,7 +158,8 @@ def linear_scores(data=LINEAR_DATA, epsilons=LINEAR_EPSILONS, n_splits=LINEAR_SP
                                         and key in peer_cache:
                                     cell[lib].append(peer_cache[key])
                                     continue
-                                score = make(e, 1000 * sp + seed).fit(Ztr, ytr).score(Zte, yte)
+                                score = make(e, 1000 * sp + first_seed + seed).fit(
+                                    Ztr, ytr).score(Zte, yte)
                                 if learner != "GaussianNB" and lib == "diffprivlib":
                                     peer_cache[key] = score
                                 cell[lib].append(score)
@@ -273,9 +278,47 @@ def linear_report(n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS, data=LINEAR_DATA, 
     return cells
 
 
-def run(data=None, seeds=None, save=None, load=None):
-    """The command line's work: report (all or ``data``), ``save`` the scores, or report from
-    the ``load``-ed saves."""
+def noise_diagnosis(learner, name, kind, epsilon, n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS,
+                    reference_epsilon=1e6):
+    """Why a cell is lost: per library, the accuracy's median, mean and spread over the splits x
+    seeds of the study (the same seeds), the median accuracy of the same default at
+    ``reference_epsilon`` (the default's bias without noise), and the cosine between each fitted
+    model and that reference model on the same split (coef_, or GaussianNB's class means
+    centred over the classes): a cosine near 0 means the released model is the noise's, not the
+    data's. Prints one line per library and the largest class's share (chance level)."""
+    X, y = linear_data(name)
+    pub = public_inputs(X)
+    classes = np.unique(y)
+    Z, data_norm, bounds = preprocess(kind, X, pub)
+    print(f"{learner} / {name} / {kind} / eps={epsilon:g}: largest class share "
+          f"{np.bincount(np.searchsorted(classes, y)).max() / y.size:.3f}")
+
+    def direction(model):
+        v = model.theta_ - model.theta_.mean(axis=0) if learner == "GaussianNB" else model.coef_
+        return v.ravel() / np.linalg.norm(v)
+
+    for lib, make in linear_contenders(classes, data_norm, bounds)[learner].items():
+        acc, cos, ref_acc = [], [], []
+        for sp in range(n_splits):
+            itr, ite = train_test_split(np.arange(len(y)), test_size=0.3, random_state=sp,
+                                        stratify=y)
+            ref = make(reference_epsilon, 0).fit(Z[itr], y[itr])
+            ref_acc.append(ref.score(Z[ite], y[ite]))
+            for seed in range(seeds):
+                model = make(epsilon, 1000 * sp + seed).fit(Z[itr], y[itr])
+                acc.append(model.score(Z[ite], y[ite]))
+                cos.append(float(direction(model) @ direction(ref)))
+        acc, cos = np.array(acc), np.array(cos)
+        print(f"  {lib}: accuracy median {np.median(acc):.3f}, mean {acc.mean():.3f}, sd "
+              f"{acc.std():.3f}; at epsilon {reference_epsilon:g}: {np.median(ref_acc):.3f}; "
+              f"cosine with that model: median {np.median(cos):+.3f} [quartiles "
+              f"{np.percentile(cos, 25):+.3f}, {np.percentile(cos, 75):+.3f}]")
+
+
+def run(data=None, seeds=None, save=None, load=None, learners=None, first_seed=0):
+    """The command line's work: report (all or ``data``; only ``learners`` when given), ``save``
+    the scores, or report from the ``load``-ed saves (a later file's cells replace an earlier
+    one's)."""
     warnings.simplefilter("ignore")   # diffprivlib warns about its own settings
     if load:
         cells = {}
@@ -286,11 +329,13 @@ def run(data=None, seeds=None, save=None, load=None):
         return
     data = tuple(data) if data else LINEAR_DATA
     if save:
-        cells = linear_scores(data=data, seeds=seeds or LINEAR_SEEDS)
+        cells = linear_scores(data=data, seeds=seeds or LINEAR_SEEDS, learners=learners,
+                              first_seed=first_seed)
         with open(save, "wb") as f:
             pickle.dump(cells, f)
         return
-    linear_report(seeds=seeds or LINEAR_SEEDS, data=data)
+    linear_report(cells=linear_scores(data=data, seeds=seeds or LINEAR_SEEDS,
+                                      learners=learners, first_seed=first_seed))
 
 
 def main(argv=None):
@@ -302,8 +347,23 @@ def main(argv=None):
                         help="save the raw scores to this pickle instead of reporting")
     parser.add_argument("--load", nargs="*", default=None,
                         help="report from saved scores (Holm over all of them)")
+    parser.add_argument("--learners", nargs="*", default=None,
+                        help="only these learners (LogisticRegression, LinearSVC, GaussianNB)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="noise seeds 1000 split + FIRST_SEED, ... (8: fresh seeds)")
+    parser.add_argument("--diagnose", nargs=4, action="append", default=None,
+                        metavar=("LEARNER", "DATA", "PREPROCESSING", "EPSILON"),
+                        help="noise_diagnosis of one cell (PREPROCESSING: its index 0-3 in "
+                             "PREPROCESSINGS); repeatable")
     args = parser.parse_args(argv)
-    run(data=args.data, seeds=args.seeds, save=args.save, load=args.load)
+    if args.diagnose:
+        warnings.simplefilter("ignore")
+        for learner, name, kind, eps in args.diagnose:
+            noise_diagnosis(learner, name, PREPROCESSINGS[int(kind)], float(eps),
+                            seeds=args.seeds or LINEAR_SEEDS)
+        return
+    run(data=args.data, seeds=args.seeds, save=args.save, load=args.load,
+        learners=args.learners, first_seed=args.first_seed)
 
 
 if __name__ == "__main__":
