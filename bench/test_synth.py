@@ -309,7 +309,8 @@ def report(directory, names=None):
                 continue
             for w in ("2", "3"):
                 x = [r[w] for r in mine]
-                for who, c in [("independent", 0.5)] + [
+                baseline = [] if method == "privbayes-eps" else [("independent", 0.5)]  # at rho
+                for who, c in baseline + [
                         (n + suffix, 1.05) for n in namesakes for suffix in ("", "-iid")]:
                     other = [r[w] for r in results.get(who, [])]
                     if len(other) > 1:
