@@ -29,7 +29,9 @@ the workload, as smartnoise's ``AIMSynthesizer(degree=2)``); ``dpcore-privbayes`
 criterion); ``independent`` (every 1-way marginal at the same rho with dpcore's discrete
 Gaussian, clipped at zero, columns sampled independently); ``smartnoise-mst`` and
 ``smartnoise-aim`` (their own samplers) and ``-iid`` (i.i.d. records from the same fitted
-models; see ``synth_peers.py``).
+models; see ``synth_peers.py``); ``dpcore-privbayes-eps`` (dpcore's PrivBayes at the cell's
+epsilon as pure epsilon-DP) against ``datasynthesizer-k0`` / ``-k1`` (DataSynthesizer 0.1.13's
+PrivBayes at its default k and at k = 1; ``synth_peer_datasynthesizer.py``, its own env).
 
 Criteria (issue 31): average 2-way and 3-way L1 error of each dpcore method at most 1.05x its
 smartnoise namesake's and at most 0.5x the independent baseline's: one-sided Welch tests of
