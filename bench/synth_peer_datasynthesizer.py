@@ -75,10 +75,11 @@ def run(directory, k=0, seeds=range(10), names=None):
                     continue
                 description = scratch / f"description-{seed}.json"
                 start, cpu = time.perf_counter(), _cpu()
+                degree = k or _default_k(codes)
                 with contextlib.redirect_stdout(io.StringIO()):  # it prints every choice
                     describer = DataDescriber()
                     describer.describe_dataset_in_correlated_attribute_mode(
-                        str(csv), k=k, epsilon=params["epsilon"],
+                        str(csv), k=degree, epsilon=params["epsilon"],
                         attribute_to_datatype={c: "Integer" for c in columns},
                         attribute_to_is_categorical={c: True for c in columns},
                         categorical_attribute_domain_file=str(domains), seed=seed)
@@ -97,6 +98,19 @@ def run(directory, k=0, seeds=range(10), names=None):
                       f"fit+sample {total:.1f} s, CPU {cpu:.1f} s", flush=True)
                 _save(directory, times)
     _save(directory, times)
+
+
+def _default_k(codes):
+    """DataSynthesizer's k for ``k=0`` (greedy_bayes calls the same ``calculate_k(d, n)``).
+    Resolved here because ``calculate_k`` turns every warning into an error for the rest of the
+    process (``warnings.filterwarnings("error")``, never undone): with pandas 3.1 the
+    ``reset_index(inplace=True)`` deprecation then aborts the fit after the network search."""
+    import warnings
+
+    from DataSynthesizer.lib.PrivBayes import calculate_k
+
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        return int(calculate_k(codes.shape[1], codes.shape[0]))
 
 
 def _cpu():
