@@ -12,7 +12,7 @@ accuracy, and the times), in four steps, the peer in its own environment::
     PYTHONPATH=python python bench/test_synth.py export /tmp/synth-bench
     PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py /tmp/synth-bench [--aim]
     PYTHONPATH=python python bench/test_synth.py run /tmp/synth-bench [cell ...] \
-        [--methods=aim,mst,privbayes] [--seeds=0-9] [--part=NAME]
+        [--methods=aim,mst,privbayes,privbayes-eps] [--seeds=0-9] [--part=NAME] [--no-tstr]
     PYTHONPATH=python python bench/test_synth.py report /tmp/synth-bench [cell ...]
 
 ``run`` caches every (contender, seed) result in ``DIR/dpcore-<cell>[.<part>].json`` (errors,
@@ -29,7 +29,9 @@ the workload, as smartnoise's ``AIMSynthesizer(degree=2)``); ``dpcore-privbayes`
 criterion); ``independent`` (every 1-way marginal at the same rho with dpcore's discrete
 Gaussian, clipped at zero, columns sampled independently); ``smartnoise-mst`` and
 ``smartnoise-aim`` (their own samplers) and ``-iid`` (i.i.d. records from the same fitted
-models; see ``synth_peers.py``).
+models; see ``synth_peers.py``); ``dpcore-privbayes-eps`` (dpcore's PrivBayes at the cell's
+epsilon as pure epsilon-DP) against ``datasynthesizer-k0`` / ``-k1`` (DataSynthesizer 0.1.13's
+PrivBayes at its default k and at k = 1; ``synth_peer_datasynthesizer.py``, its own env).
 
 Criteria (issue 31): average 2-way and 3-way L1 error of each dpcore method at most 1.05x its
 smartnoise namesake's and at most 0.5x the independent baseline's: one-sided Welch tests of
@@ -147,7 +149,8 @@ def export(directory, names=None):
     spec = json.loads(path.read_text()) if path.exists() else {}
     for name, (domain, train, _, _, epsilon) in cells(names).items():
         np.save(directory / f"{name}.npy", domain.encode(train))
-        spec[name] = {"epsilon": epsilon, "delta": DELTA, "seeds": len(SEEDS)}
+        spec[name] = {"epsilon": epsilon, "delta": DELTA, "seeds": len(SEEDS),
+                      "sizes": [int(size) for size in domain.shape]}  # public codes per column
     path.write_text(json.dumps(spec, indent=1))
     print(f"wrote {sorted(spec)} to {directory}")
 
@@ -193,15 +196,32 @@ def holm(pvalues):
     return adjusted
 
 
-#: dpcore's contenders -> (namesake peer, criteria apply); each fitted at the cell's rho
-METHODS = {"mst": "smartnoise-mst", "aim": "smartnoise-aim", "privbayes": None}
+#: dpcore's contenders -> their namesake peers (the criteria apply to each); fitted at the cell's
+#: rho, except ``privbayes-eps`` at the cell's epsilon as pure epsilon-DP (DataSynthesizer's
+#: privacy; its default k and dpcore's degree 1, see ``synth_peer_datasynthesizer.py``)
+METHODS = {"mst": ("smartnoise-mst",), "aim": ("smartnoise-aim",), "privbayes": (),
+           "privbayes-eps": ("datasynthesizer-k0", "datasynthesizer-k1")}
+
+#: peer samples the report reads: contender -> (file tag, npz keys -> contender suffix)
+PEER_FILES = {"smartnoise-mst": ("smartnoise", {"round": "", "iid": "-iid"}),
+              "smartnoise-aim": ("smartnoise-aim", {"round": "", "iid": "-iid"}),
+              "datasynthesizer-k0": ("datasynthesizer-k0", {"sample": ""}),
+              "datasynthesizer-k1": ("datasynthesizer-k1", {"sample": ""})}
 
 
-def dpcore_sample(method, rho, domain, train, n, seed):
+def dpcore_sample(method, rho, domain, train, n, seed, epsilon=None):
     from dpcore.synth import AIM, MST, PrivBayes
 
-    make = {"mst": MST, "aim": AIM, "privbayes": PrivBayes}[method]
-    return make(rho=rho, domain=domain, random_state=seed).fit(train).sample(n, output="codes")
+    if method == "privbayes-eps":  # pure epsilon-DP, dpcore's defaults otherwise
+        model = PrivBayes(epsilon=epsilon, domain=domain, random_state=seed)
+    else:
+        make = {"mst": MST, "aim": AIM, "privbayes": PrivBayes}[method]
+        model = make(rho=rho, domain=domain, random_state=seed)
+    return model.fit(train).sample(n, output="codes")
+
+
+#: ``--no-tstr``: skip the train-on-synthetic accuracy (about 30 s CPU per 10**5-record sample)
+TSTR = "--no-tstr" not in sys.argv
 
 
 def scores(codes, test_codes, sample, domain, label):
@@ -209,7 +229,8 @@ def scores(codes, test_codes, sample, domain, label):
 
     return {"2": workload_error(codes, sample, domain=domain, ways=2, codes=True),
             "3": workload_error(codes, sample, domain=domain, ways=3, codes=True),
-            "tstr": tstr_accuracy(sample, test_codes, domain=domain, label=label, codes=True)}
+            "tstr": tstr_accuracy(sample, test_codes, domain=domain, label=label, codes=True)
+            if TSTR else math.nan}
 
 
 def run_dpcore(directory, names=None, methods=("mst", "aim", "privbayes"), seeds=SEEDS, part=""):
@@ -226,8 +247,9 @@ def run_dpcore(directory, names=None, methods=("mst", "aim", "privbayes"), seeds
         done = json.loads(path.read_text()) if path.exists() else {}
         codes, test_codes = domain.encode(train), domain.encode(test)
         rho = peer_times.get(f"rho/{name}") or _rho_smartnoise(epsilon, DELTA)
-        done["real"] = {"tstr": tstr_accuracy(codes, test_codes, domain=domain, label=label,
-                                              codes=True)}
+        if "real" not in done:
+            done["real"] = {"tstr": tstr_accuracy(codes, test_codes, domain=domain, label=label,
+                                                  codes=True) if TSTR else math.nan}
         for seed in seeds:
             for who in ["independent"] + [f"dpcore-{m}" for m in methods]:
                 key = f"{who}/{seed}"
@@ -237,9 +259,10 @@ def run_dpcore(directory, names=None, methods=("mst", "aim", "privbayes"), seeds
                 if who == "independent":
                     out = independent_sample(train, domain, rho, len(codes), seed)
                 else:
-                    out = dpcore_sample(who[len("dpcore-"):], rho, domain, train, len(codes), seed)
-                done[key] = dict(scores(codes, test_codes, out, domain, label),
-                                 cpu=time.process_time() - start)
+                    out = dpcore_sample(who[len("dpcore-"):], rho, domain, train, len(codes), seed,
+                                        epsilon)
+                cpu = time.process_time() - start  # fit + sample only, not the scoring
+                done[key] = dict(scores(codes, test_codes, out, domain, label), cpu=cpu)
                 path.write_text(json.dumps(done, indent=1))
                 print(f"{name} {key}: {done[key]}", flush=True)
 
@@ -249,6 +272,8 @@ def report(directory, names=None):
     directory = pathlib.Path(directory)
     times_path = directory / "smartnoise-times.json"
     peer_times = json.loads(times_path.read_text()) if times_path.exists() else {}
+    ds_path = directory / "datasynthesizer-times.json"
+    ds_times = json.loads(ds_path.read_text()) if ds_path.exists() else {}
     rows = []
     checks: dict = {}
     for name, (domain, train, test, label, epsilon) in cells(names).items():
@@ -264,14 +289,13 @@ def report(directory, names=None):
                 who, _ = key.split("/")
                 results.setdefault(who, []).append(value)
         for seed in SEEDS:
-            for tag, who in (("smartnoise", "smartnoise-mst"), ("smartnoise-aim",
-                                                                "smartnoise-aim")):
+            for who, (tag, keys) in PEER_FILES.items():
                 peer_file = directory / f"{name}-{tag}-{seed}.npz"
                 if peer_file.exists():
                     with np.load(peer_file) as z:
-                        for suffix, sample in (("", z["round"]), ("-iid", z["iid"])):
+                        for key, suffix in keys.items():
                             results.setdefault(who + suffix, []).append(
-                                scores(codes, test_codes, sample, domain, label))
+                                scores(codes, test_codes, z[key], domain, label))
         real = done.get("real", {}).get("tstr", math.nan)
         for who, found in sorted(results.items()):
             e2, e3 = [r["2"] for r in found], [r["3"] for r in found]
@@ -281,13 +305,15 @@ def report(directory, names=None):
                          np.mean(e3), np.std(e3, ddof=1) if len(e3) > 1 else 0.0,
                          np.mean(acc), len(found), min(cpu) if cpu else math.nan))
         rows.append((name, "real data (train)", 0.0, 0.0, 0.0, 0.0, real, 1, math.nan))
-        for method, namesake in METHODS.items():
+        for method, namesakes in METHODS.items():
             mine = results.get(f"dpcore-{method}")
-            if namesake is None or not mine:
+            if not namesakes or not mine:
                 continue
             for w in ("2", "3"):
                 x = [r[w] for r in mine]
-                for who, c in (("independent", 0.5), (namesake, 1.05), (namesake + "-iid", 1.05)):
+                baseline = [] if method == "privbayes-eps" else [("independent", 0.5)]  # at rho
+                for who, c in baseline + [
+                        (n + suffix, 1.05) for n in namesakes for suffix in ("", "-iid")]:
                     other = [r[w] for r in results.get(who, [])]
                     if len(other) > 1:
                         p, bound = welch_upper(x, other, c)
@@ -295,11 +321,16 @@ def report(directory, names=None):
                             (f"{name} {w}-way", np.mean(x) / np.mean(other), bound, p,
                              len(x), len(other)))
             acc = [r["tstr"] for r in mine]
+            if not np.isfinite(acc).all():  # run or reported with --no-tstr
+                continue
             checks.setdefault(f"dpcore {method} TSTR within 0.05 of real", []).append(
                 (name, np.mean(acc) - real, None, None, len(acc), 0))
-        peer_fast = {tag: [v["fit+sample"] for k, v in peer_times.items()
+        peer_fast = {tag: [v["fit+sample"] for k, v in times.items()
                            if k.startswith(prefix + name + "/")]
-                     for tag, prefix in (("smartnoise-mst", ""), ("smartnoise-aim", "aim/"))}
+                     for tag, prefix, times in (("smartnoise-mst", "", peer_times),
+                                                ("smartnoise-aim", "aim/", peer_times),
+                                                ("datasynthesizer-k0", "k0/", ds_times),
+                                                ("datasynthesizer-k1", "k1/", ds_times))}
         print(f"{name}: epsilon = {epsilon:g}, delta = {DELTA:g}; peers' fastest fit + sample "
               + ", ".join(f"{t} {min(v):.1f} s ({len(v)} runs)" for t, v in peer_fast.items()
                           if v))
@@ -333,9 +364,10 @@ if __name__ == "__main__":
     methods = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--methods=")]
     cell_names = [a for a in sys.argv[3:] if not a.startswith("--")]
     if sys.argv[1] == "run":
-        options = dict(a[2:].split("=", 1) for a in sys.argv if a.startswith("--"))
+        options = dict(a[2:].split("=", 1) for a in sys.argv if a.startswith("--") and "=" in a)
         low, high = map(int, options.get("seeds", "0-9").split("-"))
-        run_dpcore(sys.argv[2], cell_names, *(methods or [("mst", "aim", "privbayes")]),
+        run_dpcore(sys.argv[2], cell_names, *(methods or [("mst", "aim", "privbayes",
+                                                            "privbayes-eps")]),
                    seeds=range(low, high + 1), part=f".{options['part']}" if "part" in options
                    else "")
     else:
