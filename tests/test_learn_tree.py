@@ -1054,3 +1054,38 @@ def test_binning_rejects_a_grid_the_codes_cannot_hold():
         with pytest.raises(ValueError, match="top"):
             _tree.bin_codes(X, np.zeros(2), np.ones(2), np.full(2, top), y, codes,
                             np.zeros((2, 1, width), dtype=np.int64))
+
+
+def test_a_thread_reuses_its_record_memory_without_changing_fits():
+    """The per-record block is kept between a thread's fits (record_arrays); a fit on other
+    data in between, larger or smaller, leaves the next seeded fit identical to a fit in a
+    fresh thread (which allocates anew)."""
+    import threading
+
+    from dpcore.learn._tree_memory import record_arrays
+
+    rng = np.random.default_rng(11)
+    X_big, X = rng.uniform(0, 1, (3000, 7)), rng.uniform(0, 1, (500, 5))
+    y_big, y = (X_big[:, 0] > 0.5).astype(int), (X[:, 1] > 0.4).astype(int)
+
+    def fit(data, labels, seed):
+        est = DecisionTreeClassifier(epsilon=2.0, bounds=(0.0, 1.0), classes=[0, 1],
+                                     random_state=seed)
+        est.fit(data, labels)
+        return est.predict(rng_X)
+
+    rng_X = rng.uniform(0, 1, (200, 5))
+    fresh = {}
+    thread = threading.Thread(target=lambda: fresh.setdefault("p", fit(X, y, 5)))
+    thread.start()
+    thread.join()
+    codes, _, _ = record_arrays(3000, 7, np.uint8)
+    codes.fill(255)   # whatever the kept block held before, the fit overwrites what it reads
+    big = DecisionTreeClassifier(epsilon=2.0, bounds=(0.0, 1.0), classes=[0, 1],
+                                 random_state=4).fit(X_big, y_big)
+    assert big.predict(X_big[:5]).shape == (5,)
+    again = fit(X, y, 5)
+    assert np.array_equal(again, fresh["p"])
+    first, _, _ = record_arrays(400, 5, np.uint8)
+    second, _, _ = record_arrays(400, 5, np.uint8)
+    assert first.ctypes.data == second.ctypes.data   # the same thread: the same memory
