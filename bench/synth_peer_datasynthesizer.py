@@ -47,6 +47,8 @@ import sys
 import tempfile
 import time
 
+from synth_peers import save_times  # bench/ is on sys.path when run as a script
+
 
 def run(directory, k=0, seeds=range(10), names=None):
     import numpy as np
@@ -123,10 +125,7 @@ def _cpu():
 
 
 def _save(directory, times):
-    path = directory / "datasynthesizer-times.json"
-    old = json.loads(path.read_text()) if path.exists() else {}
-    old.update(times)
-    path.write_text(json.dumps(old, indent=1))
+    save_times(directory, times, "datasynthesizer-times.json")
 
 
 if __name__ == "__main__":

@@ -78,12 +78,13 @@ def run(directory, seeds=range(10), names=None, method="mst"):
             times[f"{name}/{seed}" if method == "mst" else f"aim/{name}/{seed}"] = {"fit": fitted - start, "fit+sample": total}
             print(f"{name} seed {seed}: fit {fitted - start:.1f} s, fit+sample {total:.1f} s",
                   flush=True)
-            _save(directory, times)
-    _save(directory, times)
+            save_times(directory, times)
+    save_times(directory, times)
 
 
-def _save(directory, times):
-    path = directory / "smartnoise-times.json"
+def save_times(directory, times, name="smartnoise-times.json"):
+    """Merge ``times`` into DIR/name (a run resumed later keeps the earlier seeds' times)."""
+    path = directory / name
     old = json.loads(path.read_text()) if path.exists() else {}
     old.update(times)
     path.write_text(json.dumps(old, indent=1))
