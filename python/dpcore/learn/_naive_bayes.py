@@ -17,8 +17,8 @@ from dpcore._learn_sums import category_counts as kernel_category_counts
 from dpcore._learn_sums import class_feature_sums
 from dpcore.learn._dask import aligned_chunks, class_index, is_dask_collection, sum_chunks
 
-__all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget", "categorical_counts",
-           "categorical_nb_chunk", "category_counts"]
+__all__ = ["CategoricalNB", "GaussianNB", "gaussian_nb_budget", "categorical_nb_chunk",
+           "category_counts"]
 
 
 def gaussian_nb_budget(epsilon: float, d: int) -> tuple[float, float, float]:
@@ -637,14 +637,6 @@ def category_counts(X: np.ndarray, idx: np.ndarray, k: int, categories: list
         counts += np.bincount(cells.ravel(), minlength=total)
         counts[:k] += np.bincount(labels, minlength=k)
     return counts, None
-
-
-def categorical_counts(codes: np.ndarray, idx: np.ndarray, k: int, categories: list
-                       ) -> np.ndarray:
-    """:func:`category_counts` of records given by their codes (each value's index in its
-    feature's categories)."""
-    counts, _ = category_counts(codes, idx, k, [np.arange(cats.size) for cats in categories])
-    return counts
 
 
 def categorical_nb_chunk(X: Any, y: Any, categories: list, classes: np.ndarray
