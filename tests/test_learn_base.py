@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from sklearn.base import clone  # noqa: E402
+from sklearn.base import BaseEstimator, clone  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 import dpcore  # noqa: E402
@@ -245,3 +245,54 @@ def test_unusable_public_sizes_and_bounds_are_refused_before_the_charge(make, fi
     with pytest.raises(ValueError, match="n_clusters|bounds"):
         est.fit(_X, y)
     assert acc.history == []
+
+
+class _Bare(BaseEstimator):
+    """An estimator scikit-learn's validation may set attributes on."""
+
+
+_SHORT_CASES = {   # (X, y, options): inputs the short path takes
+    "X only": (_X, None, {"dtype": np.float64}),
+    "X and int y, C order": (_X, _yc, {"dtype": np.float64, "order": "C"}),
+    "float y, not finite-checked X": (_X, _yr, {"dtype": np.float64,
+                                               "ensure_all_finite": False}),
+}
+_LONG_CASES = {   # inputs scikit-learn converts, warns about or refuses
+    "list": (_X.tolist(), None, {"dtype": np.float64}),
+    "float32": (_X.astype(np.float32), None, {"dtype": np.float64}),
+    "Fortran order asked C": (np.asfortranarray(_X), None, {"dtype": np.float64, "order": "C"}),
+    "NaN": (np.where(_X > 0.9, np.nan, _X), None, {"dtype": np.float64}),
+    "column y": (_X, _yc[:, None], {"dtype": np.float64}),
+    "string y": (_X, _yc.astype(str), {"dtype": np.float64}),
+    "dtype None": (_X, None, {"dtype": None}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SHORT_CASES))
+def test_validation_short_path_matches_scikit_learn(case):
+    from sklearn.utils.validation import validate_data as sk_validate
+
+    from dpcore.learn import _base
+
+    X, y, kw = _SHORT_CASES[case]
+    args = (X,) if y is None else (X, y)
+    assert _base._passes_unchanged(_Bare(), X, _base.NO_Y if y is None else y, True, kw)
+    ours, theirs = _Bare(), _Bare()
+    ours.feature_names_in_ = theirs.feature_names_in_ = np.array(["a", "b", "c", "d"])
+    out = _base.validate_data(ours, *args, reset=True, **kw)
+    expected = sk_validate(theirs, *args, reset=True, **kw)
+    for a, b in zip(out if y is not None else (out,), expected if y is not None else (expected,)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert vars(ours).keys() == vars(theirs).keys() and ours.n_features_in_ == 4
+    # refit with the fitted estimator: reset=False checks the width the same way
+    assert _base.validate_data(ours, X, reset=False, dtype=np.float64) is X
+    with pytest.raises(ValueError, match="features"):
+        _base.validate_data(ours, X[:, :3], reset=False, dtype=np.float64)
+
+
+@pytest.mark.parametrize("case", sorted(_LONG_CASES))
+def test_validation_long_path_for_what_scikit_learn_changes_or_refuses(case):
+    from dpcore.learn import _base
+
+    X, y, kw = _LONG_CASES[case]
+    assert not _base._passes_unchanged(_Bare(), X, _base.NO_Y if y is None else y, True, kw)

@@ -121,3 +121,23 @@ def test_tree_labels_use_it():
     em = em_law(row.astype(float), 0.5)
     assert power(exact, em, N // 2) > 1 - 1e-6
     assert chisquare_pvalue(np.bincount(labels, minlength=4), em) < ALPHA
+
+
+def test_rows_in_one_batch_are_independent_with_each_rows_law():
+    """flip_coins_rows over alternating rows (one with an excluded candidate): each row's law,
+    and the pairs (row 2i, row 2i + 1) follow the product law (independent rows), against
+    enumeration; power against the exponential mechanism's law for row B."""
+    a = np.array([3.0, 1.0, 0.0])
+    b = np.array([0.0, -np.inf, 2.0])
+    gen = dpcore.ChaCha20(11)
+    picks = selection.flip_coins_rows(np.tile(np.vstack([a, b]), (N // 2, 1)), 0.7, gen)
+    first, second = picks[0::2], picks[1::2]
+    law_a, law_b = pf_law(a, 0.7), pf_law(b, 0.7)
+    assert np.all(second != 1)   # excluded
+    assert chisquare_pvalue(np.bincount(first, minlength=3), law_a) > ALPHA
+    assert chisquare_pvalue(np.bincount(second, minlength=3), law_b) > ALPHA
+    pairs = np.bincount(3 * first + second, minlength=9)
+    assert chisquare_pvalue(pairs, np.outer(law_a, law_b).ravel()) > ALPHA
+    assert power(law_b, em_law(b, 0.7), N // 2) > 1 - 1e-6
+    assert chisquare_pvalue(np.bincount(second, minlength=3), em_law(b, 0.7)) < ALPHA
+

@@ -362,22 +362,31 @@ def flip_coins(utility: np.ndarray, scale: float, rng: np.random.Generator) -> i
     rationals (:func:`dpcore._exact.uniform_below_exp`). The uniform head is an exact uniform
     integer. O(number of candidates) work and memory; not constant-time.
     """
+    return int(flip_coins_rows(utility[None, :], scale, rng)[0])
+
+
+def flip_coins_rows(utility: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
+    """:func:`flip_coins` for each row of ``utility`` (2-d float64, at least one finite value
+    per row), independently: the index each row's permute-and-flip selects (int64). The coins
+    of all rows are drawn in one batch (fresh words for every coin, refinement and head), so
+    the rows' selections are independent, each with :func:`flip_coins`' law."""
     word = Words64(rng)
-    finite = np.flatnonzero(utility != -math.inf)
-    u = utility[finite]
-    top = float(u.max())
+    with np.errstate(invalid="ignore"):
+        top = np.max(utility, axis=1, keepdims=True)
+    finite = utility != -math.inf
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        gap = (top - u) * scale  # may overflow to inf (then gamma > 700 as well)
+        gap = np.where(finite, (top - utility) * scale, math.inf)  # may overflow to inf
         e = np.exp(-gap)
     small = gap <= _FAST_LIMIT
     e_lo = np.where(small, e * (1.0 - _FAST_MARGIN), 0.0)
     e_hi = np.where(small, e * (1.0 + _FAST_MARGIN), 2.0**-1000)
-    cells = word.batch(u.size) >> np.uint64(11)  # U's first 53 bits: U in [k, k + 1) 2**-53
+    rows, cols = np.nonzero(finite)   # the coins, row by row
+    cells = word.batch(rows.size) >> np.uint64(11)  # U's first 53 bits: U in [k, k + 1) 2**-53
     k = cells.astype(np.float64)  # exact: k < 2**53
-    heads = (u == top) | ((k + 1.0) * 2.0**-53 <= e_lo)
-    tails = ~heads & (k * 2.0**-53 >= e_hi)
+    heads = (utility[rows, cols] == top[rows, 0]) | ((k + 1.0) * 2.0**-53 <= e_lo[rows, cols])
+    tails = ~heads & (k * 2.0**-53 >= e_hi[rows, cols])
     if not np.all(heads | tails):
-        exact_scale, exact_top = Fraction(scale), Fraction(top)
+        exact_scale = Fraction(scale)
         for i in np.flatnonzero(~(heads | tails)):
             cell = int(cells[i])
             if cell == 0:  # U < 2**-53: refine past 0 (the uniform on the cell, rescaled)
@@ -385,10 +394,16 @@ def flip_coins(utility: np.ndarray, scale: float, rng: np.random.Generator) -> i
                 lo, hi = lo / 2**53, hi / 2**53
             else:
                 lo, hi = Fraction(cell, 2**53), Fraction(cell + 1, 2**53)
-            gamma = exact_scale * (exact_top - Fraction(float(u[i])))
+            r, c = rows[i], cols[i]
+            gamma = exact_scale * (Fraction(float(top[r, 0])) - Fraction(float(utility[r, c])))
             heads[i] = _exact.uniform_below_exp(lo, hi, gamma, word)
-    winners = finite[np.flatnonzero(heads)]
-    return int(winners[_exact.uniform_integer(int(winners.size), word)])
+    chosen = np.empty(utility.shape[0], dtype=np.int64)
+    head_rows, head_cols = rows[heads], cols[heads]
+    starts = np.searchsorted(head_rows, np.arange(utility.shape[0] + 1))
+    for r in range(utility.shape[0]):
+        winners = head_cols[starts[r]:starts[r + 1]]
+        chosen[r] = winners[_exact.uniform_integer(int(winners.size), word)]
+    return chosen
 
 
 # ------------------------------------------------------------------------------------------------

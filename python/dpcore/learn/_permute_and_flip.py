@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpcore.random import check_random_state
-from dpcore.selection import EXACT_PERMUTE_AND_FLIP, ExponentialMechanism, flip_coins
+from dpcore.selection import EXACT_PERMUTE_AND_FLIP, ExponentialMechanism, flip_coins_rows
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -43,12 +43,11 @@ def permute_and_flip_labels(counts: ArrayLike, epsilon: float,
     """
     counts = np.asarray(counts, dtype=np.int64)
     rng = check_random_state(random_state)
-    labels = np.empty(counts.shape[0], dtype=np.int64)
     if counts.size and np.abs(counts).max() >= 2**53:
         raise ValueError("counts must be below 2**53 in absolute value (exact doubles)")
     # permute_and_flip's calibration, once; each row then flips its coins as it would
     scale = ExponentialMechanism.calibrate(sensitivity=1.0, epsilon=epsilon, monotonic=True,
                                            method=EXACT_PERMUTE_AND_FLIP).scale
-    for i, row in enumerate(counts.astype(np.float64)):  # exact: |counts| < 2**53
-        labels[i] = flip_coins(row, scale, rng)
-    return labels
+    if counts.shape[0] == 0:
+        return np.empty(0, dtype=np.int64)
+    return flip_coins_rows(counts.astype(np.float64), scale, rng)  # exact: |counts| < 2**53
