@@ -276,6 +276,7 @@ KERNEL_OWNERS = {
     "dpcore._noise_grid": "dpcore.mechanisms", "dpcore._noise_snapping": "dpcore.mechanisms",
     "dpcore._noise_planar": "dpcore.local._planar",
     "dpcore._learn_sums": "dpcore.learn",
+    "dpcore._tree_scores": "dpcore.learn._tree_grow",
 }
 # A kernel entry point that serves another concept than its kernel's owner: the concept's module
 # owns the entry and may import the kernel, for that name only ((kernel, name): module). None

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from dpcore._tree_scores import level_scores
 from dpcore.learn._permute_and_flip import permute_and_flip_labels
 from dpcore.learn._tree_random import node_arrays
-from dpcore.learn._tree_grid import WIDE, _base_offsets, bin_threshold, split_utility
+from dpcore.learn._tree_grid import WIDE, bin_threshold
 from dpcore.selection import exponential_index
 
 __all__ = ["grow_trees", "level_tables"]
@@ -43,12 +44,14 @@ def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, 
     n_trees = roots.shape[0]
     # split j + 1 of feature f (j = 0 .. n_bins - 2) exists when j + 1 < bins[f]; a node's
     # candidates are the splits strictly inside its box (bins lo[f] .. hi[f] - 1, narrowed by
-    # the released splits above), so none leaves a child empty by construction. The others get
-    # -inf: a public exclusion (a function of the released splits only).
-    cut = np.arange(1, n_bins)
-    excluded = (cut[None, :] >= bins[:, None]).ravel()
+    # the released splits above), so none leaves a child empty by construction; a node with no
+    # split inside its box (every feature cut down to one bin) takes any. The others get -inf:
+    # a public exclusion (a function of the released splits only). The base measure weighs
+    # each feature with candidates equally, then its thresholds (a feature whose box was
+    # narrowed keeps its weight, so a dense region can be cut again): _tree_scores.level_scores
+    bins = np.ascontiguousarray(bins, dtype=np.int64)
     lo = np.zeros((n_trees, d), dtype=np.int64)
-    hi = np.repeat(np.asarray(bins, dtype=np.int64)[None, :], n_trees, axis=0)
+    hi = np.repeat(bins[None, :], n_trees, axis=0)
     per_tree = 2 ** (depth + 1) - 1
     base = np.arange(n_trees, dtype=np.int32) * per_tree       # flat id of each tree's root
     total = n_trees * per_tree
@@ -61,31 +64,19 @@ def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, 
         width = 2**level
         m = n_trees * width
         if parents is None:
-            tables = roots
+            tables = np.ascontiguousarray(roots)
         else:
             tables = level_tables(counts, routing, class_counts, np.arange(m), parents)
-        cum = np.cumsum(tables, axis=3)                  # (m, d, k, B)
-        below = cum[..., :-1]                            # split j + 1: bins <= j go left
-        above = cum[..., -1:] - below
-        inside = ((cut[None, None, :] > lo[:, :, None])
-                  & (cut[None, None, :] < hi[:, :, None])).reshape(m, -1)
-        # a node with no split inside its box (every feature cut down to one bin) takes any
-        inside[~inside.any(axis=1)] = ~excluded
-        # base measure: each feature with candidates equally likely, then its thresholds (a
-        # feature whose box was narrowed keeps its weight, so a dense region can be cut again)
-        per_feature = inside.reshape(m, d, n_bins - 1).sum(axis=2)          # (m, d)
-        if mech is not None:
-            utility = split_utility(below.transpose(0, 1, 3, 2), above.transpose(0, 1, 3, 2),
-                                    criterion)                                # (m, d, B - 1)
-            utility = (utility + _base_offsets(per_feature, mech.scale)[:, :, None])
-            utility = utility.reshape(m, -1)
-            utility[~inside] = -np.inf
+        inside = np.empty((m, d * (n_bins - 1)), dtype=np.uint8)
+        utility = np.empty(inside.shape if mech is not None else (0, 0))
+        level_scores(tables, lo, hi, bins, criterion == "gini",
+                     0.0 if mech is None else mech.scale, inside, utility)
         split_f = np.empty(m, dtype=np.int32)
         split_j = np.empty(m, dtype=np.int32)
         children = np.empty((2 * m, k), dtype=np.int64)
         for r in range(m):
             if mech is None:   # data-independent: a feature, then one of its thresholds
-                choice = random_split(inside[r].reshape(d, -1), rng)
+                choice = random_split(inside[r].view(bool).reshape(d, -1), rng)
             else:
                 # the exact sampler behind mech.select, without its release (the fit is the
                 # release, charged once): the same draws
@@ -97,7 +88,8 @@ def grow_trees(counts: Any, roots: np.ndarray, grid: tuple, k: int, depth: int, 
             left[v] = base[t] + 2 * width - 1 + 2 * i
             right[v] = left[v] + 1
             split_f[r], split_j[r] = f, j + 1
-            children[2 * r], children[2 * r + 1] = below[r, f, :, j], above[r, f, :, j]
+            below = tables[r, f, :, :j + 1].sum(axis=1)   # split j + 1: bins <= j go left
+            children[2 * r], children[2 * r + 1] = below, class_counts[r] - below
         class_counts = children
         parents = tables
         routing = (split_f, split_j, 2 * np.arange(m, dtype=np.int32))
