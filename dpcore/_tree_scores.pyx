@@ -11,7 +11,7 @@ Nothing here draws or chooses: the scores are public functions of count tables w
 sensitivity dpcore.learn._tree_grid.split_sensitivity states (its rounding analysis covers these
 loops: the same 2k + 2 rounded terms per split, the same offsets on the 2**-14 grid).
 """
-from libc.math cimport INFINITY, fabs, isfinite, log, nearbyint
+from libc.math cimport INFINITY, fabs, log, nearbyint
 from libc.stdint cimport int64_t, uint8_t
 
 
@@ -35,7 +35,7 @@ def level_scores(const int64_t[:, :, :, ::1] tables,   # IN  (m, d, k, B) counts
     one would reach 2**36 in size, as ``_base_offsets``."""
     cdef Py_ssize_t m = tables.shape[0], d = tables.shape[1], k = tables.shape[2]
     cdef Py_ssize_t B = tables.shape[3], S = B - 1
-    cdef Py_ssize_t r, f, j, c, count, total_inside
+    cdef Py_ssize_t r, f, j, c, count
     cdef bint any_inside, usable_zero = False
     cdef double offset, left_sq, right_sq, left_n, right_n, value, q
     cdef int64_t left_max, right_max, a, b
