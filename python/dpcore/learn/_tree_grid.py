@@ -93,6 +93,10 @@ def split_utility(left: ArrayLike, right: ArrayLike, criterion: str) -> np.ndarr
     split of a node, so the exponential mechanism's law is the one of the Gini quality. Adding a
     record of class c to a child with counts a (total t) changes its term by
     (t (2 a_c + 1) - sum a**2) / (t (t + 1)), which lies in (-1, 1]: sensitivity 1.
+
+    The definition: the trees' growing loop computes the same doubles (with
+    :func:`_base_offsets`) in one kernel, ``dpcore._tree_scores.level_scores``
+    (tests/test_tree_scores.py checks that they are equal).
     """
     left, right = np.asarray(left), np.asarray(right)
     if criterion == "max":   # integers (exact) until the end
