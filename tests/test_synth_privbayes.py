@@ -11,8 +11,8 @@ from _gof import ALPHA, chisquare_pvalue, integer_pvalue
 import dpcore
 from dpcore._release import Cost
 from dpcore.synth import Categorical, Domain, PrivBayes
-from dpcore.synth._marginals import count_marginals
-from dpcore.synth._privbayes import DEPENDENCE_SENSITIVITY, dependence_score
+from dpcore.synth._marginals import MarginalNoise, count_marginals
+from dpcore.synth._privbayes import DEPENDENCE_SENSITIVITY, clipped_noise_mean, dependence_score
 
 
 def domain():
@@ -123,7 +123,8 @@ def test_network_law():
     dom = domain()
     d = data(150, 1)
     codes = dom.encode(d)
-    fits = [PrivBayes(rho=0.02, domain=dom, random_state=s).fit(d) for s in range(600)]
+    fits = [PrivBayes(rho=0.02, domain=dom, network_share=0.3, random_state=s).fit(d)
+            for s in range(600)]
     scale = fits[0].plan_.selection.scale
     assert scale == pytest.approx(math.sqrt(8 * 0.006 / 2) / (2 * DEPENDENCE_SENSITIVITY),
                                   rel=1e-12)
@@ -166,13 +167,14 @@ def test_marginal_noise_law(kind):
             samples.append((noisy - count_marginals(codes, dom.shape, [clique])[0]).ravel())
     samples = np.concatenate(samples)
     (scale,) = scales  # degree 1 on 3 columns: always 2 marginals
+    kept = 1 - PrivBayes(rho=1.0).network_share  # the marginals' share of the budget
     if kind == "gaussian":
-        assert scale == pytest.approx(math.sqrt(2 / (2 * 0.35)), rel=1e-12)
+        assert scale == pytest.approx(math.sqrt(2 / (2 * 0.5 * kept)), rel=1e-12)
 
         def pmf(s):
             return lambda k: math.exp(-k * k / (2 * s * s))
     else:
-        assert scale == pytest.approx(2 / 1.4, rel=1e-12)
+        assert scale == pytest.approx(2 / (2.0 * kept), rel=1e-12)
 
         def pmf(s):
             return lambda k: math.exp(-abs(k) / s)
@@ -222,3 +224,43 @@ def test_one_column_and_empty_data():
     assert pb.sample(3, output="codes").shape == (3, 1)
     empty = PrivBayes(rho=1.0, domain=domain(), random_state=0).fit({n: [] for n in "abc"})
     assert empty.sample(4, output="codes").shape == (4, 3)
+
+
+# -- post-processing of the noisy marginals -----------------------------------------------------
+
+@pytest.mark.parametrize("kind, scale", [("laplace", 0.4), ("laplace", 3.0), ("laplace", 43.0),
+                                         ("gaussian", 0.3), ("gaussian", 2.5), ("gaussian", 40.0)])
+def test_clipped_noise_mean_is_the_mean_of_the_positive_part(kind, scale):
+    """E max(Z, 0) against the series of the exact pmf summed far into the tails, and for large
+    scales against the continuous laws' b / 2 and sigma / sqrt(2 pi)."""
+    noise = MarginalNoise(kind, 1, scale)
+    k = np.arange(-int(60 * scale) - 5, int(60 * scale) + 6, dtype=np.float64)
+    pmf = np.exp(-np.abs(k) / scale) if kind == "laplace" else np.exp(-k * k / (2 * scale**2))
+    expected = float(np.dot(np.maximum(k, 0), pmf) / pmf.sum())
+    assert clipped_noise_mean(noise) == pytest.approx(expected, rel=1e-9)
+    if scale > 10:
+        continuous = scale / 2 if kind == "laplace" else scale / math.sqrt(2 * math.pi)
+        assert clipped_noise_mean(noise) == pytest.approx(continuous, rel=2e-3)
+    big = MarginalNoise("gaussian", 1, 2e4)  # the closed form beyond sigma = 10**4
+    assert clipped_noise_mean(big) == pytest.approx(2e4 / math.sqrt(2 * math.pi), rel=1e-12)
+
+
+def test_conditional_prior_pulls_rows_toward_the_pooled_child():
+    """Clipped rows plus ``prior`` per noisy cell spread as the column sums: a row clipped to
+    nothing becomes the pooled distribution, a row far above the noise keeps its own; no prior
+    leaves the clipped counts."""
+    noisy = [np.array([[-5, -3], [100, 300]])]
+    got = PrivBayes._conditional(("a", "b"), [("a", "b")], noisy, prior=2.0)
+    np.testing.assert_allclose(got, [[1.0, 3.0], [101.0, 303.0]])  # 2 * 2 cells * (1/4, 3/4)
+    np.testing.assert_allclose(PrivBayes._conditional(("a", "b"), [("a", "b")], noisy),
+                               [[0.0, 0.0], [100.0, 300.0]])
+    # summed down from a larger marginal: each row sums 2 x 2 noisy cells
+    wide = [np.arange(-3, 9).reshape(2, 3, 2)]  # axes a, c, b
+    got = PrivBayes._conditional(("a", "b"), [("a", "c", "b")], wide, prior=0.5)
+    clipped = np.maximum(wide[0], 0).sum(axis=1)
+    pooled = clipped.sum(axis=0) / clipped.sum()
+    np.testing.assert_allclose(got, clipped + 0.5 * 6 * pooled)
+    # the first column (no parents): the prior is proportional to its own counts
+    root = PrivBayes._conditional(("a",), [("a", "b")], [np.array([[-5, 7], [100, 300]])],
+                                  prior=2.0)
+    np.testing.assert_allclose(root / root.sum(), [[7 / 407, 400 / 407]])
