@@ -752,13 +752,20 @@ def tree_scores(data=TREE_DATA, epsilons=TREE_EPSILONS, n_splits=TREE_SPLITS, se
     return {key: {lib: np.array(v) for lib, v in cell.items()} for key, cell in out.items()}
 
 
+def by_split(scores, n_splits):
+    """Scores as (splits, seeds): a 2-d array as it is (its rows are the splits: cells of one
+    table may then have different split counts), a split-major 1-d one cut into ``n_splits``."""
+    return scores if scores.ndim == 2 else scores.reshape(n_splits, -1)
+
+
 def median_difference_bound(ours, theirs, n_splits, alpha, draws=4000):
     """One-sided (1 - alpha) lower bootstrap bound of median(ours) - median(theirs): the splits
     are resampled (the same splits for both libraries: they share each split's data), then the
     noise seeds within each split, for each library on its own."""
     rng = np.random.default_rng(1)  # insecure-ok: bootstrap resampling of benchmark scores
-    a = ours.reshape(n_splits, -1)
-    b = theirs.reshape(n_splits, -1)
+    a = by_split(ours, n_splits)
+    b = by_split(theirs, n_splits)
+    n_splits = a.shape[0]
     diffs = np.empty(draws)
     for i in range(draws):
         rows = rng.integers(0, n_splits, n_splits)
@@ -777,12 +784,12 @@ def holm_lower_bounds(cells, n_splits, alpha=0.05):
     rng = np.random.default_rng(2)  # insecure-ok: bootstrap resampling of benchmark scores
     pvalues = {}
     for key, res in cells.items():
-        a = res["dpcore"].reshape(n_splits, -1)
-        b = res["diffprivlib"].reshape(n_splits, -1)
+        a = by_split(res["dpcore"], n_splits)
+        b = by_split(res["diffprivlib"], n_splits)
         diffs = []
         for _ in range(2000):
-            rows = rng.integers(0, n_splits, n_splits)
-            pick = rng.integers(0, a.shape[1], (n_splits, a.shape[1]))
+            rows = rng.integers(0, a.shape[0], a.shape[0])
+            pick = rng.integers(0, a.shape[1], a.shape)
             diffs.append(np.median(np.take_along_axis(a[rows], pick, axis=1))
                          - np.median(np.take_along_axis(b[rows], pick, axis=1)))
         pvalues[key] = float(np.mean(np.array(diffs) <= -TREE_MARGIN))

@@ -1,7 +1,8 @@
 """Linear models and GaussianNB against diffprivlib under four preprocessings (issue 28 item 2).
 
     PYTHONPATH=python <peer venv>/bin/python bench/linear_accuracy.py [--data SET ...]
-        [--seeds 8] [--save FILE | --load FILE ...] [--learners NAME ...] [--first-seed 8]
+        [--splits 5] [--seeds 8] [--save FILE | --load FILE ...] [--learners NAME ...]
+        [--first-seed 8]
         [--diagnose LEARNER DATA PREPROCESSING EPSILON ...]
     (or bench/learn_accuracy.py --linear with --data, --save, --load; --repeats for --seeds)
 
@@ -11,7 +12,7 @@ bounds, which dpcore's linear models also take and diffprivlib's LogisticRegress
 under four
 preprocessings (:data:`PREPROCESSINGS`, :func:`preprocess`) on breast cancer, digits, wine,
 iris and a 10^5-row make_classification problem (:data:`SYNTHETIC`), 5 stratified 70/30 splits
-(random_state 0 .. 4) x 8 noise seeds, epsilon 0.1 .. 5. One cell = (learner, data set,
+(random_state 0 .. 4; ``--splits``) x 8 noise seeds, epsilon 0.1 .. 5. One cell = (learner, data set,
 preprocessing, epsilon); verdicts won (Holm-adjusted one-sided 95% bound of the difference of
 medians > 0) / tied (>= -0.02) / lost / not shown (:func:`linear_report`). ``--data`` limits
 the data sets, ``--save FILE`` stores the raw scores and ``--load FILE ...`` reports from
@@ -35,7 +36,7 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.model_selection import train_test_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learn_accuracy import _minmax_bounds, _unit_rows, dpl, holm_lower_bounds  # noqa: E402
+from learn_accuracy import _minmax_bounds, _unit_rows, by_split, dpl, holm_lower_bounds  # noqa: E402,E501
 
 from dpcore.learn import GaussianNB, LinearSVC, LogisticRegression  # noqa: E402
 
@@ -128,8 +129,7 @@ def linear_contenders(classes, data_norm, bounds):
 
 def linear_scores(data=LINEAR_DATA, epsilons=LINEAR_EPSILONS, n_splits=LINEAR_SPLITS,
                   seeds=LINEAR_SEEDS, learners=None, progress=True, first_seed=0):
-    """{(learner, data set, preprocessing, epsilon): {library: scores over splits x seeds
-    (split-major)}}. The peer's LogisticRegression is fitted once per cell and shared by the
+    """{(learner, data set, preprocessing, epsilon): {library: scores, shape (splits, seeds)}}. The peer's LogisticRegression is fitted once per cell and shared by the
     LinearSVC rows. Split ``sp`` draws its noise with the seeds 1000 sp + first_seed, ...:
     a ``first_seed`` of 8 or more gives noise seeds no earlier run with 8 seeds used (fresh
     seeds, to check a default chosen on the development suite)."""
@@ -165,11 +165,13 @@ def linear_scores(data=LINEAR_DATA, epsilons=LINEAR_EPSILONS, n_splits=LINEAR_SP
                                 cell[lib].append(score)
         if progress:
             print(f"  {name}: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
-    return {key: {lib: np.array(v) for lib, v in cell.items()} for key, cell in out.items()}
+    return {key: {lib: np.array(v).reshape(n_splits, seeds) for lib, v in cell.items()}
+            for key, cell in out.items()}
 
 
 def _bootstrap_median_interval(v, seed=3, draws=2000):
     rng = np.random.default_rng(seed)  # insecure-ok: bootstrap resampling of benchmark scores
+    v = v.ravel()
     boot = np.median(rng.choice(v, size=(draws, v.size)), axis=1)
     return np.percentile(boot, [2.5, 97.5])
 
@@ -185,8 +187,8 @@ def holm_conditional_bounds(cells, n_splits, alpha=0.05, draws=4000):
         picked = np.take_along_axis(np.broadcast_to(v, (draws,) + v.shape), idx, axis=2)
         return np.median(picked.reshape(draws, -1), axis=1)
 
-    diffs = {key: boot(res["dpcore"].reshape(n_splits, -1))
-             - boot(res["diffprivlib"].reshape(n_splits, -1)) for key, res in cells.items()}
+    diffs = {key: boot(by_split(res["dpcore"], n_splits))
+             - boot(by_split(res["diffprivlib"], n_splits)) for key, res in cells.items()}
     pvalues = {key: float(np.mean(d <= -LINEAR_MARGIN)) for key, d in diffs.items()}
     order = sorted(cells, key=lambda k: pvalues[k])
     bounds, level = {}, None
@@ -231,22 +233,25 @@ def linear_report(n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS, data=LINEAR_DATA, 
         cells = linear_scores(data=data, n_splits=n_splits, seeds=seeds)
     split_bounds, _ = holm_lower_bounds(cells, n_splits)
     bounds = holm_conditional_bounds(cells, n_splits)
-    seeds = {v.size // n_splits for res in cells.values() for v in res.values()}
-    seeds = "/".join(str(s) for s in sorted(seeds))
-    print(f"Linear models and GaussianNB: test accuracy, median over {n_splits} stratified 70/30 "
-          f"splits x {seeds} noise seeds [95% bootstrap interval of the median]; defaults for "
+    shapes = {}
+    for (_, name, _, _), res in cells.items():
+        shapes.setdefault(name, set()).add(by_split(res["dpcore"], n_splits).shape)
+    design = "; ".join(f"{name}: " + " / ".join(f"{a} x {b}" for a, b in sorted(s))
+                       for name, s in shapes.items())
+    print(f"Linear models and GaussianNB: test accuracy, median over stratified 70/30 splits x "
+          f"noise seeds ({design}) [95% bootstrap interval of the median]; defaults for "
           f"both libraries; LinearSVC against diffprivlib's LogisticRegression; bound: "
           f"Holm-adjusted (over all {len(cells)} cells) one-sided 95% lower bound of "
           f"median(dpcore) - median(diffprivlib), the noise seeds resampled within the fixed "
           f"splits (the verdict's); split bound: the same with the splits resampled too "
-          f"(5 splits: far more conservative); won: bound > 0; tied: bound >= "
+          f"(far more conservative with 5 splits); won: bound > 0; tied: bound >= "
           f"-{LINEAR_MARGIN}; lost: bound < -{LINEAR_MARGIN} with dpcore's median below; not "
           f"shown: bound < -{LINEAR_MARGIN} with dpcore's median at or above")
     print()
     print("| learner | data set | preprocessing | epsilon | dpcore | diffprivlib | bound | "
           "split bound | verdict |")
     print("|---|---|---|---|---|---|---|---|---|")
-    tally = {}
+    tally, split_tally = {}, {}
     for key, res in cells.items():
         text = {}
         for lib, v in res.items():
@@ -261,6 +266,8 @@ def linear_report(n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS, data=LINEAR_DATA, 
             tally[key[0]][verdict].append(key)
         else:
             tally[key[0]][verdict] += 1
+        split_tally.setdefault(key[0], 0)
+        split_tally[key[0]] += split_bounds[key] >= -LINEAR_MARGIN
         learner, name, kind, e = key
         print(f"| {learner} | {name} | {kind} | {e:g} | {text['dpcore']} | "
               f"{text['diffprivlib']} | {bound:+.3f} | {split_bounds[key]:+.3f} | {verdict} |")
@@ -269,7 +276,8 @@ def linear_report(n_splits=LINEAR_SPLITS, seeds=LINEAR_SEEDS, data=LINEAR_DATA, 
     print()
     for learner, t in tally.items():
         print(f"- {learner}: won {t['won']}, tied {t['tied']}, not shown "
-              f"{len(t['not shown'])}, lost {len(t['lost'])}")
+              f"{len(t['not shown'])}, lost {len(t['lost'])}; split bound >= "
+              f"-{LINEAR_MARGIN} in {split_tally[learner]}")
         for what in ("lost", "not shown"):
             if t[what]:
                 print(f"  - {what}: " + ", ".join(f"{b} / {c} / eps={e:g}"
@@ -315,33 +323,39 @@ def noise_diagnosis(learner, name, kind, epsilon, n_splits=LINEAR_SPLITS, seeds=
               f"{np.percentile(cos, 25):+.3f}, {np.percentile(cos, 75):+.3f}]")
 
 
-def run(data=None, seeds=None, save=None, load=None, learners=None, first_seed=0):
+def run(data=None, seeds=None, save=None, load=None, learners=None, first_seed=0,
+        n_splits=LINEAR_SPLITS):
     """The command line's work: report (all or ``data``; only ``learners`` when given), ``save``
     the scores, or report from the ``load``-ed saves (a later file's cells replace an earlier
-    one's)."""
+    one's; scores saved as 1-d split-major arrays, before the sixth session, have ``n_splits``
+    splits)."""
     warnings.simplefilter("ignore")   # diffprivlib warns about its own settings
     if load:
         cells = {}
         for path in load:
             with open(path, "rb") as f:
                 cells.update(pickle.load(f))
-        linear_report(cells=cells)
+        linear_report(n_splits=n_splits, cells=cells)
         return
     data = tuple(data) if data else LINEAR_DATA
     if save:
-        cells = linear_scores(data=data, seeds=seeds or LINEAR_SEEDS, learners=learners,
-                              first_seed=first_seed)
+        cells = linear_scores(data=data, n_splits=n_splits, seeds=seeds or LINEAR_SEEDS,
+                              learners=learners, first_seed=first_seed)
         with open(save, "wb") as f:
             pickle.dump(cells, f)
         return
-    linear_report(cells=linear_scores(data=data, seeds=seeds or LINEAR_SEEDS,
-                                      learners=learners, first_seed=first_seed))
+    linear_report(n_splits=n_splits, cells=linear_scores(
+        data=data, n_splits=n_splits, seeds=seeds or LINEAR_SEEDS, learners=learners,
+        first_seed=first_seed))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", nargs="*", default=None,
                         help="only these data sets (of LINEAR_DATA)")
+    parser.add_argument("--splits", type=int, default=LINEAR_SPLITS,
+                        help="stratified 70/30 splits, random_state 0 .. SPLITS - 1 (5); with "
+                             "--load: the splits of pickles saved as 1-d arrays")
     parser.add_argument("--seeds", type=int, default=None, help="noise seeds per split (8)")
     parser.add_argument("--save", default=None,
                         help="save the raw scores to this pickle instead of reporting")
@@ -363,7 +377,7 @@ def main(argv=None):
                             seeds=args.seeds or LINEAR_SEEDS)
         return
     run(data=args.data, seeds=args.seeds, save=args.save, load=args.load,
-        learners=args.learners, first_seed=args.first_seed)
+        learners=args.learners, first_seed=args.first_seed, n_splits=args.splits)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 (learner, data set, preprocessing, epsilon), defaults for both libraries, the same public bounds.
 
     PYTHONPATH=python /work/benchenv/bin/python bench/tree_accuracy.py [--splits 5] [--seeds 8]
-        [--data iris wine] [--prep minmax] [--eps 0.1 0.5] [--bonferroni 200]
+        [--first-seed 0] [--data iris wine] [--prep minmax] [--eps 0.1 0.5] [--bonferroni 200]
         [--shared-seeds] [--save part.pkl] [--load part1.pkl part2.pkl ...]
 
 On a shared machine run it in pieces (``--data X --save X.pkl``, niced), then print the whole
@@ -18,7 +18,8 @@ data-set-wide min/max, mean and standard deviation, as learn_accuracy.py treats 
 * ``standardised``: (x - mean) / std clipped to [-3, 3], bounds (-3, 3);
 * ``unit rows``: min-max rows divided by their Euclidean norm, bounds (0, 1).
 
-Noise seeds: split r takes seeds r * seeds .. (r + 1) * seeds - 1, for both libraries, so that
+Noise seeds: split r takes seeds first + r * seeds .. first + (r + 1) * seeds - 1 (``--first-seed``,
+default 0), for both libraries, so that
 every fit draws its own random tree structure (diffprivlib's tree is a function of the bounds and
 the seed only: with the same seeds on every split, as ``--shared-seeds`` and the tables before
 the fifth session did, 8 seeds are 8 structures, and the bootstrap, which resamples the seeds of
@@ -101,9 +102,10 @@ def contenders(bounds, classes):
     }
 
 
-def scores(data, preps, epsilons, n_splits, seeds, shared_seeds=False):
-    """{(learner, data set, preprocessing, epsilon): {library: scores, split-major}}; split r
-    takes seeds r * seeds + 0 .. seeds - 1 (``shared_seeds``: 0 .. seeds - 1 on every split)."""
+def scores(data, preps, epsilons, n_splits, seeds, shared_seeds=False, first_seed=0):
+    """{(learner, data set, preprocessing, epsilon): {library: scores, shape (splits, seeds)}};
+    split r takes seeds first_seed + r * seeds + 0 .. seeds - 1 (``shared_seeds``: first_seed ..
+    first_seed + seeds - 1 on every split)."""
     out = {}
     for name in data:
         X0, y = load(name)
@@ -117,16 +119,18 @@ def scores(data, preps, epsilons, n_splits, seeds, shared_seeds=False):
                     for e in epsilons:
                         cell = out.setdefault((learner, name, prep, e), {lib: [] for lib in libs})
                         for lib, make in libs.items():
-                            first = 0 if shared_seeds else rep * seeds
+                            first = first_seed + (0 if shared_seeds else rep * seeds)
                             for seed in range(first, first + seeds):
                                 est = make(e, seed).fit(Xtr, ytr)
                                 cell[lib].append(est.score(Xte, yte))
             print(f"  {name} / {prep}: done", file=sys.stderr, flush=True)
-    return {key: {lib: np.array(v) for lib, v in cell.items()} for key, cell in out.items()}
+    return {key: {lib: np.array(v).reshape(n_splits, seeds) for lib, v in cell.items()}
+            for key, cell in out.items()}
 
 
 def interval(v):
     rng = np.random.default_rng(3)  # insecure-ok: bootstrap resampling of benchmark scores
+    v = v.ravel()
     boot = np.median(rng.choice(v, size=(2000, v.size)), axis=1)
     lo, hi = np.percentile(boot, [2.5, 97.5])
     return f"{np.median(v):.3f} [{lo:.3f}, {hi:.3f}]"
@@ -143,7 +147,7 @@ def report(cells, n_splits, seeds, bonferroni=None):
     else:
         bounds, _ = la.holm_lower_bounds(cells, n_splits)
         how = f"Holm-adjusted (over all {len(cells)} cells)"
-    print(f"Trees: test accuracy, median over {n_splits} stratified 70/30 splits x {seeds} noise "
+    print(f"Trees: test accuracy, median over {design(cells, n_splits)} noise "
           f"seeds [95% bootstrap interval]; defaults for both libraries, the same bounds; last "
           f"columns: {how} one-sided lower bound of median(dpcore) - median(diffprivlib), "
           f"non-inferior when >= -{MARGIN}")
@@ -174,6 +178,20 @@ def report(cells, n_splits, seeds, bonferroni=None):
     compact(cells, bounds)
 
 
+def design(cells, n_splits):
+    """"10 stratified 70/30 splits x 16" or, for a table put together from runs of different
+    sizes, the splits x seeds of each data set."""
+    shapes = {}
+    for (_, name, _, _), res in cells.items():
+        shapes.setdefault(name, set()).add(la.by_split(res["dpcore"], n_splits).shape)
+    if len(set().union(*shapes.values())) == 1:
+        (splits, seeds), = set().union(*shapes.values())
+        return f"{splits} stratified 70/30 splits x {seeds}"
+    return "stratified 70/30 splits x (" + ", ".join(
+        f"{name}: " + " / ".join(f"{a} x {b}" for a, b in sorted(s)) for name, s in shapes.items()
+    ) + ")"
+
+
 def compact(cells, bounds):
     """The same cells, one row per (data set, preprocessing, learner): dpcore / diffprivlib
     medians by epsilon, "(ns)" where non-inferiority is not shown (the user guide's table)."""
@@ -202,7 +220,11 @@ def _table_order(item):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--splits", type=int, default=5,
+                        help="with --load: the splits of pickles saved as 1-d (split-major) "
+                             "arrays, before the sixth session")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="split r takes noise seeds first + r * seeds .. + seeds - 1")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--data", nargs="*", default=list(DATA))
     parser.add_argument("--prep", nargs="*", default=list(PREPROCESSINGS))
@@ -226,7 +248,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cells = scores(args.data, args.prep, args.eps, args.splits, args.seeds,
-                           args.shared_seeds)
+                           args.shared_seeds, args.first_seed)
         if args.save:
             with open(args.save, "wb") as f:
                 pickle.dump(cells, f)
