@@ -11,7 +11,7 @@ Protocol (``python bench/test_synth.py`` drives it; this script only runs the pe
 1. ``bench/test_synth.py export DIR`` writes each data set's training codes (``DIR/<name>.npy``,
    records x columns, the public Domain's codes) and the privacy parameters;
 2. this script, ``PYTHONPATH=python /work/env-synth/bin/python bench/synth_peers.py DIR
-   [cell ...]``, fits
+   [cell ...] [--aim] [--seeds=A-B]``, fits
    smartnoise's ``MSTSynthesizer(epsilon, delta)`` to each for seeds 0..9 (all columns declared
    categorical), samples as many records as the data set has, and writes
    ``DIR/<name>-smartnoise-<seed>.npz`` (the samples, by smartnoise's own sampler and by i.i.d.
@@ -94,5 +94,10 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     method = "aim" if "--aim" in sys.argv else "mst"
-    args = [a for a in sys.argv[1:] if a != "--aim"]
-    run(args[0], range(10), args[1:], method)
+    seeds = range(10)   # --seeds=A-B: a part of them (two parts can run side by side)
+    for a in sys.argv[1:]:
+        if a.startswith("--seeds="):
+            first, last = a.split("=", 1)[1].split("-")
+            seeds = range(int(first), int(last) + 1)
+    args = [a for a in sys.argv[1:] if a != "--aim" and not a.startswith("--seeds=")]
+    run(args[0], seeds, args[1:], method)
