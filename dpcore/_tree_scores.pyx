@@ -14,6 +14,8 @@ loops: the same 2k + 2 rounded terms per split, the same offsets on the 2**-14 g
 from libc.math cimport INFINITY, fabs, log, nearbyint
 from libc.stdint cimport int64_t, uint8_t
 
+import numpy as np
+
 
 cdef double OFFSET_GRID = 2.0**-14   # dpcore.learn._tree_grid._OFFSET_GRID
 cdef double OFFSET_LIMIT = 2.0**36
@@ -43,10 +45,9 @@ def level_scores(const int64_t[:, :, :, ::1] tables,   # IN  (m, d, k, B) counts
             or bins.shape[0] != d or inside.shape[0] != m or inside.shape[1] != d * S
             or (scale > 0 and (utility.shape[0] != m or utility.shape[1] != d * S))):
         raise ValueError("tables, lo, hi, bins, inside and utility must agree in shape")
-    if k > 64:
-        raise ValueError("at most 64 classes")
-    cdef int64_t left_counts[64]
-    cdef int64_t node_counts[64]
+    cdef int64_t[::1] left_counts = np.zeros(k, dtype=np.int64)
+    cdef int64_t[::1] node_counts = np.zeros(k, dtype=np.int64)
+    cdef double[:, ::1] offsets = np.zeros((m, d))   # of each node's features
     with nogil:
         for r in range(m):
             any_inside = False
@@ -59,22 +60,21 @@ def level_scores(const int64_t[:, :, :, ::1] tables,   # IN  (m, d, k, B) counts
                     for j in range(S):
                         inside[r, f * S + j] = j + 1 < bins[f]
         if scale > 0:
-            # the offsets' size rule is global, as _base_offsets: one check over every node
+            # -log(candidates of f) / scale, all 0 when one reaches 2**36 in size (the rule is
+            # global, as _base_offsets'), else on the 2**-14 grid
             for r in range(m):
                 for f in range(d):
                     count = 0
                     for j in range(S):
                         count += inside[r, f * S + j]
-                    if count and fabs(-log(<double>count) / scale) >= OFFSET_LIMIT:
-                        usable_zero = True
+                    if count:
+                        offsets[r, f] = -log(<double>count) / scale
+                        usable_zero = usable_zero or fabs(offsets[r, f]) >= OFFSET_LIMIT
             for r in range(m):
                 for f in range(d):
-                    count = 0
-                    for j in range(S):
-                        count += inside[r, f * S + j]
                     offset = 0.0
-                    if count and not usable_zero:
-                        offset = nearbyint(-log(<double>count) / scale / OFFSET_GRID) * OFFSET_GRID
+                    if not usable_zero:
+                        offset = nearbyint(offsets[r, f] / OFFSET_GRID) * OFFSET_GRID
                     for c in range(k):
                         node_counts[c] = 0
                         left_counts[c] = 0

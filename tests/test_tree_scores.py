@@ -53,7 +53,7 @@ def random_level(rng, m, d, k, width, big=False):
 def test_same_candidates_and_doubles_as_numpy(criterion, scale):
     rng = np.random.default_rng(5)  # insecure-ok: test tables
     for m, d, k, width, big in [(1, 30, 2, 32, False), (4, 5, 3, 8, False), (6, 3, 10, 16, False),
-                                (2, 4, 2, 4, True), (3, 7, 5, 300, False)]:
+                                (2, 4, 2, 4, True), (3, 7, 5, 300, False), (2, 3, 70, 4, False)]:
         tables, lo, hi, bins = random_level(rng, m, d, k, width, big)
         inside = np.empty((m, d * (width - 1)), dtype=np.uint8)
         utility = np.empty(inside.shape)
