@@ -180,3 +180,18 @@ def test_charged_epsilon_once_and_errors_before_the_charge(cls):
         cls(epsilon=1e-13, bounds=(0, 1), classes=[0, 1], accountant=acc,
             random_state=0).fit(X, y)
     assert len(acc.history) == 0
+
+
+@pytest.mark.parametrize("cls, kw", [(DecisionTreeClassifier, {}),
+                                     (RandomForestClassifier, {}),
+                                     (RandomForestClassifier, {"n_estimators": 3})])
+def test_dask_fit_draws_the_same_count_and_trees(cls, kw):
+    da = pytest.importorskip("dask.array")
+    X, y = _table(900, d=4, seed=8)
+    ref = cls(epsilon=0.1, bounds=(0, 1), classes=[0, 1], random_state=3, **kw).fit(X, y)
+    est = cls(epsilon=0.1, bounds=(0, 1), classes=[0, 1], random_state=3, **kw).fit(
+        da.from_array(X, chunks=(250, 2)), da.from_array(y, chunks=300))
+    assert est.n_records_noisy_ == ref.n_records_noisy_ is not None
+    assert est.split_levels_ == ref.split_levels_
+    for name in ("feature", "threshold", "left", "slot", "values"):
+        assert np.array_equal(getattr(est.tree_, name), getattr(ref.tree_, name))

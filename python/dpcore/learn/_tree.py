@@ -251,7 +251,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     epsilon : float, default=1.0
         Privacy parameter, > 0: ``split_share`` of it for the splits (epsilon * split_share /
         min(max_depth, split_levels) per level that looks at the data), the rest for the leaf
-        labels.
+        labels; when a record count is drawn (see above) it takes 2% first and the splits and
+        leaves share the rest the same way.
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required.
     classes : array_like, default=None
