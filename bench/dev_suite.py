@@ -143,6 +143,7 @@ from dev_trees import (  # noqa: E402
     TREE_RULES,
     forest_cells,
     group_summary,
+    size_summary,
     tree_cells,
     tree_data_sets,
     tree_prep_cells,
@@ -536,6 +537,7 @@ def main(argv=None):
               " ".join(f"{r}: {v:.3f}" for r, v in row.items()), flush=True)
     if args.study in ("tree-rules", "tree-split-law"):
         group_summary(cells)
+        size_summary(cells)
     elif args.study == "tree-small":
         for group in sorted({(model, eps) for _, model, eps in cells}):
             print(f"\n{group[0]}, epsilon {group[1]:g}:", end="")

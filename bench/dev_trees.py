@@ -349,6 +349,27 @@ def group_summary(cells):
                 print(f"  {rule:22s} {mean:.3f}")
 
 
+def size_summary(cells):
+    """Per number of training records (read from the set's name, "NxD"; diabetes 442) and
+    epsilon: each rule's mean score over the cells of the narrow 2-3 class group, where the
+    defaults read a noisy record count (the size is private: this only tells the reader where
+    a rule wins)."""
+    import re
+
+    groups = {}
+    for (name, group, eps), row in cells.items():
+        if not group.startswith("narrow, k<=3"):
+            continue
+        found = re.search(r"(\d+)x\d+", name)
+        n = round(0.7 * (int(found.group(1)) if found else 442))
+        groups.setdefault((n, eps), []).append(row)
+    if groups:
+        print("\nnarrow, k<=3, by training records (about 70% of the table), epsilon: mean per rule")
+    for (n, eps), rows in sorted(groups.items()):
+        print(f"  n_train ~{n:6d}, epsilon {eps:g} ({len(rows)} cells): " + " ".join(
+            f"{rule}: {np.mean([r[rule] for r in rows]):.3f}" for rule in rows[0]))
+
+
 def _rule_kwargs(kw, eps, n_classes):
     """A rule's keyword arguments; "deeper T" / "shallower T": T trees of tree_defaults' depth
     plus or minus one."""

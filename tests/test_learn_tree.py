@@ -541,7 +541,9 @@ def test_fitted_state_is_released_output_only(cls, cancer):
     resolved = {"max_depth_", "n_bins_", "split_share_", "split_levels_"}   # public: "auto"
     if cls is RandomForestClassifier:
         resolved.add("n_estimators_")
-    assert fitted == {"classes_", "tree_", "n_features_in_"} | resolved
+    # n_records_noisy_: the released record count (None here: epsilon 1 draws none)
+    assert fitted == {"classes_", "tree_", "n_features_in_", "n_records_noisy_"} | resolved
+    assert est.n_records_noisy_ is None
     t = est.tree_
     # released labels only, one per leaf (the forest's trees too, by default)
     assert np.array_equal(np.sort(t.values, axis=1), np.tile([0.0, 1.0], (t.n_leaves, 1)))

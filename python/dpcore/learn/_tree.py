@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from dpcore import _tree
 from dpcore.mechanisms import discrete_laplace
 from dpcore import _validation as check
-from dpcore._floats import round_down, round_up
+from dpcore._floats import round_up
 from dpcore._release import Cost, release
 from dpcore.curves import BoundedRange, Composed, PureDP
 from dpcore.learn import _base
@@ -38,24 +38,22 @@ from dpcore.learn._tree_grid import (  # noqa: F401 (_base_offsets, bin_threshol
     bin_threshold,
     forest_defaults,
     random_forest_defaults,
+    counted_defaults,
+    rule_for_count,
     split_sensitivity,
     split_utility,
     tree_defaults,
 )
+from dpcore.learn._tree_plan import noisy_record_count, private_plan, sized_plans
 from dpcore.mechanisms import MAX_DISCRETE_LAPLACE_SCALE
 from dpcore.random import RandomStateLike
-from dpcore.selection import ExponentialMechanism
 
 __all__ = ["DecisionTreeClassifier", "RandomForestClassifier", "SingleLeafWarning", "Trees",
            "forest_defaults", "permute_and_flip_labels", "random_forest_defaults",
            "split_sensitivity", "split_utility", "tree_defaults"]
 
-CRITERIA = ("gini", "max")
 VOTING = ("proba", "counts")
 ALGORITHMS = ("partition", "random")
-# Largest count table one tree level may need (nodes x features x bins x classes, int64): a
-# public limit on the parameters, checked before anything is charged.
-_MAX_TABLE = 2**26
 _MAX_NODES = 2**24
 
 
@@ -105,17 +103,6 @@ class Trees:
 
 # ------------------------------------------------------------------------------------------------
 # Shared checks
-
-def _check_bins(n_bins, n_features):
-    """An int, or one int per feature, each in 2 .. 65535."""
-    if np.ndim(n_bins) == 0:
-        return check.integer(n_bins, "n_bins", minimum=2, maximum=2**16 - 1)
-    values = [check.integer(b, "n_bins", minimum=2, maximum=2**16 - 1)
-              for b in np.asarray(n_bins).ravel()]
-    if np.ndim(n_bins) != 1 or (n_features is not None and len(values) != n_features):
-        raise ValueError("n_bins must be an int or one int per feature (n_features of them)")
-    return np.array(values, dtype=np.int64)
-
 
 def _check_common(est, n_features):
     epsilon = _base.check_epsilon(est.epsilon)
@@ -250,12 +237,22 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     nothing more than a large one (there is no stopping rule that the noise could trip at the
     root). If every leaf releases the same class the fit warns with :class:`SingleLeafWarning`.
 
+    Below epsilon 0.2, with 2 or 3 classes and fewer than 20 features, and ``max_depth``,
+    ``split_share`` and ``split_levels`` all ``"auto"``, the fit first releases the number of
+    records with exact discrete Laplace noise, at ``_tree_grid.COUNT_SHARE`` (2%) of epsilon,
+    and grows the tree at the rest of the budget with the rule that count picks
+    (:func:`sized_rules`, :func:`rule_for_count`): below ``_tree_grid.SMALL_TABLE`` (2000)
+    noisy records depth 4 with a tenth of the budget for the root's split alone (the levels
+    below split at random), else :func:`tree_defaults`' rule. On small tables the root's split
+    needs less of the budget than the leaves, which then hold few records each.
+
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy parameter, > 0: ``split_share`` of it for the splits (epsilon * split_share /
         min(max_depth, split_levels) per level that looks at the data), the rest for the leaf
-        labels.
+        labels; when a record count is drawn (see above) it takes 2% first and the splits and
+        leaves share the rest the same way.
     bounds : (lower, upper), default=None
         Public per-feature bounds (scalars or arrays of length n_features). Required.
     classes : array_like, default=None
@@ -264,7 +261,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     max_depth : int or "auto", default="auto"
         Depth of the tree, 0 .. 20 (0: one leaf). ``"auto"``: :func:`tree_defaults` from
         epsilon, the number of classes and of features (below epsilon 0.2: 6 with 4 classes or
-        more, else 4; from 0.2 on 2 .. 6).
+        more, else 4; from 0.2 on 2 .. 6), and the noisy record count when one is drawn (see
+        above).
     n_bins : int, array_like of int, or "auto", default="auto"
         Number of equal bins of each feature's public range, 2 .. 65535 (one value for all
         features, or one per feature). A categorical feature with m categories coded
@@ -273,7 +271,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     split_share : float or "auto", default="auto"
         Share of epsilon spent on the splits, in [0, 1). ``"auto"``: :func:`tree_defaults`
         (below epsilon 0.2: 0.3 with 4 classes or more, else 0.5 with 20 features or more,
-        else 0.2; from 0.2 on 0.7).
+        else 0.2, or 0.1 of the budget left after the record count on a small table; from 0.2
+        on 0.7).
     criterion : {"max", "gini"}, default="max"
         Split quality of the exponential mechanism (:func:`split_utility`): ``"max"``
         (Friedman-Schuster's max operator: an exact integer, monotone, sensitivity 1, so the
@@ -287,9 +286,10 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         drawn.
     split_levels : int or "auto", default="auto"
         Number of levels, from the root, whose splits are drawn from the data (0 .. 20;
-        max_depth or more: all); the levels below take public splits (no budget; see above). ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only
-        with 2 or 3 classes and 20 features or more, else the two top levels; from 0.2 on every
-        level).
+        max_depth or more: all); the levels below take public splits (no budget; see above).
+        ``"auto"``: :func:`tree_defaults` (below epsilon 0.2: the root's split only with 2 or 3
+        classes and 20 features or more or on a small table by the noisy record count, else
+        the two top levels; from 0.2 on every level).
 
     Attributes
     ----------
@@ -298,6 +298,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         The released tree: split features and thresholds, and the leaves' released labels as
         one-hot rows (``tree_.values``).
     max_depth_, n_bins_, split_share_, split_levels_ : the values used (``"auto"`` resolved).
+    n_records_noisy_ : int or None
+        The released noisy number of records that picked the rule (None when none was drawn).
     n_features_in_ : int
 
     Warns
@@ -319,7 +321,14 @@ class DecisionTreeClassifier(_TreeClassifierBase):
     epsilon minus the L splits' effective epsilons, rounded down). The levels compose
     sequentially: epsilon in all, charged once (with the curve of L bounded-range split levels
     and the pure leaves, :class:`dpcore.curves.Composed`, so the accountants' zCDP analyses
-    count L epsilon_s**2/8 + epsilon_leaf**2/2). A node's candidates and base measure depend
+    count L epsilon_s**2/8 + epsilon_leaf**2/2). When the defaults read a record count (see
+    above) it is released first: the number of records plus exact discrete Laplace noise of
+    scale t = 1 / (COUNT_SHARE epsilon) rounded up (sensitivity 1 under add/remove: (1 /
+    t)-DP), and the splits and leaves above share epsilon' = epsilon - 1 / t (rounded down) in
+    place of epsilon, with the rule the released count picks (a function of the count and
+    public inputs only); count, splits and leaves compose sequentially, at most epsilon in all,
+    charged once as pure epsilon (no finer curve: the plan depends on the count's draw). The
+    count is ``n_records_noisy_``. A node's candidates and base measure depend
     only on the released splits above (post-processing; the base measure enters as a public
     offset of each utility, -log(n_f) / c on a 2**-14 grid, c the mechanism's scale, which
     leaves the max operator's sums exact and adds its rounding to the Gini sensitivity); the
@@ -363,24 +372,29 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         self.random_state = random_state
         self.accountant = accountant
 
-    def _resolved(self, epsilon, classes, n_features):
+    def _resolved(self, epsilon, classes, n_features, n_records_noisy=None):
         """(max_depth, n_bins, split_share, split_levels) with "auto" resolved (2 classes when
-        unknown; n_features None before the fit)."""
-        auto = tree_defaults(epsilon, 2 if classes is None else classes.size, n_features)
+        unknown; n_features None before the fit; the rule the noisy record count picked when
+        one was drawn)."""
+        k = 2 if classes is None else classes.size
+        auto = tree_defaults(epsilon, k, n_features)
+        if n_records_noisy is not None:
+            auto = counted_defaults(epsilon, k, n_features, n_records_noisy)
         given = (self.max_depth, self.n_bins, self.split_share, self.split_levels)
         return tuple(a if _is_auto(g) else g for a, g in zip(auto, given))
 
     def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
         classes, max_depth, n_bins, the splits' exponential mechanism (None: random splits),
-        the leaves' epsilon)."""
+        the leaves' epsilon, the sized plans (:func:`_sized`; None: no record count))."""
         epsilon, bounds, classes_given = _check_common(self, n_features)
         classes = classes_given if classes is None else classes
         depth, bins, share, levels = self._resolved(epsilon, classes, n_features)
-        plan = _private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
-                             n_features, split_levels=levels)
+        plan = private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
+                            n_features, split_levels=levels)
+        sized = _sized(self, epsilon, bounds, classes, bins, n_features, 1)
         _base.check_n(n_samples)
-        return (epsilon, bounds, classes_given) + plan
+        return (epsilon, bounds, classes_given) + plan + (sized,)
 
     def _cost(self):
         return Cost(self._check_params()[0])
@@ -397,61 +411,28 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
             epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
-            self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, 1, epsilon,
-                                           "DecisionTreeClassifier")
+            self.tree_, self.n_records_noisy_ = _fit_private_dask(
+                self, X, y, classes, bounds, plan, 1, epsilon, "DecisionTreeClassifier")
         else:
             X, classes, yi = _labels(self, X, y, classes, finite=False)
             epsilon, bounds, _, *plan = self._check_params(X.shape[0], X.shape[1], classes)
-            self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, 1, epsilon,
-                                      "DecisionTreeClassifier")
+            self.tree_, self.n_records_noisy_ = _fit_private(
+                self, X, yi, classes.size, bounds, plan, 1, epsilon, "DecisionTreeClassifier")
         self.classes_ = classes
         (self.max_depth_, self.n_bins_, self.split_share_,
-         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
+         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1],
+                                              self.n_records_noisy_)
         _warn_if_one_class(self.tree_.values, "tree")
         return self
 
 
-def _private_plan(epsilon, bounds, classes, depth, n_bins, share, criterion, n_features,
-                  n_trees=1, split_levels=None):
-    """(max_depth, n_bins, the splits' exponential mechanism of each level (None: random
-    splits), the leaves' epsilon) of private trees, every parameter checked (before anything
-    is charged). The first ``split_levels`` levels (None: all) share the splits' budget; the
-    levels below split at random."""
-    depth = check.integer(depth, "max_depth", minimum=0, maximum=20)
-    n_bins = _check_bins(n_bins, n_features)
-    share = check.probability(share, "split_share", open_low=False)
-    if split_levels is not None:
-        split_levels = check.integer(split_levels, "split_levels", minimum=0, maximum=20)
-    looking = depth if split_levels is None else min(depth, split_levels)
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    k = 2 if classes is None else classes.size
-    mech = None
-    if share > 0 and looking:
-        split_eps = round_down(Fraction(epsilon) * Fraction(share) / looking)
-        if split_eps <= 0:
-            raise ValueError("epsilon, max_depth and split_share leave no budget per level: use "
-                             "a larger epsilon")
-        sensitivity, monotonic = split_sensitivity(criterion, k)
-        mech = ExponentialMechanism.calibrate(sensitivity=sensitivity, epsilon=split_eps,
-                                              monotonic=monotonic, method="exact")
-    mechs = tuple(mech if level < looking else None for level in range(depth))
-    spent = sum((Fraction(m.epsilon_effective) for m in mechs if m is not None), Fraction(0))
-    leaf_eps = round_down(Fraction(epsilon) - spent)
-    if leaf_eps <= 0:
-        raise ValueError("epsilon, max_depth and split_share leave no budget for the leaves")
-    with np.errstate(over="ignore"):
-        narrow = not np.all(np.isfinite(np.max(n_bins) / (bounds[1] - bounds[0])))
-    if narrow:
-        raise ValueError("bounds: upper - lower is too small for n_bins equal bins")
-    if n_features is not None and depth:
-        if n_trees * 2 ** (depth - 1) * n_features * int(np.max(n_bins)) * k > _MAX_TABLE:
-            raise ValueError(
-                f"n_estimators * 2**(max_depth - 1) * n_features * max(n_bins) * n_classes must "
-                f"be <= 2**26 (the count table of a level), got max_depth={depth}, "
-                f"n_bins={n_bins}, n_features={n_features}"
-            )
-    return depth, n_bins, mechs, leaf_eps
+def _sized(est, epsilon, bounds, classes, n_bins, n_features, n_trees):
+    """:func:`sized_plans` when the defaults read a noisy record count (``max_depth``,
+    ``split_share`` and ``split_levels`` all "auto", :func:`sized_rules` not None), else
+    None."""
+    if not all(_is_auto(v) for v in (est.max_depth, est.split_share, est.split_levels)):
+        return None
+    return sized_plans(epsilon, bounds, classes, n_bins, est.criterion, n_features, n_trees)
 
 
 def _fit_private(est, X, yi, k, bounds, plan, n_trees, epsilon, label):
@@ -577,24 +558,31 @@ def chunk_forest_counts(payload: tuple, _: None, forest: Trees, shape: tuple) ->
 
 def _release_private(est, counts, root, n, grid, plan, n_trees, epsilon, label):
     """Release ``n_trees`` private trees over ``n`` binned records whose root table (d, k, B)
-    is ``root`` and whose level counts ``counts`` gives, charging ``epsilon`` once."""
-    depth, n_bins, mechs, leaf_eps = plan
+    is ``root`` and whose level counts ``counts`` gives, charging ``epsilon`` once. Returns
+    (the trees, the released noisy record count or None). With sized plans (``plan[4]``, see
+    :func:`_sized`) the count is drawn first and picks the plan of the trees."""
+    depth, n_bins, mechs, leaf_eps, sized = plan
     n_bins = np.broadcast_to(n_bins, (root.shape[0],))
     criterion = est.criterion
 
     def draw(rng):
+        noisy = None
+        depth_, mechs_, leaf_eps_ = depth, mechs, leaf_eps
+        if sized is not None:   # every record counted once at the root's feature 0
+            noisy = noisy_record_count(int(root[0].sum()), sized[0], rng)
+            depth_, _, mechs_, leaf_eps_ = sized[2][rule_for_count(sized[1], noisy, n_trees)]
         if n_trees == 1:
             counts.start(None)   # every record at the root
-            return Trees(**grow_trees(counts, root[None], grid, root.shape[1], depth, n_bins,
-                                      mechs, leaf_eps, criterion, rng))
+            return Trees(**grow_trees(counts, root[None], grid, root.shape[1], depth_, n_bins,
+                                      mechs_, leaf_eps_, criterion, rng)), noisy
         # each record joins one tree, uniformly at random and independently of the data
         counts.start(rng.integers(0, n_trees, n, dtype=np.int32))
         roots = np.zeros((n_trees,) + root.shape, dtype=np.int64)
         through = np.arange(n_trees, dtype=np.int32)   # a pass-through level: node u stays u
         counts.count((np.zeros(n_trees, dtype=np.int32),
                       np.full(n_trees, 2**31 - 1, dtype=np.int32), through), through, roots)
-        return Trees(**grow_trees(counts, roots, grid, root.shape[1], depth, n_bins, mechs,
-                                  leaf_eps, criterion, rng))
+        return Trees(**grow_trees(counts, roots, grid, root.shape[1], depth_, n_bins, mechs_,
+                                  leaf_eps_, criterion, rng)), noisy
 
     # per record: one split choice per level that looks (exponential mechanisms, parallel over
     # a level's nodes: bounded-range) and one leaf label (permute-and-flip: pure)
@@ -602,6 +590,8 @@ def _release_private(est, counts, root, n, grid, plan, n_trees, epsilon, label):
     leaves = PureDP(leaf_eps)
     curve = Composed((BoundedRange(looks[0].epsilon_effective).repeat(len(looks)),
                       leaves)) if looks else leaves
+    if sized is not None:   # the plan depends on the count's draw: charged as pure epsilon
+        curve = None
     return release(draw, cost=Cost(epsilon, curve=curve), accountant=est.accountant,
                    random_state=est.random_state, label=label)
 
@@ -694,6 +684,9 @@ class RandomForestClassifier(_TreeClassifierBase):
     n_estimators_, max_depth_, n_bins_, split_share_, split_levels_ :
         The values used (``"auto"`` resolved; n_bins_, split_share_ and split_levels_ are None
         for ``"random"``).
+    n_records_noisy_ : int or None
+        The released noisy number of records that picked the trees' rule (None when none was
+        drawn, always for ``"random"``).
     n_features_in_ : int
 
     Warns
@@ -710,7 +703,12 @@ class RandomForestClassifier(_TreeClassifierBase):
     own records (see its Privacy section: splits at split_share * epsilon / min(max_depth,
     split_levels) per level that looks at the data, rounded down, leaves at the rest), and a
     record added or removed changes the records of one tree only, so the trees compose in
-    parallel: epsilon in all, charged once.
+    parallel: epsilon in all, charged once. When the defaults read a record count (below
+    epsilon 0.2, as in :class:`DecisionTreeClassifier`; a tree's rule is the small table's when
+    the noisy count over n_estimators is below 2000) the count of all the records is released
+    first at 1 / t <= COUNT_SHARE epsilon and every tree is grown at the rest (sequential
+    composition with the count, parallel between the trees), charged once as pure epsilon;
+    it is ``n_records_noisy_``.
     ``"random"``: the structure of the trees is drawn independently of the data (no budget).
     Within a tree the leaves hold disjoint records (parallel composition: the vector of a
     tree's leaf counts has L1 sensitivity 1); across the n_estimators trees the releases
@@ -760,8 +758,8 @@ class RandomForestClassifier(_TreeClassifierBase):
 
     def _check_params(self, n_samples=None, n_features=None, classes=None):
         """Every parameter, checked before anything is charged. Returns (epsilon, bounds,
-        classes, n_estimators, then the private trees' plan (:func:`_private_plan`) or
-        (max_depth, noise scale) for random trees)."""
+        classes, n_estimators, then the private trees' plan (:func:`private_plan`, then
+        :func:`_sized`) or (max_depth, noise scale) for random trees)."""
         epsilon, bounds, classes_given = _check_common(self, n_features)
         classes = classes_given if classes is None else classes
         if self.algorithm not in ALGORITHMS:
@@ -775,8 +773,9 @@ class RandomForestClassifier(_TreeClassifierBase):
             raise ValueError(f"n_estimators * 2**(max_depth + 1) must be <= 2**24, got "
                              f"n_estimators={trees}, max_depth={depth}")
         if self.algorithm == "partition":
-            plan = _private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
-                                 n_features, trees, levels)
+            plan = private_plan(epsilon, bounds, classes, depth, bins, share, self.criterion,
+                                n_features, trees, levels)
+            plan += (_sized(self, epsilon, bounds, classes, bins, n_features, trees),)
         else:
             if n_features is not None and trees * 2**depth * n_features > 2**27:
                 raise ValueError(f"n_estimators * 2**max_depth * n_features must be <= 2**27, "
@@ -790,12 +789,17 @@ class RandomForestClassifier(_TreeClassifierBase):
     def _cost(self):
         return Cost(self._check_params()[0])
 
-    def _resolved(self, epsilon, classes, n_features):
+    def _resolved(self, epsilon, classes, n_features, n_records_noisy=None):
         """(n_estimators, max_depth, n_bins, split_share, split_levels) with "auto" resolved (2
-        classes when unknown; n_features None before the fit; the last three None for random
-        trees)."""
+        classes when unknown; n_features None before the fit; the rule the noisy record count
+        picked when one was drawn; the last three None for random trees)."""
         if self.algorithm == "partition":
-            auto = forest_defaults(epsilon, 2 if classes is None else classes.size, n_features)
+            k = 2 if classes is None else classes.size
+            auto = forest_defaults(epsilon, k, n_features)
+            if n_records_noisy is not None:
+                trees = auto[0] if _is_auto(self.n_estimators) else int(self.n_estimators)
+                auto = (auto[0],) + counted_defaults(epsilon, k, n_features, n_records_noisy,
+                                                     trees)
             given = (self.n_estimators, self.max_depth, self.n_bins, self.split_share,
                      self.split_levels)
         else:
@@ -812,13 +816,14 @@ class RandomForestClassifier(_TreeClassifierBase):
         # every parameter is checked once, with the data's shape, before anything is charged
         classes = _base.check_classes(self.classes)
         label = "RandomForestClassifier"
+        self.n_records_noisy_ = None
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = tree_chunks(self, X, y, classes)
             epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
                                                                   classes)
             if self.algorithm == "partition":
-                self.tree_ = _fit_private_dask(self, X, y, classes, bounds, plan, trees, epsilon,
-                                               label)
+                self.tree_, self.n_records_noisy_ = _fit_private_dask(
+                    self, X, y, classes, bounds, plan, trees, epsilon, label)
             else:
                 records = DaskRecords(X, y, chunk_rows, (classes,))
                 check_tree_flags(*records.summary[1:])
@@ -830,14 +835,15 @@ class RandomForestClassifier(_TreeClassifierBase):
             epsilon, bounds, _, trees, *plan = self._check_params(X.shape[0], X.shape[1],
                                                                   classes)
             if self.algorithm == "partition":
-                self.tree_ = _fit_private(self, X, yi, classes.size, bounds, plan, trees,
-                                          epsilon, label)
+                self.tree_, self.n_records_noisy_ = _fit_private(
+                    self, X, yi, classes.size, bounds, plan, trees, epsilon, label)
             else:
                 self.tree_ = self._fit_random(_memory_leaf_counts(X, yi), classes.size, bounds,
                                               trees, plan, epsilon)
         self.classes_ = classes
         (self.n_estimators_, self.max_depth_, self.n_bins_, self.split_share_,
-         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1])
+         self.split_levels_) = self._resolved(epsilon, classes, X.shape[1],
+                                              self.n_records_noisy_)
         _warn_if_one_class(self.tree_.values, "forest")
         return self
 
