@@ -322,3 +322,34 @@ def test_params_and_clone():
     acc = dpcore.Accountant(5.0, 1e-3)
     twin = base.clone(MST(rho=1.0, domain=planted_domain(), accountant=acc))
     assert twin.accountant is acc
+
+
+def _fixed_noisy(self, counts, rng):
+    """A stand-in for MarginalNoise.draw whose output ignores the counts (a fixed table per
+    shape): fits of different data then see identical noisy measurements."""
+    return np.random.default_rng(counts.size).integers(-5, 60, counts.shape)
+
+
+def _first_eligible(self, utility, *, random_state=None, accountant=None):
+    return int(np.argmax(np.isfinite(np.asarray(utility, float))))
+
+
+def test_model_is_a_function_of_the_noisy_measurements(monkeypatch):
+    """With the noise and the tree selection replaced by data-independent stand-ins, two
+    different data sets give the same model and the same records: everything after the
+    measurements (compression, the shrinkage of the edge tables, the model, sampling) reads
+    only released values."""
+    from dpcore.selection import ExponentialMechanism
+    from dpcore.synth._marginals import MarginalNoise
+
+    monkeypatch.setattr(MarginalNoise, "draw", _fixed_noisy)
+    monkeypatch.setattr(ExponentialMechanism, "select", _first_eligible)
+    dom = small_domain()
+    fits = [MST(rho=0.5, domain=dom, random_state=1).fit(small_data(n, seed))
+            for n, seed in ((300, 0), (50, 9))]
+    first, second = (f.model_ for f in fits)
+    assert first.edges == second.edges and first.total == second.total
+    for a, b in zip(first.tables + first.marginals, second.tables + second.marginals):
+        assert np.array_equal(a, b)
+    assert np.array_equal(fits[0].sample(200, random_state=3, output="codes"),
+                          fits[1].sample(200, random_state=3, output="codes"))

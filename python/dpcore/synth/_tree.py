@@ -17,19 +17,24 @@ Everything here is post-processing of released noisy counts.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["TreeModel", "consistent_table", "sample_conditional", "simplex_projection"]
+__all__ = ["TreeModel", "consistent_table", "interaction_shrinkage", "main_effects",
+           "sample_conditional", "shrink_interaction", "simplex_projection"]
 
 #: Raking sweeps of each edge table (it stops earlier once the sums match to 1e-9).
 RAKING_SWEEPS = 200
 #: Share of an edge table's mass given to the independent table before raking (keeps every
 #: cell of a positive row and column reachable).
 TRACE = 1e-6
+#: Shrink each noisy edge table's interaction toward independence (see
+#: :func:`shrink_interaction`; chosen on development data, ``bench/synth_marginal_dev.py``).
+SHRINK_INTERACTIONS = True
 
 
 def simplex_projection(values: np.ndarray, total: float) -> np.ndarray:
@@ -69,6 +74,58 @@ def consistent_table(noisy: np.ndarray, rows: np.ndarray, cols: np.ndarray,
         if np.max(np.abs(table.sum(axis=1) - rows)) <= 1e-9 * scale:
             break
     return table
+
+
+def main_effects(table: np.ndarray) -> np.ndarray:
+    """The least-squares projection of ``table`` onto the sums of functions of one axis each
+    (its main effects): sum over the axes of the mean over the other axes, less (k - 1) times
+    the grand mean."""
+    table = np.asarray(table, dtype=np.float64)
+    k = table.ndim
+    grand = table.mean()
+    out = np.full(table.shape, -(k - 1) * grand)
+    for axis in range(k):
+        others = tuple(a for a in range(k) if a != axis)
+        out = out + table.mean(axis=others, keepdims=True)
+    return out
+
+
+def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: float
+                          ) -> float:
+    """The positive-part James-Stein factor of a noisy table's interaction.
+
+    R is the part of ``noisy - independent`` orthogonal to the main effects: df = prod(size - 1)
+    dimensions, in which i.i.d. noise of ``variance`` per cell has a squared norm of df *
+    variance on average. The factor is max(0, 1 - (df - 2) variance / ||R||**2), or 1 when
+    df <= 2 (James-Stein shrinks nothing there). It reads the noisy table, a table fitted to
+    released values and the public noise scale: post-processing."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    df = math.prod(s - 1 for s in noisy.shape)
+    if df <= 2:
+        return 1.0
+    residual = noisy - np.asarray(independent, dtype=np.float64)
+    residual = residual - main_effects(residual)
+    norm = float(np.sum(residual * residual))
+    if norm <= 0.0:
+        return 0.0
+    return max(0.0, 1.0 - (df - 2) * variance / norm)
+
+
+def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: float
+                       ) -> np.ndarray:
+    """``noisy`` with its interaction (the part of ``noisy - independent`` orthogonal to the
+    main effects) multiplied by :func:`interaction_shrinkage`; the main effects are kept as
+    measured.
+
+    When a table's counts are within the noise, its interaction is mostly noise, which
+    clipping and raking would turn into spurious dependence (and mass on empty cells); the
+    James-Stein factor keeps an interaction in proportion to how far it stands above the
+    noise (all of it for tables with many records per cell, none for pure noise)."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    residual = noisy - np.asarray(independent, dtype=np.float64)
+    interaction = residual - main_effects(residual)
+    factor = interaction_shrinkage(noisy, independent, variance)
+    return noisy - (1.0 - factor) * interaction
 
 
 def _ratio(target, current):
@@ -164,8 +221,12 @@ class TreeModel:
             precision = sum(1.0 / v for _, v in estimates[i])
             mean = sum(y / v for y, v in estimates[i]) / precision
             marginals.append(simplex_projection(mean, total))
-        tables = [consistent_table(np.asarray(t, float), marginals[a], marginals[b])
-                  for (a, b), (t, _) in zip(edges, two_way)]
+        tables = []
+        for (a, b), (t, var) in zip(edges, two_way):
+            t = np.asarray(t, float)
+            if SHRINK_INTERACTIONS:
+                t = shrink_interaction(t, np.outer(marginals[a], marginals[b]) / total, var)
+            tables.append(consistent_table(t, marginals[a], marginals[b]))
         return cls(tuple(int(s) for s in sizes), marginals, list(edges), tables, total)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
