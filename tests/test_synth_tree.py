@@ -14,9 +14,11 @@ from dpcore.synth._tree import (
     draw_categorical,
     interaction_shrinkage,
     main_effects,
+    pool_marginals,
     sample_conditional,
     shrink_interaction,
     simplex_projection,
+    size_groups,
 )
 
 
@@ -236,3 +238,39 @@ def test_estimate_shrinks_a_noise_only_table_to_independence():
     assert np.allclose(est.tables[0], independent, atol=1e-6)
     est = TreeModel.estimate((4, 4), one_way, [(0, 1)], [(independent + bump, 0.01)])
     assert np.abs(est.tables[0] - independent - bump).max() < 0.1
+
+
+# -- the 1-way estimates pooled over columns with the same number of codes --------------------
+
+def test_size_groups_are_public_and_need_three_columns():
+    assert size_groups([9, 9, 4, 9, 4, 2, 2, 2]) == [[0, 1, 3]]
+    assert size_groups([9, 9, 4, 9, 4, 4]) == [[0, 1, 3], [2, 4, 5]]
+    assert size_groups([9, 9, 9, 9], eligible=[True, False, True, True]) == [[0, 2, 3]]
+    assert size_groups([9, 9, 9, 9], eligible=[True, False, True, False]) == []
+
+
+def test_pool_marginals_exact_case():
+    """Group mean m = (2, 2, 0, 0); column 0 is 2 * sqrt(2) from it: factor 1 - 2 v / 8; column
+    2 is the mean itself; column 3 is outside the group and unchanged."""
+    values = [np.array([4.0, 0, 0, 0]), np.array([0.0, 4, 0, 0]), np.array([2.0, 2, 0, 0]),
+              np.array([7.0, 1, 1, 1])]
+    out = pool_marginals(values, [1.0, 1.0, 1.0, 1.0], [[0, 1, 2]])
+    assert np.allclose(out[0], [3.5, 0.5, 0, 0]) and np.allclose(out[1], [0.5, 3.5, 0, 0])
+    assert np.allclose(out[2], [2, 2, 0, 0]) and np.array_equal(out[3], values[3])
+    out = pool_marginals(values, [4.0, 4.0, 4.0, 4.0], [[0, 1, 2]])  # all within the noise
+    assert all(np.allclose(out[j], [2, 2, 0, 0]) for j in range(3))
+    out = pool_marginals(values, [0.0, 0.0, 0.0, 0.0], [[0, 1, 2]])  # no noise: unchanged
+    assert all(np.allclose(o, v) for o, v in zip(out, values))
+
+
+def test_estimate_pools_the_grouped_marginals_only():
+    """With groups, each grouped marginal is the projection of its pooled estimate (here all
+    three are within the noise: the group's mean); without, of its own; the ungrouped column
+    keeps its own either way."""
+    one_way = [(np.array([300.0, 0, 0, 0]), 1e5), (np.array([0.0, 300, 0, 0]), 1e5),
+               (np.array([0.0, 0, 300, 0]), 1e5), (np.array([100.0, 100, 100, 0]), 1e5)]
+    alone = TreeModel.estimate((4, 4, 4, 4), one_way, [], [])
+    pooled = TreeModel.estimate((4, 4, 4, 4), one_way, [], [], groups=[[0, 1, 2]])
+    assert np.allclose(alone.marginals[0], [300, 0, 0, 0])
+    assert np.allclose(pooled.marginals[0], [100, 100, 100, 0])
+    assert np.allclose(pooled.marginals[3], alone.marginals[3])

@@ -25,7 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = ["TreeModel", "consistent_table", "interaction_shrinkage", "main_effects",
-           "sample_conditional", "shrink_interaction", "simplex_projection"]
+           "pool_marginals", "sample_conditional", "shrink_interaction", "simplex_projection",
+           "size_groups"]
 
 #: Raking sweeps of each edge table (it stops earlier once the sums match to 1e-9).
 RAKING_SWEEPS = 200
@@ -128,6 +129,39 @@ def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: flo
     return noisy - (1.0 - factor) * interaction
 
 
+def size_groups(sizes: Sequence[int], eligible: Sequence[bool] | None = None) -> list:
+    """Positions of the (eligible) columns grouped by their number of codes: the groups of at
+    least three columns with at least three codes each (public: the domain's shape)."""
+    groups: dict = {}
+    for j, size in enumerate(sizes):
+        if size >= 3 and (eligible is None or eligible[j]):
+            groups.setdefault(int(size), []).append(j)
+    return [g for g in groups.values() if len(g) >= 3]
+
+
+def pool_marginals(values: Sequence[np.ndarray], variances: Sequence[float],
+                   groups: Sequence[Sequence[int]]) -> list:
+    """Noisy 1-way counts with each grouped column shrunk toward its group's mean (empirical
+    Bayes; Efron and Morris): column j of a group with mean m becomes
+    m + f_j (y_j - m), f_j = max(0, 1 - (k - 2) v_j / ||y_j - m||**2) for k codes and per-cell
+    noise variance v_j. Columns whose counts stand far above the noise keep them (f_j near 1);
+    columns within the noise borrow the shape the group shares. Post-processing of noisy counts,
+    their public variances and the public grouping."""
+    out = [np.asarray(v, dtype=np.float64) for v in values]
+    for group in groups:
+        mean = np.mean([out[j] for j in group], axis=0)
+        shrunk = []
+        for j in group:
+            gap = out[j] - mean
+            norm = float(gap @ gap)
+            factor = 0.0 if norm <= 0.0 else max(
+                0.0, 1.0 - (out[j].size - 2) * float(variances[j]) / norm)
+            shrunk.append(mean + factor * gap)
+        for j, y in zip(group, shrunk):
+            out[j] = y
+    return out
+
+
 def _ratio(target, current):
     out = np.zeros_like(target)
     positive = current > 0
@@ -191,8 +225,8 @@ class TreeModel:
 
     @classmethod
     def estimate(cls, sizes: Sequence[int], one_way: Sequence[tuple[ArrayLike, ArrayLike]],
-                 edges: Sequence[tuple[int, int]], two_way: Sequence[tuple[ArrayLike, float]]
-                 ) -> TreeModel:
+                 edges: Sequence[tuple[int, int]], two_way: Sequence[tuple[ArrayLike, float]],
+                 groups: Sequence[Sequence[int]] = ()) -> TreeModel:
         """The model from noisy measurements.
 
         Parameters
@@ -204,6 +238,9 @@ class TreeModel:
             A spanning tree (or forest) over the attributes.
         two_way : list of (noisy table, per-cell variance)
             One per edge.
+        groups : list of lists of int, optional
+            Columns whose marginal estimates are shrunk toward their group's mean
+            (:func:`pool_marginals`; the mean per-cell variance of each estimate).
         """
         d = len(sizes)
         estimates = [[(np.asarray(y, float), np.broadcast_to(np.asarray(v, float), np.shape(y)))]
@@ -216,11 +253,13 @@ class TreeModel:
             totals.append((float(table.sum()), var * table.size))
         weights = np.array([1.0 / v for _, v in totals])
         total = max(float(np.dot(weights, [t for t, _ in totals]) / weights.sum()), 1.0)
-        marginals = []
+        means, variances = [], []
         for i in range(d):
             precision = sum(1.0 / v for _, v in estimates[i])
-            mean = sum(y / v for y, v in estimates[i]) / precision
-            marginals.append(simplex_projection(mean, total))
+            means.append(sum(y / v for y, v in estimates[i]) / precision)
+            variances.append(float(np.mean(1.0 / precision)))
+        means = pool_marginals(means, variances, groups)
+        marginals = [simplex_projection(mean, total) for mean in means]
         tables = []
         for (a, b), (t, var) in zip(edges, two_way):
             t = np.asarray(t, float)
