@@ -18,9 +18,10 @@ from dpcore._floats import round_down, round_up
 from dpcore.selection import ExponentialMechanism
 from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
                                 Synthesizer)
-from dpcore.synth._estimate import Measurement, fit_model
+from dpcore.synth._estimate import Measurement, fit_model, pool_one_way
 from dpcore.synth._junction import model_cells
 from dpcore.synth._marginals import MarginalNoise, cells, count_marginals, normalise_cliques
+from dpcore.synth._tree import size_groups
 
 from dpcore.synth._marginals import Budget
 
@@ -39,6 +40,9 @@ ROUND_ITERATIONS = 100
 FINAL_ITERATIONS = 1000
 #: Bytes per model cell (float64), for the model-size cap in MiB.
 CELL_BYTES = 8
+#: Before the final fit, pool the 1-way measurements of columns with the same number of codes
+#: (:func:`dpcore.synth._estimate.pool_one_way`; chosen on development data).
+POOL_ONE_WAY = True
 
 
 def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
@@ -153,7 +157,9 @@ class AIM(Synthesizer):
     guarantees add up (exact rationals) to at most B: fully adaptive composition under a
     privacy filter (Feldman and Zrnic 2021; zCDP through the Renyi filter at every order).
     When fewer than two rounds at the current shares remain, the last round spends exactly
-    what is left. Sampling is post-processing. Charged ``cost`` once.
+    what is left. The final model (its 1-way measurements of columns with the same number of
+    codes pooled toward their group's mean) and sampling are post-processing. Charged ``cost``
+    once.
 
     References
     ----------
@@ -316,7 +322,10 @@ class AIM(Synthesizer):
             if np.abs(after - before).sum() <= bias * before.size:  # anneal
                 measure *= plan.growth
                 select *= plan.growth
-        tree, marginals, total, _ = fit_model(shape, measurements, FINAL_ITERATIONS,
+        # the final model: the 1-way measurements of columns with the same number of codes
+        # pooled toward their group's mean (post-processing; the rounds above fit them as drawn)
+        final = pool_one_way(measurements, size_groups(shape)) if POOL_ONE_WAY else measurements
+        tree, marginals, total, _ = fit_model(shape, final, FINAL_ITERATIONS,
                                               previous=tree, step=step)
         names = domain.names
         self.plan_ = plan
