@@ -340,3 +340,15 @@ def test_pool_one_way_merges_then_pools_the_groups():
     assert [m.clique for m in out] == [(0,), (0, 1), (1,), (2,), (3,)]
     assert all(np.allclose(out[k].noisy, [10, 10, 10]) for k in (0, 2, 3))
     assert out[1] is pair and out[4].noisy is y
+
+
+def test_quality_scores_stay_integers_of_bounded_range_for_any_model():
+    """A model whose marginal has non-finite entries (e.g. an underflowed separator) still gives
+    the definition's scores with those cells read as 0 (or 2**50): never a wrapped int64."""
+    class Broken:
+        def project(self, marginals, r):
+            return np.array([np.nan, np.inf, -np.inf, 0.25])
+
+    answers = {(0,): np.array([3, 1, 0, 5])}
+    scores = quality_scores(Broken(), [], 8.0, [(0,)], {(0,): 2}, answers, 0.5)
+    assert scores[0] == 2 * ((3 + (2**50 - 1) + 0 + 3) - round(0.5 * 4))

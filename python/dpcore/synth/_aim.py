@@ -361,7 +361,11 @@ def quality_scores(tree: JunctionTree, marginals: list, total: float,
     round(bias cells_r)), x_r the exact counts, N mu_r the model's counts."""
     out = np.empty(len(eligible))
     for k, r in enumerate(eligible):
-        model = np.rint(np.clip(total * tree.project(marginals, r), 0.0, 2.0**50))
+        # the model's counts as integers in [0, 2**50] whatever it holds (a non-finite value
+        # cast to int64 would wrap the distance and break the score's sensitivity)
+        counts = np.nan_to_num(total * tree.project(marginals, r), nan=0.0, posinf=2.0**50,
+                               neginf=0.0)
+        model = np.rint(np.clip(counts, 0.0, 2.0**50))
         distance = int(np.abs(answers[r] - model.astype(np.int64)).sum())
         out[k] = candidates[r] * (distance - round(bias * model.size))
     return out
