@@ -7,7 +7,9 @@ rows or adult-like seeds 2031/2032); the data sets are ``synth_privbayes_dev.py`
         [--variants=off:_tree.SHRINK_INTERACTIONS=0;on:_tree.SHRINK_INTERACTIONS=1]
 
 A variant is ``label:module.NAME=value,...`` (module constants of ``dpcore.synth``, set for its
-runs and restored). Each line prints, per data set and budget, the mean average L1 error over
+runs and restored); the defaults were chosen with ``_tree.SHRINK_INTERACTIONS`` (MST's edge
+tables), ``_mst.POOL_ONE_WAY`` and ``_aim.POOL_ONE_WAY`` (the pooled 1-way estimates), e.g.
+``--method=aim "--variants=off:_aim.POOL_ONE_WAY=0;on:_aim.POOL_ONE_WAY=1"``. Each line prints, per data set and budget, the mean average L1 error over
 all 2-way / 3-way marginals (synthetic sample as large as the data, noise seeds 40000 + i) and
 its ratio to the first variant.
 """
