@@ -1,5 +1,6 @@
 """dpcore.synth.MST: cost before fit, one charge, the public domain, the law of every noise
 step, and sampling."""
+import itertools
 import math
 from fractions import Fraction
 
@@ -334,7 +335,8 @@ def _first_eligible(self, utility, *, random_state=None, accountant=None):
     return int(np.argmax(np.isfinite(np.asarray(utility, float))))
 
 
-def test_model_is_a_function_of_the_noisy_measurements(monkeypatch):
+@pytest.mark.parametrize("grouped", [False, True])
+def test_model_is_a_function_of_the_noisy_measurements(monkeypatch, grouped):
     """With the noise and the tree selection replaced by data-independent stand-ins, two
     different data sets give the same model and the same records: everything after the
     measurements (compression, the shrinkage of the edge tables, the model, sampling) reads
@@ -344,9 +346,26 @@ def test_model_is_a_function_of_the_noisy_measurements(monkeypatch):
 
     monkeypatch.setattr(MarginalNoise, "draw", _fixed_noisy)
     monkeypatch.setattr(ExponentialMechanism, "select", _first_eligible)
-    dom = small_domain()
-    fits = [MST(rho=0.5, domain=dom, random_state=1).fit(small_data(n, seed))
-            for n, seed in ((300, 0), (50, 9))]
+    calls = [itertools.count()]
+    if grouped:  # four columns of five codes: their 1-way estimates are pooled
+        dom = Domain({name: Categorical(range(4)) for name in "abcd"})
+        rng = np.random.default_rng(2)
+        data = [{name: rng.integers(0, k, n) for name in "abcd"} for n, k in ((300, 4), (40, 2))]
+
+        def nth_fixed(self, counts, rng):  # the k-th draw of a fit: a fixed table, below
+            k = next(calls[0])             # three noise sds (no compression, so pooled)
+            return np.random.default_rng(100 + k).integers(-5, 60, counts.shape) // 8
+
+        monkeypatch.setattr(MarginalNoise, "draw", nth_fixed)
+    else:
+        dom = small_domain()
+        data = [small_data(n, seed) for n, seed in ((300, 0), (50, 9))]
+    fits = []
+    for x in data:
+        calls[0] = itertools.count()
+        fits.append(MST(rho=0.5, domain=dom, random_state=1).fit(x))
+    if grouped:
+        assert all(keep.all() for keep in fits[0].compression_.supports)
     first, second = (f.model_ for f in fits)
     assert first.edges == second.edges and first.total == second.total
     for a, b in zip(first.tables + first.marginals, second.tables + second.marginals):
