@@ -295,3 +295,60 @@ def test_one_column_and_params():
     assert AIM(rho=1.0, domain=dom).set_params(degree=3).degree == 3
     base = pytest.importorskip("sklearn.base")
     assert base.clone(AIM(rho=1.0, domain=dom, max_time=5.0)).max_time == 5.0
+
+
+def test_model_is_a_function_of_the_noisy_measurements(monkeypatch):
+    """With the noise and the selection replaced by data-independent stand-ins (the last
+    eligible candidate, a pair), two different data sets give the same model and records: the
+    fits, the final pooling of the 1-way measurements and sampling read only released values."""
+    from test_synth_mst import _fixed_noisy
+
+    from dpcore.selection import ExponentialMechanism
+    from dpcore.synth._marginals import MarginalNoise
+
+    def last(self, utility, *, random_state=None, accountant=None):
+        return len(utility) - 1
+
+    monkeypatch.setattr(MarginalNoise, "draw", _fixed_noisy)
+    monkeypatch.setattr(ExponentialMechanism, "select", last)
+    dom = Domain({name: Categorical(range(4)) for name in "abcd"})  # one group of 4 columns
+    rng = np.random.default_rng(2)
+    fits = [AIM(rho=0.5, domain=dom, rounds=8, random_state=1).fit(
+        {name: rng.integers(0, k, n) for name in "abcd"}) for n, k in ((300, 4), (40, 2))]
+    assert fits[0].selected_ == fits[1].selected_ and len(fits[0].selected_[0]) == 2
+    for a, b in zip(fits[0].marginals_, fits[1].marginals_):
+        assert np.array_equal(a, b)
+    assert np.array_equal(fits[0].sample(200, random_state=3, output="codes"),
+                          fits[1].sample(200, random_state=3, output="codes"))
+
+
+def test_pool_one_way_merges_then_pools_the_groups():
+    """Two measurements of one column merge into their inverse-variance average; the 1-way
+    measurements of a group are pooled (here all within the noise: the group's mean); a pair
+    and a column outside the groups pass unchanged."""
+    from dpcore.synth._estimate import merge_measurements, pool_one_way
+
+    y = np.array([10.0, 20.0, 30.0])
+    merged = merge_measurements([Measurement((0,), y, 1.0), Measurement((0,), y + 4, 2.0)])
+    assert len(merged) == 1 and np.allclose(merged[0].noisy, y + 4 * 0.2)
+    assert merged[0].std == pytest.approx(math.sqrt(1 / (1 + 1 / 4)))
+    pair = Measurement((0, 1), np.ones((3, 3)), 1.0)
+    out = pool_one_way([Measurement((0,), np.array([30.0, 0, 0]), 100.0), pair,
+                        Measurement((1,), np.array([0.0, 30, 0]), 100.0),
+                        Measurement((2,), np.array([0.0, 0, 30]), 100.0),
+                        Measurement((3,), y, 100.0)], [[0, 1, 2]])
+    assert [m.clique for m in out] == [(0,), (0, 1), (1,), (2,), (3,)]
+    assert all(np.allclose(out[k].noisy, [10, 10, 10]) for k in (0, 2, 3))
+    assert out[1] is pair and out[4].noisy is y
+
+
+def test_quality_scores_stay_integers_of_bounded_range_for_any_model():
+    """A model whose marginal has non-finite entries (e.g. an underflowed separator) still gives
+    the definition's scores with those cells read as 0 (or 2**50): never a wrapped int64."""
+    class Broken:
+        def project(self, marginals, r):
+            return np.array([np.nan, np.inf, -np.inf, 0.25])
+
+    answers = {(0,): np.array([3, 1, 0, 5])}
+    scores = quality_scores(Broken(), [], 8.0, [(0,)], {(0,): 2}, answers, 0.5)
+    assert scores[0] == 2 * ((3 + (2**50 - 1) + 0 + 3) - round(0.5 * 4))

@@ -94,3 +94,13 @@ def test_warm_start_keeps_the_distribution():
     after = grown.calibrate()
     for clique, mu in zip(tree.cliques, before):
         np.testing.assert_allclose(grown.project(after, clique), mu, rtol=1e-10, atol=1e-14)
+
+
+def test_projection_across_an_underflowed_separator_is_finite():
+    """A chain a - b - c whose separator b has a cell of subnormal mass: the contracted
+    marginal of (a, c) stays finite and sums to 1."""
+    tree = JunctionTree.build((2, 2, 2), [(0, 1), (1, 2)])
+    tree.theta = [np.array([[0.0, -710.0], [0.0, -710.0]]), np.array([[0.0, 0.0], [0.0, 0.0]])]
+    marginals = tree.calibrate()
+    joint = tree.project(marginals, (0, 2))
+    assert np.all(np.isfinite(joint)) and joint.sum() == pytest.approx(1.0)

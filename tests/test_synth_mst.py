@@ -1,5 +1,6 @@
 """dpcore.synth.MST: cost before fit, one charge, the public domain, the law of every noise
 step, and sampling."""
+import itertools
 import math
 from fractions import Fraction
 
@@ -322,3 +323,52 @@ def test_params_and_clone():
     acc = dpcore.Accountant(5.0, 1e-3)
     twin = base.clone(MST(rho=1.0, domain=planted_domain(), accountant=acc))
     assert twin.accountant is acc
+
+
+def _fixed_noisy(self, counts, rng):
+    """A stand-in for MarginalNoise.draw whose output ignores the counts (a fixed table per
+    shape): fits of different data then see identical noisy measurements."""
+    return np.random.default_rng(counts.size).integers(-5, 60, counts.shape)
+
+
+def _first_eligible(self, utility, *, random_state=None, accountant=None):
+    return int(np.argmax(np.isfinite(np.asarray(utility, float))))
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_model_is_a_function_of_the_noisy_measurements(monkeypatch, grouped):
+    """With the noise and the tree selection replaced by data-independent stand-ins, two
+    different data sets give the same model and the same records: everything after the
+    measurements (compression, the shrinkage of the edge tables, the model, sampling) reads
+    only released values."""
+    from dpcore.selection import ExponentialMechanism
+    from dpcore.synth._marginals import MarginalNoise
+
+    monkeypatch.setattr(MarginalNoise, "draw", _fixed_noisy)
+    monkeypatch.setattr(ExponentialMechanism, "select", _first_eligible)
+    calls = [itertools.count()]
+    if grouped:  # four columns of five codes: their 1-way estimates are pooled
+        dom = Domain({name: Categorical(range(4)) for name in "abcd"})
+        rng = np.random.default_rng(2)
+        data = [{name: rng.integers(0, k, n) for name in "abcd"} for n, k in ((300, 4), (40, 2))]
+
+        def nth_fixed(self, counts, rng):  # the k-th draw of a fit: a fixed table, below
+            k = next(calls[0])             # three noise sds (no compression, so pooled)
+            return np.random.default_rng(100 + k).integers(-5, 60, counts.shape) // 8
+
+        monkeypatch.setattr(MarginalNoise, "draw", nth_fixed)
+    else:
+        dom = small_domain()
+        data = [small_data(n, seed) for n, seed in ((300, 0), (50, 9))]
+    fits = []
+    for x in data:
+        calls[0] = itertools.count()
+        fits.append(MST(rho=0.5, domain=dom, random_state=1).fit(x))
+    if grouped:
+        assert all(keep.all() for keep in fits[0].compression_.supports)
+    first, second = (f.model_ for f in fits)
+    assert first.edges == second.edges and first.total == second.total
+    for a, b in zip(first.tables + first.marginals, second.tables + second.marginals):
+        assert np.array_equal(a, b)
+    assert np.array_equal(fits[0].sample(200, random_state=3, output="codes"),
+                          fits[1].sample(200, random_state=3, output="codes"))

@@ -12,8 +12,13 @@ from dpcore.synth._tree import (
     TreeModel,
     consistent_table,
     draw_categorical,
+    interaction_shrinkage,
+    main_effects,
+    pool_marginals,
     sample_conditional,
+    shrink_interaction,
     simplex_projection,
+    size_groups,
 )
 
 
@@ -185,3 +190,87 @@ def test_tree_model_marginals_agree_with_its_tables(sizes):
         assert np.all(t >= 0)
         assert np.allclose(t.sum(axis=1), model.marginals[a], atol=1e-6)
         assert np.allclose(t.sum(axis=0), model.marginals[b], atol=1e-6)
+
+
+# -- the interaction's James-Stein shrinkage ------------------------------------------------------
+
+def test_main_effects_is_the_projection_onto_sums_of_one_axis_functions():
+    """Idempotent, it keeps a sum of one-axis functions exactly, and the rest is orthogonal to
+    every one-axis function (2-way and 3-way)."""
+    rng = np.random.default_rng(3)
+    for shape in [(3, 4), (2, 3, 4)]:
+        table = rng.normal(0, 5, shape)
+        main = main_effects(table)
+        assert np.allclose(main_effects(main), main)
+        additive = sum(np.reshape(rng.normal(0, 1, s), [s if i == a else 1
+                                                       for i, _ in enumerate(shape)])
+                       for a, s in enumerate(shape)) * np.ones(shape)
+        assert np.allclose(main_effects(additive), additive)
+        for a, s in enumerate(shape):  # the residual's sums over the other axes are zero
+            others = tuple(i for i in range(len(shape)) if i != a)
+            assert np.allclose((table - main).sum(axis=others), 0.0)
+
+
+def test_interaction_shrinkage_exact_case():
+    """2 x 2 tables have df = 1: nothing to shrink. A 3 x 3 table with interaction r (double
+    centred, ||r||**2 = 4) has df = 4: factor 1 - 2 variance / 4."""
+    assert interaction_shrinkage(np.array([[9.0, 1.0], [1.0, 9.0]]), np.full((2, 2), 5.0),
+                                 100.0) == 1.0
+    r = np.array([[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    independent = np.outer([1.0, 2.0, 3.0], [2.0, 1.0, 1.0])
+    noisy = independent + r + np.array([[1.0], [2.0], [0.0]])  # plus a row effect
+    assert interaction_shrinkage(noisy, independent, 1.2) == pytest.approx(1 - 2 * 1.2 / 4)
+    assert interaction_shrinkage(noisy, independent, 3.0) == 0.0  # below the noise: all gone
+    assert interaction_shrinkage(independent, independent, 1.0) == 0.0
+    shrunk = shrink_interaction(noisy, independent, 1.2)
+    assert np.allclose(shrunk, noisy - (2 * 1.2 / 4) * r)
+    assert np.allclose(shrink_interaction(noisy, independent, 0.0), noisy)
+
+
+def test_estimate_shrinks_a_noise_only_table_to_independence():
+    """A 4 x 4 table whose interaction is far below its noise becomes the independent table of
+    the estimated marginals; one far above it keeps its dependence."""
+    rows, cols = np.array([400.0, 300.0, 200.0, 100.0]), np.full(4, 250.0)
+    independent = np.outer(rows, cols) / 1000.0
+    bump = 3.0 * np.array([[1, -1, 0, 0], [-1, 1, 0, 0], [0, 0, 1, -1], [0, 0, -1, 1]])
+    one_way = [(rows, 1e-6), (cols, 1e-6)]
+    est = TreeModel.estimate((4, 4), one_way, [(0, 1)], [(independent + bump, 100.0)])
+    assert np.allclose(est.tables[0], independent, atol=1e-6)
+    est = TreeModel.estimate((4, 4), one_way, [(0, 1)], [(independent + bump, 0.01)])
+    assert np.abs(est.tables[0] - independent - bump).max() < 0.1
+
+
+# -- the 1-way estimates pooled over columns with the same number of codes --------------------
+
+def test_size_groups_are_public_and_need_three_columns():
+    assert size_groups([9, 9, 4, 9, 4, 2, 2, 2]) == [[0, 1, 3]]
+    assert size_groups([9, 9, 4, 9, 4, 4]) == [[0, 1, 3], [2, 4, 5]]
+    assert size_groups([9, 9, 9, 9], eligible=[True, False, True, True]) == [[0, 2, 3]]
+    assert size_groups([9, 9, 9, 9], eligible=[True, False, True, False]) == []
+
+
+def test_pool_marginals_exact_case():
+    """Group mean m = (2, 2, 0, 0); column 0 is 2 * sqrt(2) from it: factor 1 - 2 v / 8; column
+    2 is the mean itself; column 3 is outside the group and unchanged."""
+    values = [np.array([4.0, 0, 0, 0]), np.array([0.0, 4, 0, 0]), np.array([2.0, 2, 0, 0]),
+              np.array([7.0, 1, 1, 1])]
+    out = pool_marginals(values, [1.0, 1.0, 1.0, 1.0], [[0, 1, 2]])
+    assert np.allclose(out[0], [3.5, 0.5, 0, 0]) and np.allclose(out[1], [0.5, 3.5, 0, 0])
+    assert np.allclose(out[2], [2, 2, 0, 0]) and np.array_equal(out[3], values[3])
+    out = pool_marginals(values, [4.0, 4.0, 4.0, 4.0], [[0, 1, 2]])  # all within the noise
+    assert all(np.allclose(out[j], [2, 2, 0, 0]) for j in range(3))
+    out = pool_marginals(values, [0.0, 0.0, 0.0, 0.0], [[0, 1, 2]])  # no noise: unchanged
+    assert all(np.allclose(o, v) for o, v in zip(out, values))
+
+
+def test_estimate_pools_the_grouped_marginals_only():
+    """With groups, each grouped marginal is the projection of its pooled estimate (here all
+    three are within the noise: the group's mean); without, of its own; the ungrouped column
+    keeps its own either way."""
+    one_way = [(np.array([300.0, 0, 0, 0]), 1e5), (np.array([0.0, 300, 0, 0]), 1e5),
+               (np.array([0.0, 0, 300, 0]), 1e5), (np.array([100.0, 100, 100, 0]), 1e5)]
+    alone = TreeModel.estimate((4, 4, 4, 4), one_way, [], [])
+    pooled = TreeModel.estimate((4, 4, 4, 4), one_way, [], [], groups=[[0, 1, 2]])
+    assert np.allclose(alone.marginals[0], [300, 0, 0, 0])
+    assert np.allclose(pooled.marginals[0], [100, 100, 100, 0])
+    assert np.allclose(pooled.marginals[3], alone.marginals[3])

@@ -18,9 +18,10 @@ from dpcore._floats import round_down, round_up
 from dpcore.selection import ExponentialMechanism
 from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMETERS,
                                 Synthesizer)
-from dpcore.synth._estimate import Measurement, fit_model
+from dpcore.synth._estimate import Measurement, fit_model, pool_one_way
 from dpcore.synth._junction import model_cells
 from dpcore.synth._marginals import MarginalNoise, cells, count_marginals, normalise_cliques
+from dpcore.synth._tree import size_groups
 
 from dpcore.synth._marginals import Budget
 
@@ -39,6 +40,9 @@ ROUND_ITERATIONS = 100
 FINAL_ITERATIONS = 1000
 #: Bytes per model cell (float64), for the model-size cap in MiB.
 CELL_BYTES = 8
+#: Before the final fit, pool the 1-way measurements of columns with the same number of codes
+#: (:func:`dpcore.synth._estimate.pool_one_way`; chosen on development data).
+POOL_ONE_WAY = True
 
 
 def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
@@ -153,7 +157,9 @@ class AIM(Synthesizer):
     guarantees add up (exact rationals) to at most B: fully adaptive composition under a
     privacy filter (Feldman and Zrnic 2021; zCDP through the Renyi filter at every order).
     When fewer than two rounds at the current shares remain, the last round spends exactly
-    what is left. Sampling is post-processing. Charged ``cost`` once.
+    what is left. The final model (its 1-way measurements of columns with the same number of
+    codes pooled toward their group's mean) and sampling are post-processing. Charged ``cost``
+    once.
 
     References
     ----------
@@ -316,7 +322,10 @@ class AIM(Synthesizer):
             if np.abs(after - before).sum() <= bias * before.size:  # anneal
                 measure *= plan.growth
                 select *= plan.growth
-        tree, marginals, total, _ = fit_model(shape, measurements, FINAL_ITERATIONS,
+        # the final model: the 1-way measurements of columns with the same number of codes
+        # pooled toward their group's mean (post-processing; the rounds above fit them as drawn)
+        final = pool_one_way(measurements, size_groups(shape)) if POOL_ONE_WAY else measurements
+        tree, marginals, total, _ = fit_model(shape, final, FINAL_ITERATIONS,
                                               previous=tree, step=step)
         names = domain.names
         self.plan_ = plan
@@ -352,7 +361,11 @@ def quality_scores(tree: JunctionTree, marginals: list, total: float,
     round(bias cells_r)), x_r the exact counts, N mu_r the model's counts."""
     out = np.empty(len(eligible))
     for k, r in enumerate(eligible):
-        model = np.rint(np.clip(total * tree.project(marginals, r), 0.0, 2.0**50))
+        # the model's counts as integers in [0, 2**50] whatever it holds (a non-finite value
+        # cast to int64 would wrap the distance and break the score's sensitivity)
+        counts = np.nan_to_num(total * tree.project(marginals, r), nan=0.0, posinf=2.0**50,
+                               neginf=0.0)
+        model = np.rint(np.clip(counts, 0.0, 2.0**50))
         distance = int(np.abs(answers[r] - model.astype(np.int64)).sum())
         out[k] = candidates[r] * (distance - round(bias * model.size))
     return out

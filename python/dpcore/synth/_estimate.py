@@ -16,8 +16,10 @@ from typing import Sequence
 import numpy as np
 
 from dpcore.synth._junction import JunctionTree
+from dpcore.synth._tree import pool_marginals
 
-__all__ = ["Measurement", "estimate_total", "fit_model", "mirror_descent"]
+__all__ = ["Measurement", "estimate_total", "fit_model", "merge_measurements", "mirror_descent",
+           "pool_one_way"]
 
 #: Armijo's sufficient-decrease fraction in the line search.
 ARMIJO = 0.5
@@ -43,6 +45,45 @@ def estimate_total(measurements: Sequence[Measurement]) -> float:
     weights = np.array([1.0 / (m.std ** 2 * m.noisy.size) for m in measurements])
     totals = np.array([float(m.noisy.sum()) for m in measurements])
     return max(float(weights @ totals / weights.sum()), 1.0)
+
+
+def merge_measurements(measurements: Sequence[Measurement]) -> list:
+    """One measurement per clique (first-seen order): the inverse-variance average of its
+    measurements, with the standard deviation of that average."""
+    groups: dict = {}
+    for m in measurements:
+        groups.setdefault(m.clique, []).append(m)
+    out = []
+    for clique, group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        weights = np.array([1.0 / m.std ** 2 for m in group])
+        noisy = sum(w * np.asarray(m.noisy, float) for w, m in zip(weights, group))
+        out.append(Measurement(clique, noisy / weights.sum(),
+                               float(1.0 / np.sqrt(weights.sum()))))
+    return out
+
+
+def pool_one_way(measurements: Sequence[Measurement], groups: Sequence[Sequence[int]]) -> list:
+    """The measurements merged per clique (:func:`merge_measurements`), the 1-way ones of the
+    columns in ``groups`` shrunk toward their group's mean
+    (:func:`dpcore.synth._tree.pool_marginals`). Post-processing."""
+    merged = merge_measurements(measurements)
+    one_way = {m.clique[0]: k for k, m in enumerate(merged) if len(m.clique) == 1}
+    groups = [[j for j in g if j in one_way] for g in groups]
+    groups = [g for g in groups if len(g) >= 3]
+    if not groups:
+        return merged
+    columns = sorted({j for g in groups for j in g})
+    position = {j: i for i, j in enumerate(columns)}
+    pooled = pool_marginals([merged[one_way[j]].noisy for j in columns],
+                            [merged[one_way[j]].std ** 2 for j in columns],
+                            [[position[j] for j in g] for g in groups])
+    for j in columns:
+        m = merged[one_way[j]]
+        merged[one_way[j]] = Measurement(m.clique, pooled[position[j]], m.std)
+    return merged
 
 
 class _Loss:

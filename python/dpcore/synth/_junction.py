@@ -16,6 +16,9 @@ from dpcore.synth._tree import sample_conditional
 
 __all__ = ["JunctionTree", "expand", "marginalise", "model_cells"]
 
+#: Separator masses at or below this are treated as 0 when a marginal is contracted.
+TINY_MASS = 1e-300
+
 
 def expand(values: np.ndarray, variables: Collection[int], target: Sequence[int],
            sizes: Sequence[int]) -> np.ndarray:
@@ -229,7 +232,10 @@ class JunctionTree:
             if self.parent[node] in nodes:
                 sep = self.separator(node)
                 mass = marginalise(marginals[node], self.cliques[node], set(sep))
-                inverse = np.divide(1.0, mass, out=np.zeros_like(mass), where=mass > 0)
+                # a separator cell of (sub)normal-underflow mass bounds the cells it joins by
+                # the same mass: 0 there, never 1/mass = inf (which would make inf * 0 = NaN)
+                inverse = np.divide(1.0, mass, out=np.zeros_like(mass),
+                                    where=mass > TINY_MASS)
                 operands += [inverse, list(sep)]
         return np.einsum(*operands, list(clique), optimize="greedy")
 

@@ -14,7 +14,11 @@ from dpcore.synth._base import (BUDGET_PARAMETERS, COST_ATTRIBUTE, STATE_PARAMET
                                 Synthesizer)
 from dpcore.synth._compress import Compression
 from dpcore.synth._marginals import MarginalNoise, all_cliques, count_marginals
-from dpcore.synth._tree import TreeModel
+from dpcore.synth._tree import TreeModel, size_groups
+
+#: Shrink the 1-way estimates of columns with the same number of codes toward their mean
+#: (:func:`dpcore.synth._tree.pool_marginals`; chosen on development data).
+POOL_ONE_WAY = True
 
 if TYPE_CHECKING:
     from dpcore.synth._domain import Domain
@@ -142,8 +146,10 @@ class MST(Synthesizer):
         self.edges_ = [(domain.names[a], domain.names[b]) for a, b in edges]
         self.two_way_ = two_way
         variance = plan.two_way.std ** 2 if plan.two_way is not None else 1.0
+        groups = size_groups(sizes, [keep.all() for keep in compression.supports]) \
+            if POOL_ONE_WAY else []
         self.model_ = TreeModel.estimate(sizes, one_way, edges,
-                                         [(t, variance) for t in two_way])
+                                         [(t, variance) for t in two_way], groups)
         self.n_records_ = self.model_.total
 
     @staticmethod

@@ -17,19 +17,25 @@ Everything here is post-processing of released noisy counts.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["TreeModel", "consistent_table", "sample_conditional", "simplex_projection"]
+__all__ = ["TreeModel", "consistent_table", "interaction_shrinkage", "main_effects",
+           "pool_marginals", "sample_conditional", "shrink_interaction", "simplex_projection",
+           "size_groups"]
 
 #: Raking sweeps of each edge table (it stops earlier once the sums match to 1e-9).
 RAKING_SWEEPS = 200
 #: Share of an edge table's mass given to the independent table before raking (keeps every
 #: cell of a positive row and column reachable).
 TRACE = 1e-6
+#: Shrink each noisy edge table's interaction toward independence (see
+#: :func:`shrink_interaction`; chosen on development data, ``bench/synth_marginal_dev.py``).
+SHRINK_INTERACTIONS = True
 
 
 def simplex_projection(values: np.ndarray, total: float) -> np.ndarray:
@@ -69,6 +75,91 @@ def consistent_table(noisy: np.ndarray, rows: np.ndarray, cols: np.ndarray,
         if np.max(np.abs(table.sum(axis=1) - rows)) <= 1e-9 * scale:
             break
     return table
+
+
+def main_effects(table: np.ndarray) -> np.ndarray:
+    """The least-squares projection of ``table`` onto the sums of functions of one axis each
+    (its main effects): sum over the axes of the mean over the other axes, less (k - 1) times
+    the grand mean."""
+    table = np.asarray(table, dtype=np.float64)
+    k = table.ndim
+    grand = table.mean()
+    out = np.full(table.shape, -(k - 1) * grand)
+    for axis in range(k):
+        others = tuple(a for a in range(k) if a != axis)
+        out = out + table.mean(axis=others, keepdims=True)
+    return out
+
+
+def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: float
+                          ) -> float:
+    """The positive-part James-Stein factor of a noisy table's interaction.
+
+    R is the part of ``noisy - independent`` orthogonal to the main effects: df = prod(size - 1)
+    dimensions, in which i.i.d. noise of ``variance`` per cell has a squared norm of df *
+    variance on average. The factor is max(0, 1 - (df - 2) variance / ||R||**2), or 1 when
+    df <= 2 (James-Stein shrinks nothing there). It reads the noisy table, a table fitted to
+    released values and the public noise scale: post-processing."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    df = math.prod(s - 1 for s in noisy.shape)
+    if df <= 2:
+        return 1.0
+    residual = noisy - np.asarray(independent, dtype=np.float64)
+    residual = residual - main_effects(residual)
+    norm = float(np.sum(residual * residual))
+    if norm <= 0.0:
+        return 0.0
+    return max(0.0, 1.0 - (df - 2) * variance / norm)
+
+
+def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: float
+                       ) -> np.ndarray:
+    """``noisy`` with its interaction (the part of ``noisy - independent`` orthogonal to the
+    main effects) multiplied by :func:`interaction_shrinkage`; the main effects are kept as
+    measured.
+
+    When a table's counts are within the noise, its interaction is mostly noise, which
+    clipping and raking would turn into spurious dependence (and mass on empty cells); the
+    James-Stein factor keeps an interaction in proportion to how far it stands above the
+    noise (all of it for tables with many records per cell, none for pure noise)."""
+    noisy = np.asarray(noisy, dtype=np.float64)
+    residual = noisy - np.asarray(independent, dtype=np.float64)
+    interaction = residual - main_effects(residual)
+    factor = interaction_shrinkage(noisy, independent, variance)
+    return noisy - (1.0 - factor) * interaction
+
+
+def size_groups(sizes: Sequence[int], eligible: Sequence[bool] | None = None) -> list:
+    """Positions of the (eligible) columns grouped by their number of codes: the groups of at
+    least three columns with at least three codes each (public: the domain's shape)."""
+    groups: dict = {}
+    for j, size in enumerate(sizes):
+        if size >= 3 and (eligible is None or eligible[j]):
+            groups.setdefault(int(size), []).append(j)
+    return [g for g in groups.values() if len(g) >= 3]
+
+
+def pool_marginals(values: Sequence[np.ndarray], variances: Sequence[float],
+                   groups: Sequence[Sequence[int]]) -> list:
+    """Noisy 1-way counts with each grouped column shrunk toward its group's mean (empirical
+    Bayes; Efron and Morris): column j of a group with mean m becomes
+    m + f_j (y_j - m), f_j = max(0, 1 - (k - 2) v_j / ||y_j - m||**2) for k codes and per-cell
+    noise variance v_j. Columns whose counts stand far above the noise keep them (f_j near 1);
+    columns within the noise borrow the shape the group shares. Post-processing of noisy counts,
+    their public variances and the public grouping."""
+    out = [np.asarray(v, dtype=np.float64) for v in values]
+    for group in groups:
+        mean = np.mean([out[j] for j in group], axis=0)
+        shrunk = []
+        for j in group:
+            gap = out[j] - mean
+            norm = float(gap @ gap)
+            factor = 0.0 if norm <= 0.0 else max(
+                0.0, 1.0 - (out[j].size - 2) * float(variances[j]) / norm)
+            shrunk.append(mean + factor * gap)
+        for j, y in zip(group, shrunk):
+            out[j] = y
+    return out
 
 
 def _ratio(target, current):
@@ -134,8 +225,8 @@ class TreeModel:
 
     @classmethod
     def estimate(cls, sizes: Sequence[int], one_way: Sequence[tuple[ArrayLike, ArrayLike]],
-                 edges: Sequence[tuple[int, int]], two_way: Sequence[tuple[ArrayLike, float]]
-                 ) -> TreeModel:
+                 edges: Sequence[tuple[int, int]], two_way: Sequence[tuple[ArrayLike, float]],
+                 groups: Sequence[Sequence[int]] = ()) -> TreeModel:
         """The model from noisy measurements.
 
         Parameters
@@ -147,6 +238,9 @@ class TreeModel:
             A spanning tree (or forest) over the attributes.
         two_way : list of (noisy table, per-cell variance)
             One per edge.
+        groups : list of lists of int, optional
+            Columns whose marginal estimates are shrunk toward their group's mean
+            (:func:`pool_marginals`; the mean per-cell variance of each estimate).
         """
         d = len(sizes)
         estimates = [[(np.asarray(y, float), np.broadcast_to(np.asarray(v, float), np.shape(y)))]
@@ -159,13 +253,19 @@ class TreeModel:
             totals.append((float(table.sum()), var * table.size))
         weights = np.array([1.0 / v for _, v in totals])
         total = max(float(np.dot(weights, [t for t, _ in totals]) / weights.sum()), 1.0)
-        marginals = []
+        means, variances = [], []
         for i in range(d):
             precision = sum(1.0 / v for _, v in estimates[i])
-            mean = sum(y / v for y, v in estimates[i]) / precision
-            marginals.append(simplex_projection(mean, total))
-        tables = [consistent_table(np.asarray(t, float), marginals[a], marginals[b])
-                  for (a, b), (t, _) in zip(edges, two_way)]
+            means.append(sum(y / v for y, v in estimates[i]) / precision)
+            variances.append(float(np.mean(1.0 / precision)))
+        means = pool_marginals(means, variances, groups)
+        marginals = [simplex_projection(mean, total) for mean in means]
+        tables = []
+        for (a, b), (t, var) in zip(edges, two_way):
+            t = np.asarray(t, float)
+            if SHRINK_INTERACTIONS:
+                t = shrink_interaction(t, np.outer(marginals[a], marginals[b]) / total, var)
+            tables.append(consistent_table(t, marginals[a], marginals[b]))
         return cls(tuple(int(s) for s in sizes), marginals, list(edges), tables, total)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
