@@ -97,7 +97,7 @@ def test_rounds_are_a_function_of_public_values_and_the_released_count(monkeypat
              for data in (small, large) for seed in (0, 1)}
     fit = AIM(rho=0.01, domain=dom, random_state=0).fit(small)
     rest = Fraction(0.01) - 1 / (2 * Fraction(fit.plan_.count.scale) ** 2)
-    assert found == {sized_rounds("gaussian", rest, (4, 3), 700)}
+    assert found == {sized_rounds("gaussian", rest, dom.shape, 700)}
     monkeypatch.undo()
     rounds = [AIM(rho=0.01, domain=dom, random_state=0).fit(data).plan_.rounds
               for data in (small, large)]

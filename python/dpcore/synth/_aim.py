@@ -52,7 +52,7 @@ ROUNDS_PER_COLUMN = 16
 #: chosen on development data (bench/synth_marginal_dev.py). False: T = 16 d, no count.
 SIZED_ROUNDS = True
 COUNT_SHARE = Fraction(1, 100)
-NOISE_TO_SIGNAL = 1.0
+NOISE_TO_SIGNAL = 0.25
 
 
 def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
@@ -141,8 +141,8 @@ class AIM(Synthesizer):
         T, the number of rounds the budget is first divided into; annealing spends it faster.
         At least d. Default: 1/100 of the budget buys a noisy record count, and T is the
         largest in [d, 16 d] (16 d is the paper's) whose 1-way noise per cell has a standard
-        deviation of at most the count's mean count per cell (:func:`sized_rounds`; fewer
-        rounds on small tables, the paper's 16 d on large ones).
+        deviation of at most 1/4 of the count's mean count per cell (:func:`sized_rounds`;
+        fewer rounds on small tables at small budgets, the paper's 16 d on large ones).
     max_model_size : float, default=80
         Model-size cap in MiB (8 bytes a cell of the junction tree): when a round brings the
         budget spent to a fraction f, a candidate is eligible only if the model with it stays
