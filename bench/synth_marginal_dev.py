@@ -9,7 +9,9 @@ rows or adult-like seeds 2031/2032); the data sets are ``synth_privbayes_dev.py`
 A variant is ``label:module.NAME=value,...`` (module constants of ``dpcore.synth``, set for its
 runs and restored); the defaults were chosen with ``_tree.SHRINK_INTERACTIONS`` (MST's edge
 tables), ``_mst.POOL_ONE_WAY`` and ``_aim.POOL_ONE_WAY`` (the pooled 1-way estimates), e.g.
-``--method=aim "--variants=off:_aim.POOL_ONE_WAY=0;on:_aim.POOL_ONE_WAY=1"``. Each line prints, per data set and budget, the mean average L1 error over
+``--method=aim "--variants=off:_aim.POOL_ONE_WAY=0;on:_aim.POOL_ONE_WAY=1"``, and AIM's default
+rounds with ``_aim.SIZED_ROUNDS`` (0: the paper's T = 16 d) and ``_aim.NOISE_TO_SIGNAL``, e.g.
+``--method=aim "--variants=paper:_aim.SIZED_ROUNDS=0;c0.5:_aim.NOISE_TO_SIGNAL=0.5"``. Each line prints, per data set and budget, the mean average L1 error over
 all 2-way / 3-way marginals (synthetic sample as large as the data, noise seeds 40000 + i) and
 its ratio to the first variant.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from dpcore.synth._domain import Domain
     from dpcore.synth._junction import JunctionTree
 
-__all__ = ["AIM", "AIMPlan", "candidate_weights", "mean_absolute_noise"]
+__all__ = ["AIM", "AIMPlan", "candidate_weights", "mean_absolute_noise", "noisy_record_count",
+           "sized_rounds"]
 
 #: Share of each round's budget spent on the measurement (the rest selects), as in the paper.
 MEASURE_SHARE = Fraction(9, 10)
@@ -43,6 +44,15 @@ CELL_BYTES = 8
 #: Before the final fit, pool the 1-way measurements of columns with the same number of codes
 #: (:func:`dpcore.synth._estimate.pool_one_way`; chosen on development data).
 POOL_ONE_WAY = True
+#: The paper's default number of rounds per column (T = 16 d), the most the default allows.
+ROUNDS_PER_COLUMN = 16
+#: Default ``rounds``: spend ``COUNT_SHARE`` of the budget on a noisy record count and take the
+#: largest T (between d and 16 d) whose 1-way noise has a standard deviation per cell of at most
+#: ``NOISE_TO_SIGNAL`` times the mean count per cell (count / cells, averaged over the columns);
+#: chosen on development data (bench/synth_marginal_dev.py). False: T = 16 d, no count.
+SIZED_ROUNDS = True
+COUNT_SHARE = Fraction(1, 100)
+NOISE_TO_SIGNAL = 0.25
 
 
 def candidate_weights(workload: Iterable[Sequence[int]]) -> dict:
@@ -65,12 +75,33 @@ def mean_absolute_noise(noise: MarginalNoise) -> float:
     return 2.0 * q / (1.0 - q * q)
 
 
+def noisy_record_count(noise: MarginalNoise, n: int, rng: np.random.Generator) -> int:
+    """n plus one exact draw of ``noise`` (discrete Gaussian or Laplace; may be negative)."""
+    return int(noise.draw(np.array([n], dtype=np.int64), rng)[0])
+
+
+def sized_rounds(mechanism: str, rest: Fraction, shape: Sequence[int], count: int) -> int:
+    """The default T from public values and the released record ``count``: the largest T in
+    [d, 16 d] whose 1-way noise (a round's measurement share 9/10 rest / T per marginal) has a
+    standard deviation per cell of at most ``NOISE_TO_SIGNAL`` * count / mean cells. Gaussian:
+    sigma**2 = T / (1.8 rest); discrete Laplace: std ~ sqrt(2) T / (0.9 rest)."""
+    d = len(shape)
+    allowed = NOISE_TO_SIGNAL * max(count, 0) / (sum(shape) / d)
+    if mechanism == "gaussian":
+        largest = 2 * float(MEASURE_SHARE) * float(rest) * allowed ** 2
+    else:
+        largest = float(MEASURE_SHARE) * float(rest) * allowed / math.sqrt(2.0)
+    return int(min(max(math.floor(largest), d), ROUNDS_PER_COLUMN * d))
+
+
 @dataclass(frozen=True)
 class AIMPlan:
     """AIM's calibration from public values.
 
-    ``budget`` is the validated budget (its kind: zCDP or pure); ``candidates`` maps each candidate marginal (ascending column positions) to its weight;
-    ``one_way`` is the noise of the d initial 1-way marginals; ``measure`` and ``select`` are a
+    ``budget`` is the validated budget (its kind: zCDP or pure); ``count`` is the noise of the
+    record count (None when ``rounds`` is given: no count); ``rounds`` is T (before the fit
+    with the default rule: 16 d, the most it can be); ``candidates`` maps each candidate
+    marginal (ascending column positions) to its weight; ``one_way`` is the noise of the d initial 1-way marginals; ``measure`` and ``select`` are a
     round's initial budget shares (rho, or epsilon under pure DP); ``growth`` multiplies both
     when the budget is annealed (4 under zCDP: sigma halves and the selection's epsilon doubles;
     2 under pure DP); ``smallest_*`` are the smallest shares a round may get (checked before the
@@ -78,6 +109,7 @@ class AIMPlan:
     model-size cap in cells."""
 
     budget: Budget
+    count: MarginalNoise | None
     rounds: int
     candidates: dict
     one_way: MarginalNoise
@@ -106,8 +138,11 @@ class AIM(Synthesizer):
     max_cells : int, default=10000
         Largest workload marginal kept (cells).
     rounds : int, optional
-        T, the number of rounds the budget is first divided into (default 16 d, the paper's);
-        annealing spends it faster. At least d.
+        T, the number of rounds the budget is first divided into; annealing spends it faster.
+        At least d. Default: 1/100 of the budget buys a noisy record count, and T is the
+        largest in [d, 16 d] (16 d is the paper's) whose 1-way noise per cell has a standard
+        deviation of at most 1/4 of the count's mean count per cell (:func:`sized_rounds`;
+        fewer rounds on small tables at small budgets, the paper's 16 d on large ones).
     max_model_size : float, default=80
         Model-size cap in MiB (8 bytes a cell of the junction tree): when a round brings the
         budget spent to a fraction f, a candidate is eligible only if the model with it stays
@@ -129,6 +164,8 @@ class AIM(Synthesizer):
         The marginals chosen by the adaptive rounds, in order.
     model_ : JunctionTree
         The fitted graphical model (its cliques and log-potentials).
+    record_count_ : int or None
+        The noisy record count that set the default T (None when ``rounds`` is given).
     n_records_ : float
         The model's estimate of the number of records (from noisy counts).
     budget_spent_ : float
@@ -140,8 +177,15 @@ class AIM(Synthesizer):
     -------
     rho-zCDP under add/remove one record (or pure epsilon-DP with discrete Laplace noise and
     pure exponential mechanisms; or (epsilon, delta)-DP through zCDP). The domain is public.
-    With T rounds and total budget B, a round's initial budget is B / T, 9/10 for the
-    measurement (discrete Gaussian, sigma**2 >= 1 / (2 share); discrete Laplace scale
+    With the default ``rounds``, B_c = B / 100 (rounded down) is spent first on the record
+    count: the exact count plus one discrete Gaussian draw with sigma**2 >= 1 / (2 B_c)
+    (sensitivity 1; discrete Laplace with scale 1 / B_c rounded up under pure DP), released
+    as ``record_count_``; T is a function of that count and public values only, and the rest
+    B - B_c (its exact guarantee subtracted as a rational) is what the rounds divide: the count
+    and the rounds compose sequentially (zCDP and pure DP add up), adaptively, T being chosen
+    from the released count. With ``rounds`` given there is no count and the rounds divide B.
+    With T rounds and budget B' (B, or B - B_c), a round's initial budget is B' / T, 9/10 for
+    the measurement (discrete Gaussian, sigma**2 >= 1 / (2 share); discrete Laplace scale
     1 / share) and 1/10 for the selection (exponential mechanism at epsilon_s with
     epsilon_s**2 / 8 <= share under zCDP, bounded range (Cesar and Rogers 2021); epsilon_s =
     share under pure DP). The d 1-way marginals are measured first with the round's measurement
@@ -222,7 +266,7 @@ class AIM(Synthesizer):
                                                                     "workload")]
         workload = sorted({c for c in workload if cells(shape, c) <= max_cells})
         workload_cells = {c: cells(shape, c) for c in workload}
-        rounds = 16 * d if self.rounds is None else check.integer(self.rounds, "rounds",
+        rounds = ROUNDS_PER_COLUMN * d if self.rounds is None else check.integer(self.rounds, "rounds",
                                                                   minimum=d)
         model_mib = check.positive(self.max_model_size, "max_model_size")
         if self.max_time is not None:
@@ -235,12 +279,14 @@ class AIM(Synthesizer):
                      + CELL_BYTES * 8 * (sum(workload_cells.values()) + sum(shape))
                      + int(model_mib * 2**20), "the workload's marginals (workload, max_cells, "
                      "max_model_size)")
-        whole = Fraction(budget.total)
-        per_round = whole / rounds
-        measure = round_down(per_round * MEASURE_SHARE)
-        select = round_down(per_round - Fraction(measure))
-        one_way = MarginalNoise.calibrate(budget.mechanism, d, round_down(d * Fraction(measure)),
-                                          budget.names)
+        count = None
+        rest = Fraction(budget.total)
+        if self.rounds is None and SIZED_ROUNDS:
+            count = MarginalNoise.calibrate(budget.mechanism, 1, round_down(rest * COUNT_SHARE),
+                                            budget.names)
+            rest -= self._guarantee(budget, count, None)
+        # the smallest shares (T = 16 d) are calibrated here, before the charge
+        one_way, measure, select = self._round_shares(budget, rest, d, rounds)
         # the smallest round a fit can reach: a last round gets what is left, at least 1/10 of
         # the budget after the 1-way marginals (T >= d), or after a round at least as large as
         # the initial one; 1/20 of the initial round is below both
@@ -250,12 +296,24 @@ class AIM(Synthesizer):
         ExponentialMechanism.calibrate(
             sensitivity=float(max(candidates.values())),
             epsilon=budget.selection_epsilon(smallest_select, 1), method="exact")
-        return AIMPlan(budget, rounds, candidates, one_way,
+        return AIMPlan(budget, count, rounds, candidates, one_way,
                        measure, select, 4 if budget.kind == "zcdp" else 2, smallest_measure,
                        smallest_select, int(model_mib * 2**20) // CELL_BYTES)
 
     @staticmethod
-    def _guarantee(plan, noise, selection) -> Fraction:
+    def _round_shares(budget: Budget, rest: Fraction, d: int, rounds: int
+                      ) -> tuple[MarginalNoise, float, float]:
+        """(the 1-way marginals' noise, a round's measurement share, its selection share) when
+        ``rest`` is divided into T = ``rounds`` rounds."""
+        per_round = rest / rounds
+        measure = round_down(per_round * MEASURE_SHARE)
+        select = round_down(per_round - Fraction(measure))
+        one_way = MarginalNoise.calibrate(budget.mechanism, d, round_down(d * Fraction(measure)),
+                                          budget.names)
+        return one_way, measure, select
+
+    @staticmethod
+    def _guarantee(budget, noise, selection) -> Fraction:
         """The exact budget of one round: the noise's (k / (2 sigma**2) or k / scale) plus the
         selection's (epsilon**2 / 8 or epsilon)."""
         if noise.mechanism == "gaussian":
@@ -264,7 +322,7 @@ class AIM(Synthesizer):
             spent = Fraction(noise.k) / Fraction(noise.scale)
         if selection is not None:
             eps = Fraction(selection.epsilon_effective)
-            spent += eps * eps / 8 if plan.budget.kind == "zcdp" else eps
+            spent += eps * eps / 8 if budget.kind == "zcdp" else eps
         return spent
 
     # -- the release ------------------------------------------------------------------------------
@@ -274,11 +332,22 @@ class AIM(Synthesizer):
         d = len(shape)
         whole = Fraction(plan.budget.total)
         candidates = plan.candidates
+        used = Fraction(0)
+        self.record_count_ = None
+        if plan.count is not None:
+            # the noisy record count sets T (sized_rounds), then the rounds share what is left
+            self.record_count_ = noisy_record_count(plan.count, codes.shape[0], rng)
+            used = self._guarantee(plan.budget, plan.count, None)
+            rounds = sized_rounds(plan.budget.mechanism, whole - used, shape,
+                                  self.record_count_)
+            one_way, measure, select = self._round_shares(plan.budget, whole - used, d, rounds)
+            plan = replace(plan, rounds=rounds, one_way=one_way, measure=measure,
+                           select=select)
         answers = dict(zip(candidates, count_marginals(codes, shape, list(candidates))))
         measurements = [Measurement((i,), plan.one_way.draw(answers[(i,)], rng).astype(float),
                                     plan.one_way.std) for i in range(d)]
         noises = [plan.one_way] * d
-        used = self._guarantee(plan, plan.one_way, None)
+        used += self._guarantee(plan.budget, plan.one_way, None)
         clock = 0.0
         start = time.monotonic()
         tree, marginals, total, step = fit_model(shape, measurements, ROUND_ITERATIONS)
@@ -302,7 +371,7 @@ class AIM(Synthesizer):
             selection = ExponentialMechanism.calibrate(
                 sensitivity=float(max(candidates[r] for r in eligible)),
                 epsilon=plan.budget.selection_epsilon(float(select), 1), method="exact")
-            used += self._guarantee(plan, noise, selection)
+            used += self._guarantee(plan.budget, noise, selection)
             assert used <= whole  # by construction: each share is at most what remains
             bias = mean_absolute_noise(noise)
             scores = quality_scores(tree, marginals, total, eligible, candidates, answers, bias)
