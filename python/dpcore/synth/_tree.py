@@ -91,6 +91,18 @@ def main_effects(table: np.ndarray) -> np.ndarray:
     return out
 
 
+def _james_stein(norm: float, dof: int, variance: float) -> float:
+    """max(0, 1 - (dof - 2) variance / norm): the positive-part James-Stein factor of a noisy
+    vector of ``dof`` dimensions and squared norm ``norm`` (0 for a zero vector)."""
+    return 0.0 if norm <= 0.0 else max(0.0, 1.0 - (dof - 2) * variance / norm)
+
+
+def _interaction(noisy: np.ndarray, independent: ArrayLike) -> np.ndarray:
+    """The part of ``noisy - independent`` orthogonal to the main effects."""
+    residual = noisy - np.asarray(independent, dtype=np.float64)
+    return residual - main_effects(residual)
+
+
 def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: float
                           ) -> float:
     """The positive-part James-Stein factor of a noisy table's interaction.
@@ -104,12 +116,8 @@ def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: 
     df = math.prod(s - 1 for s in noisy.shape)
     if df <= 2:
         return 1.0
-    residual = noisy - np.asarray(independent, dtype=np.float64)
-    residual = residual - main_effects(residual)
-    norm = float(np.sum(residual * residual))
-    if norm <= 0.0:
-        return 0.0
-    return max(0.0, 1.0 - (df - 2) * variance / norm)
+    residual = _interaction(noisy, independent)
+    return _james_stein(float(np.sum(residual * residual)), df, variance)
 
 
 def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: float
@@ -123,9 +131,11 @@ def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: flo
     James-Stein factor keeps an interaction in proportion to how far it stands above the
     noise (all of it for tables with many records per cell, none for pure noise)."""
     noisy = np.asarray(noisy, dtype=np.float64)
-    residual = noisy - np.asarray(independent, dtype=np.float64)
-    interaction = residual - main_effects(residual)
-    factor = interaction_shrinkage(noisy, independent, variance)
+    df = math.prod(s - 1 for s in noisy.shape)
+    if df <= 2:
+        return noisy
+    interaction = _interaction(noisy, independent)
+    factor = _james_stein(float(np.sum(interaction * interaction)), df, variance)
     return noisy - (1.0 - factor) * interaction
 
 
@@ -153,10 +163,8 @@ def pool_marginals(values: Sequence[np.ndarray], variances: Sequence[float],
         shrunk = []
         for j in group:
             gap = out[j] - mean
-            norm = float(gap @ gap)
-            factor = 0.0 if norm <= 0.0 else max(
-                0.0, 1.0 - (out[j].size - 2) * float(variances[j]) / norm)
-            shrunk.append(mean + factor * gap)
+            shrunk.append(mean + _james_stein(float(gap @ gap), out[j].size,
+                                              float(variances[j])) * gap)
         for j, y in zip(group, shrunk):
             out[j] = y
     return out
