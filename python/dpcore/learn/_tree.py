@@ -377,9 +377,8 @@ class DecisionTreeClassifier(_TreeClassifierBase):
         unknown; n_features None before the fit; the rule the noisy record count picked when
         one was drawn)."""
         k = 2 if classes is None else classes.size
-        auto = tree_defaults(epsilon, k, n_features)
-        if n_records_noisy is not None:
-            auto = counted_defaults(epsilon, k, n_features, n_records_noisy)
+        auto = (tree_defaults(epsilon, k, n_features) if n_records_noisy is None
+                else counted_defaults(epsilon, k, n_features, n_records_noisy))
         given = (self.max_depth, self.n_bins, self.split_share, self.split_levels)
         return tuple(a if _is_auto(g) else g for a, g in zip(auto, given))
 

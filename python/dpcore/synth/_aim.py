@@ -101,9 +101,10 @@ class AIMPlan:
     ``budget`` is the validated budget (its kind: zCDP or pure); ``count`` is the noise of the
     record count (None when ``rounds`` is given: no count); ``rounds`` is T (before the fit
     with the default rule: 16 d, the most it can be); ``candidates`` maps each candidate
-    marginal (ascending column positions) to its weight; ``one_way`` is the noise of the d initial 1-way marginals; ``measure`` and ``select`` are a
-    round's initial budget shares (rho, or epsilon under pure DP); ``growth`` multiplies both
-    when the budget is annealed (4 under zCDP: sigma halves and the selection's epsilon doubles;
+    marginal (ascending column positions) to its weight; ``one_way`` is the noise of the d
+    initial 1-way marginals; ``measure`` and ``select`` are a round's initial budget shares
+    (rho, or epsilon under pure DP); ``growth`` multiplies both when the budget is annealed (4
+    under zCDP: sigma halves and the selection's epsilon doubles;
     2 under pure DP); ``smallest_*`` are the smallest shares a round may get (checked before the
     charge: the noise and the selection can be calibrated at them); ``model_cells`` is the
     model-size cap in cells."""
@@ -266,8 +267,8 @@ class AIM(Synthesizer):
                                                                     "workload")]
         workload = sorted({c for c in workload if cells(shape, c) <= max_cells})
         workload_cells = {c: cells(shape, c) for c in workload}
-        rounds = ROUNDS_PER_COLUMN * d if self.rounds is None else check.integer(self.rounds, "rounds",
-                                                                  minimum=d)
+        rounds = (ROUNDS_PER_COLUMN * d if self.rounds is None
+                  else check.integer(self.rounds, "rounds", minimum=d))
         model_mib = check.positive(self.max_model_size, "max_model_size")
         if self.max_time is not None:
             check.positive(self.max_time, "max_time")
