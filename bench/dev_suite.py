@@ -115,7 +115,9 @@ preprocessings of linear_accuracy.py on the trees' development sets (one split e
 ``tree-split-law``: DecisionTreeClassifier with its defaults, the levels that do not look at
 the data drawn by the default law (below 20 features a feature by its candidates left in the
 node, cut at their middle; from 20 on the former law), by the former one (a feature with candidates and one of its candidates, uniformly) and
-by a uniform feature cut at its middle; with diffprivlib, summarised as ``tree-rules``.
+by a uniform feature cut at its middle, and by a coin between the default and the former law
+(eighth session: the default led on average, the former law on unit-norm rows of 13 features);
+with diffprivlib, summarised as ``tree-rules``.
 
 ``svc-h`` (issue 28 item 2, LinearSVC on rows concentrated in a small cap of the sphere):
 LinearSVC (defaults, the preprocessing's bounds) with the Huber width h at :data:`SVC_WIDTHS`

@@ -9,6 +9,7 @@ from sklearn.model_selection import train_test_split
 
 from dev_common import DevSet, mean_score, median_score, peer_class
 from dpcore.learn import DecisionTreeClassifier, RandomForestClassifier
+from dpcore.learn._tree_grow import random_split as _default_split
 
 TREE_EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 # name, n, d, classes, informative features, redundant features, class_sep, seed; the "r"
@@ -289,10 +290,18 @@ def _uniform_feature_middle(inside, rng):
     return f * inside.shape[1] + int(row[middle])
 
 
+def _half_middle_half_uniform(inside, rng):
+    """With probability 1/2 the default law (a feature by its candidates, cut at their
+    middle), otherwise the former uniform one: bisection where the rows fill the public box,
+    a chance to cut where they fill only a corner of it (unit-norm rows)."""
+    return _uniform_split(inside, rng) if rng.integers(2) else _default_split(inside, rng)
+
+
 def tree_split_law_cells(sets, seeds, epsilons=None, first_seed=3000):
     """The ``tree-split-law`` study: DecisionTreeClassifier with its defaults, the levels that
     do not look at the data drawn by the default law (``_tree_grow.random_split``), by the
-    former uniform law and by a uniform feature cut at its middle; diffprivlib. Keyed as
+    former uniform law, by a uniform feature cut at its middle and by a coin between the default
+    and the former law; diffprivlib. Keyed as
     ``tree-rules``; a cell's score is the mean test accuracy over the seeds (``first_seed``
     onwards)."""
     import warnings
@@ -301,7 +310,8 @@ def tree_split_law_cells(sets, seeds, epsilons=None, first_seed=3000):
 
     peer = peer_class("DecisionTreeClassifier")
     laws = {"room, middle (default)": _tree_grow.random_split, "uniform": _uniform_split,
-            "uniform feature, middle": _uniform_feature_middle}
+            "uniform feature, middle": _uniform_feature_middle,
+            "half middle, half uniform": _half_middle_half_uniform}
     default = _tree_grow.random_split
     for s, classes, prep, Xtr, Xte, bounds, group in prepared(sets):
         for eps in (0.1, 0.5) if epsilons is None else epsilons:
