@@ -103,6 +103,16 @@ def _interaction(noisy: np.ndarray, independent: ArrayLike) -> np.ndarray:
     return residual - main_effects(residual)
 
 
+def _shrunk_interaction(noisy: np.ndarray, independent: ArrayLike, variance: float
+                        ) -> tuple[float, np.ndarray | None]:
+    """(James-Stein factor, interaction) of a noisy table; (1, None) when df <= 2."""
+    df = math.prod(s - 1 for s in noisy.shape)
+    if df <= 2:
+        return 1.0, None
+    interaction = _interaction(noisy, independent)
+    return _james_stein(float(np.sum(interaction * interaction)), df, variance), interaction
+
+
 def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: float
                           ) -> float:
     """The positive-part James-Stein factor of a noisy table's interaction.
@@ -112,12 +122,7 @@ def interaction_shrinkage(noisy: np.ndarray, independent: np.ndarray, variance: 
     variance on average. The factor is max(0, 1 - (df - 2) variance / ||R||**2), or 1 when
     df <= 2 (James-Stein shrinks nothing there). It reads the noisy table, a table fitted to
     released values and the public noise scale: post-processing."""
-    noisy = np.asarray(noisy, dtype=np.float64)
-    df = math.prod(s - 1 for s in noisy.shape)
-    if df <= 2:
-        return 1.0
-    residual = _interaction(noisy, independent)
-    return _james_stein(float(np.sum(residual * residual)), df, variance)
+    return _shrunk_interaction(np.asarray(noisy, dtype=np.float64), independent, variance)[0]
 
 
 def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: float
@@ -131,12 +136,8 @@ def shrink_interaction(noisy: np.ndarray, independent: np.ndarray, variance: flo
     James-Stein factor keeps an interaction in proportion to how far it stands above the
     noise (all of it for tables with many records per cell, none for pure noise)."""
     noisy = np.asarray(noisy, dtype=np.float64)
-    df = math.prod(s - 1 for s in noisy.shape)
-    if df <= 2:
-        return noisy
-    interaction = _interaction(noisy, independent)
-    factor = _james_stein(float(np.sum(interaction * interaction)), df, variance)
-    return noisy - (1.0 - factor) * interaction
+    factor, interaction = _shrunk_interaction(noisy, independent, variance)
+    return noisy if interaction is None else noisy - (1.0 - factor) * interaction
 
 
 def size_groups(sizes: Sequence[int], eligible: Sequence[bool] | None = None) -> list:
